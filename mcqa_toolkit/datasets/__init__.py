@@ -1,0 +1,41 @@
+"""Loaders: one module per source format, each `path -> ItemSet`; `load(name, **kwargs)` dispatches by name.
+
+Modules are imported lazily so that `load('medicina', ...)` does not import `datasets` (the HF library).
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+from mcqa_toolkit.items import ItemSet
+
+# name -> "module:function"
+REGISTRY: dict[str, str] = {
+    "demo": "mcqa_toolkit.datasets.demo:load_demo",
+    "enem": "mcqa_toolkit.datasets.enem:load_enem",
+    "enem_params": "mcqa_toolkit.datasets.enem:load_item_params",
+    "enade": "mcqa_toolkit.datasets.enade:load_enade",
+    "medicina": "mcqa_toolkit.datasets.medicina:load_medicina",
+    "uned": "mcqa_toolkit.datasets.uned:load_uned",
+    "course_exam": "mcqa_toolkit.datasets.course_exam:load_course_exam",
+    "mmlu": "mcqa_toolkit.datasets.mmlu:load_mmlu",
+    "hub": "mcqa_toolkit.datasets.hub:load_hub",
+}
+
+
+def loader(name: str) -> Callable[..., Any]:
+    """The loader function registered under `name`."""
+    try:
+        target = REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown dataset {name!r}; known: {sorted(REGISTRY)}") from None
+    module, func = target.split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def load(name: str, **kwargs: Any) -> ItemSet:
+    """Load a dataset by registry name, e.g. `load('medicina', path='test.jsonl')`."""
+    return loader(name)(**kwargs)
+
+
+__all__ = ["load", "loader", "REGISTRY"]

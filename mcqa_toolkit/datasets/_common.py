@@ -1,0 +1,193 @@
+"""Shared reading and validation helpers for loaders: every bad record becomes one DatasetError.
+
+Records are numbered from 1: a JSONL line number, a JSON list position, or a CSV data row (header excluded).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from mcqa_toolkit.items import LETTERS, DatasetError
+
+
+def read_text(path: str | Path, encodings: Sequence[str] = ("utf-8",)) -> str:
+    """File contents decoded with the first encoding that works; undecodable bytes -> DatasetError."""
+    p = Path(path)
+    if not p.exists():
+        raise DatasetError(p, "-", None, "file not found")
+    raw = p.read_bytes()
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    last: UnicodeDecodeError | None = None
+    for enc in encodings:
+        try:
+            return raw.decode(enc)
+        except UnicodeDecodeError as e:
+            last = e
+    assert last is not None
+    line = raw[: last.start].count(b"\n") + 1
+    raise DatasetError(p, line, None, f"undecodable bytes at byte {last.start} ({'/'.join(encodings)}): {last.reason}")
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; bad JSON or a non-object line -> DatasetError."""
+    text = read_text(path)
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DatasetError(path, n, None, f"invalid JSON: {e.msg} at column {e.colno}") from None
+        if not isinstance(obj, dict):
+            raise DatasetError(path, n, None, f"expected a JSON object, got {type(obj).__name__}")
+        yield n, obj
+
+
+def read_json(path: str | Path) -> Any:
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise DatasetError(path, e.lineno, None, f"invalid JSON: {e.msg} at column {e.colno}") from None
+
+
+def iter_csv(path: str | Path, *, delimiter: str = ",", header: bool = True,
+             fieldnames: Sequence[str] | None = None, encodings: Sequence[str] = ("utf-8",),
+             required: Sequence[str] = ()) -> Iterator[tuple[int, dict[str, str]]]:
+    """(data row number, row dict); quoted newlines allowed; missing required columns -> DatasetError."""
+    text = read_text(path, encodings)
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter,
+                            fieldnames=None if header else list(fieldnames or []))
+    try:
+        cols = reader.fieldnames or []
+        missing = [c for c in required if c not in cols]
+        if missing:
+            raise DatasetError(path, "header", missing[0], f"missing column(s) {missing}; found {list(cols)}")
+        for n, row in enumerate(reader, start=1):
+            if None in row:  # more cells than columns
+                raise DatasetError(path, n, None, f"{len(cols) + len(row[None])} cells for {len(cols)} columns")
+            yield n, row
+    except csv.Error as e:
+        raise DatasetError(path, reader.line_num, None, f"malformed CSV: {e}") from None
+
+
+def is_missing(value: Any) -> bool:
+    """None, NaN, or an empty/whitespace string."""
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and value.strip().lower() in ("", "nan", "null", "none")
+
+
+def require(rec: Mapping[str, Any], key: str, path: Any, n: Any, *, types: type | tuple = object,
+            allow_empty: bool = False) -> Any:
+    """rec[key], checked for presence, type and (for strings) non-emptiness."""
+    if key not in rec:
+        raise DatasetError(path, n, key, "missing field")
+    value = rec[key]
+    if not isinstance(value, types) or isinstance(value, bool) and bool not in _as_tuple(types):
+        raise DatasetError(path, n, key, f"expected {_type_names(types)}, got {type(value).__name__} {value!r:.60}")
+    if not allow_empty and is_missing(value):
+        raise DatasetError(path, n, key, "empty value")
+    return value
+
+
+def require_text(rec: Mapping[str, Any], key: str, path: Any, n: Any) -> str:
+    return str(require(rec, key, path, n, types=str)).strip()
+
+
+def parse_int(value: Any, path: Any, n: Any, key: str, *, optional: bool = False) -> int | None:
+    if is_missing(value):
+        if optional:
+            return None
+        raise DatasetError(path, n, key, "empty value")
+    try:
+        f = float(str(value).strip())
+    except ValueError:
+        raise DatasetError(path, n, key, f"not an integer: {value!r}") from None
+    if not f.is_integer():
+        raise DatasetError(path, n, key, f"not an integer: {value!r}")
+    return int(f)
+
+
+def parse_float(value: Any, path: Any, n: Any, key: str, *, optional: bool = False) -> float | None:
+    if is_missing(value):
+        if optional:
+            return None
+        raise DatasetError(path, n, key, "empty value")
+    try:
+        return float(str(value).strip().replace(",", "."))
+    except ValueError:
+        raise DatasetError(path, n, key, f"not a number: {value!r}") from None
+
+
+def parse_bool(value: Any, path: Any, n: Any, key: str, default: bool | None = None) -> bool:
+    if is_missing(value):
+        if default is None:
+            raise DatasetError(path, n, key, "empty value")
+        return default
+    if isinstance(value, bool):
+        return value
+    s = str(value).strip().lower()
+    if s in ("1", "true", "t", "yes", "y", "sim", "1.0"):
+        return True
+    if s in ("0", "false", "f", "no", "n", "nao", "não", "0.0"):
+        return False
+    raise DatasetError(path, n, key, f"not a boolean: {value!r}")
+
+
+def letter_to_index(value: Any, n_options: int, path: Any, n: Any, key: str) -> int:
+    """'B' / 'b' / ' B ' -> 1; anything that is not one of the item's letters -> DatasetError."""
+    if not isinstance(value, str) or len(value.strip()) != 1:
+        raise DatasetError(path, n, key, f"unknown answer letter {value!r}")
+    idx = LETTERS.find(value.strip().upper())
+    if idx < 0 or idx >= n_options:
+        raise DatasetError(path, n, key, f"answer letter {value!r} not among {LETTERS[:n_options]}")
+    return idx
+
+
+def check_options(options: Sequence[Any], path: Any, n: Any, key: str, *, n_allowed: Sequence[int] = range(2, 11)
+                  ) -> tuple[str, ...]:
+    """Options as a tuple of stripped non-empty strings with an allowed count."""
+    if not isinstance(options, (list, tuple)):
+        raise DatasetError(path, n, key, f"expected a list of options, got {type(options).__name__}")
+    if len(options) not in n_allowed:
+        raise DatasetError(path, n, key, f"wrong option count {len(options)} (allowed: {_fmt_counts(n_allowed)})")
+    out = []
+    for i, o in enumerate(options):
+        if is_missing(o) or not isinstance(o, (str, int, float)):
+            raise DatasetError(path, n, f"{key}[{i}]", f"empty or non-text option {o!r}")
+        out.append(str(o).strip())
+    return tuple(out)
+
+
+class UniqueIds:
+    """Tracks ids seen in a file; a repeat -> DatasetError naming the first occurrence."""
+
+    def __init__(self, path: Any, key: str = "id"):
+        self.path, self.key, self.seen = path, key, {}
+
+    def add(self, item_id: str, n: Any) -> str:
+        if item_id in self.seen:
+            raise DatasetError(self.path, n, self.key, f"duplicate id {item_id!r} (first at record {self.seen[item_id]})")
+        self.seen[item_id] = n
+        return item_id
+
+
+def _as_tuple(t: type | tuple) -> tuple:
+    return t if isinstance(t, tuple) else (t,)
+
+
+def _type_names(t: type | tuple) -> str:
+    return " or ".join(x.__name__ for x in _as_tuple(t))
+
+
+def _fmt_counts(n_allowed: Sequence[int]) -> str:
+    vals = list(n_allowed)
+    return f"{vals[0]}..{vals[-1]}" if len(vals) > 2 and vals == list(range(vals[0], vals[-1] + 1)) else str(vals)
