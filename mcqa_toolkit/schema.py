@@ -44,3 +44,6 @@ RESPONSE_COLUMNS = (
 COLUMNS = RUN_COLUMNS + ITEM_COLUMNS + RESPONSE_COLUMNS
 
 STATUSES = ("answered", "unanswered", "refused")
+
+METHODS = ("first_token", "loglik", "generate", "cloze")
+NORMALIZATIONS = ("sum", "token", "char", "byte", "pmi")

@@ -68,3 +68,25 @@ def next_token_candidates(lm: LM, context_ids: Sequence[int], context: str, cont
     if len(set(ids)) != len(ids):
         raise ValueError(f"option letters {list(continuations)} map to non-distinct tokens {ids}")
     return tuple(ids), tuple(exact)
+
+
+def shared_prefix_ids(lm: LM, prompt: Any, previous: Sequence[int] = (), min_tokens: int = 16) -> tuple[int, ...]:
+    """Token ids of the run-level prefix a prompt shares with the rest of its run.
+
+    Completion prompts declare it (`prompt.shared_prefix`, e.g. the few-shot block); it is used when it
+    tokenises to a true prefix of the full prompt. Otherwise (chat rendering, or a boundary merge) it is the
+    longest common token prefix with `previous` (the previous item's prompt ids), if at least `min_tokens`.
+    """
+    text, special = prompt_text(lm, prompt)
+    ids = encode(lm, text, special)
+    declared = getattr(prompt, "shared_prefix", "")
+    if declared and not getattr(prompt, "messages", None):
+        pre = encode(lm, declared, special)
+        if len(pre) < len(ids) and ids[: len(pre)] == pre:
+            return pre
+    n = 0
+    for a, b in zip(ids, previous):
+        if a != b:
+            break
+        n += 1
+    return ids[:n] if n >= min_tokens else ()

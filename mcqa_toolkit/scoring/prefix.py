@@ -114,45 +114,55 @@ def _result(logp_rows: torch.Tensor, req: Request, targets: torch.Tensor) -> np.
 
 
 class PrefixScorer:
-    """Scores Requests with KV-prefix sharing. Holds the run-prefix cache; create one per run (no globals).
+    """Scores Requests with KV-prefix sharing. Create one per run and pass it around (no globals).
 
-    `shared_prefix` is the token ids every sequence of the run starts with (e.g. the encoded few-shot block);
-    sequences that do not start with it are still scored correctly, just without run-level sharing.
+    Run-level prefixes (e.g. the encoded instruction + few-shot block) are given per `score` call as
+    `shared_prefix`; their caches are kept in a small LRU so several few-shot blocks (one per subject under
+    the `easiest` rule) are each encoded once. A request group that does not start with its `shared_prefix`
+    is still scored correctly, just without run-level sharing.
     """
 
-    def __init__(self, lm: LM, shared_prefix: Sequence[int] = (), max_batch_tokens: int = 8192, max_batch_rows: int = 64):
+    def __init__(self, lm: LM, max_batch_tokens: int = 8192, max_batch_rows: int = 64, max_prefixes: int = 8):
         from transformers import DynamicCache  # local: keeps the import cost inside scoring
 
         self.lm = lm
         self._cache_cls = DynamicCache
-        self.max_batch_tokens, self.max_batch_rows = max_batch_tokens, max_batch_rows
+        self.max_batch_tokens, self.max_batch_rows, self.max_prefixes = max_batch_tokens, max_batch_rows, max_prefixes
         self.stats = EngineStats()
-        self._run_ids: tuple[int, ...] = tuple(shared_prefix)
-        self._run_cache = None
-        self._run_counted = False
+        self._prefixes: dict[tuple[int, ...], object] = {}   # insertion-ordered LRU
 
     def _new_cache(self):
         return self._cache_cls(config=self.lm.model.config)
 
     @torch.inference_mode()
-    def _run_prefix_cache(self, upto: int):
-        """Cache of the first `upto` run-prefix tokens (computed once at full length; shorter -> recompute)."""
-        if upto == len(self._run_ids):
-            if self._run_cache is None:
-                cache = self._new_cache()
-                ids = torch.tensor([self._run_ids], device=self.lm.device)
-                _forward_hidden(self.lm, ids, cache)
-                self._run_cache = cache
-                self.stats.forwarded += len(self._run_ids)
-            return self._run_cache
-        return None
+    def _prefix_cache(self, ids: tuple[int, ...]):
+        """Cache of a run prefix, computed on first use and kept (LRU of `max_prefixes`)."""
+        cache = self._prefixes.pop(ids, None)
+        if cache is None:
+            cache = self._new_cache()
+            _forward_hidden(self.lm, torch.tensor([ids], device=self.lm.device), cache)
+            self.stats.forwarded += len(ids)
+            self.stats.unique += len(ids)
+            while len(self._prefixes) >= self.max_prefixes:
+                self._prefixes.pop(next(iter(self._prefixes)))
+        self._prefixes[ids] = cache
+        return cache
+
+    def prefix_cache_for(self, ids: Sequence[int], shared_prefix: Sequence[int]):
+        """A private copy of the cache of `shared_prefix` if `ids` extends it (for generation), else None."""
+        run = tuple(shared_prefix)
+        if not run or len(ids) <= len(run) or tuple(ids[: len(run)]) != run:
+            return None
+        self.stats.naive += len(ids)
+        self.stats.forwarded += len(ids) - len(run)
+        return _expand(self._prefix_cache(run), 1)
 
     @torch.inference_mode()
-    def score(self, requests: Sequence[Request]) -> list[np.ndarray]:
+    def score(self, requests: Sequence[Request], shared_prefix: Sequence[int] = ()) -> list[np.ndarray]:
         """Per request: candidate log-probs (first-token) or per-token continuation log-probs, as float64 arrays.
 
-        Intended to be called once per item with all of that item's requests (every shuffle and option), so the
-        item prefix is shared across them. Identical requests are computed once.
+        Call once per item with all of that item's requests (every shuffle and option) so the item prefix is
+        shared across them. Identical requests are computed once.
         """
         if not requests:
             return []
@@ -160,35 +170,32 @@ class PrefixScorer:
         uniq: dict[tuple, int] = {}
         order = [uniq.setdefault((r.tokens, r.n_context, r.candidates), len(uniq)) for r in requests]
         reqs = [Request(*k) for k in uniq]
-        results = self._score_unique(reqs)
-        seqs = [r.tokens for r in reqs]
+        run = tuple(shared_prefix)
+        if run and not all(len(r.tokens) > len(run) and r.tokens[: len(run)] == run and r.first_scored >= len(run)
+                           for r in reqs):
+            run = ()
+        results = self._score_unique(reqs, run)
         self.stats.naive += sum(len(r.tokens) for r in requests)
-        unique = unique_tokens(seqs)
-        run = len(self._run_ids)
-        if run and all(s[:run] == self._run_ids for s in seqs):
-            unique -= run if self._run_counted else 0
-            self._run_counted = True
-        self.stats.unique += unique
+        self.stats.unique += unique_tokens([r.tokens[len(run):] for r in reqs])
         self.stats.seconds += time.perf_counter() - t0
         return [results[i] for i in order]
 
-    def _score_unique(self, reqs: list[Request]) -> list[np.ndarray]:
+    def _score_unique(self, reqs: list[Request], run: tuple[int, ...]) -> list[np.ndarray]:
         device = self.lm.device
         # item prefix: common to all sequences, and ending before the first position whose logits we need
         plen = min(r.first_scored for r in reqs)
         first = reqs[0].tokens
         for r in reqs[1:]:
             plen = min(plen, _lcp(first, r.tokens))
-        run = len(self._run_ids)
-        if run and plen >= run and first[:run] == self._run_ids:
-            cache = _expand(self._run_prefix_cache(run), 1)
-            start = run
+        if run:
+            cache, start = _expand(self._prefix_cache(run), 1), len(run)
         else:
             cache, start = self._new_cache(), 0
         if plen > start:
-            ids = torch.tensor([first[start:plen]], device=device)
-            _forward_hidden(self.lm, ids, cache)
+            _forward_hidden(self.lm, torch.tensor([first[start:plen]], device=device), cache)
             self.stats.forwarded += plen - start
+        else:
+            plen = start
         # suffix batches, sorted by length so padding stays small
         order = sorted(range(len(reqs)), key=lambda i: len(reqs[i].tokens))
         out: list[np.ndarray | None] = [None] * len(reqs)
