@@ -9,9 +9,12 @@ import io
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from mcqa_toolkit.items import LETTERS, DatasetError
+from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
+
+# Keys that exam authorities use for an annulled question (ENEM exam CSVs say "anulada", JSONL "Anulado").
+ANNULLED_WORDS = ("anulada", "anulado", "annulled")
 
 
 def read_text(path: str | Path, encodings: Sequence[str] = ("utf-8",)) -> str:
@@ -56,6 +59,27 @@ def read_json(path: str | Path) -> Any:
         raise DatasetError(path, e.lineno, None, f"invalid JSON: {e.msg} at column {e.colno}") from None
 
 
+def iter_json_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(position, object) from a JSON list of objects, or from a column-oriented dict of equal-length
+    lists (or pandas' default {column: {row: value}}); anything else -> DatasetError."""
+    data = read_json(path)
+    if isinstance(data, dict):
+        cols = {k: list(v.values()) if isinstance(v, dict) else v for k, v in data.items()}
+        bad = [k for k, v in cols.items() if not isinstance(v, list)]
+        if bad:
+            raise DatasetError(path, "-", bad[0], "column-oriented JSON needs a list (or dict) of values per column")
+        lengths = {len(v) for v in cols.values()}
+        if len(lengths) > 1:
+            raise DatasetError(path, "-", None, f"columns have different lengths {sorted(lengths)}")
+        data = [dict(zip(cols, row)) for row in zip(*cols.values())]
+    if not isinstance(data, list):
+        raise DatasetError(path, "-", None, f"expected a JSON list of objects, got {type(data).__name__}")
+    for n, rec in enumerate(data, start=1):
+        if not isinstance(rec, dict):
+            raise DatasetError(path, n, None, f"expected a JSON object, got {type(rec).__name__}")
+        yield n, rec
+
+
 def iter_csv(path: str | Path, *, delimiter: str = ",", header: bool = True,
              fieldnames: Sequence[str] | None = None, encodings: Sequence[str] = ("utf-8",),
              required: Sequence[str] = ()) -> Iterator[tuple[int, dict[str, str]]]:
@@ -71,9 +95,21 @@ def iter_csv(path: str | Path, *, delimiter: str = ",", header: bool = True,
         for n, row in enumerate(reader, start=1):
             if None in row:  # more cells than columns
                 raise DatasetError(path, n, None, f"{len(cols) + len(row[None])} cells for {len(cols)} columns")
+            if None in row.values():  # fewer cells than columns
+                n_cells = sum(v is not None for v in row.values())
+                raise DatasetError(path, n, None, f"{n_cells} cells for {len(cols)} columns")
             yield n, row
     except csv.Error as e:
         raise DatasetError(path, reader.line_num, None, f"malformed CSV: {e}") from None
+
+
+def csv_columns(path: str | Path, *, delimiter: str = ",", encodings: Sequence[str] = ("utf-8",)) -> list[str]:
+    """The header row of a CSV file (empty list for an empty file)."""
+    text = read_text(path, encodings)
+    try:
+        return next(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter), [])
+    except csv.Error as e:
+        raise DatasetError(path, "header", None, f"malformed CSV: {e}") from None
 
 
 def is_missing(value: Any) -> bool:
@@ -167,17 +203,46 @@ def check_options(options: Sequence[Any], path: Any, n: Any, key: str, *, n_allo
     return tuple(out)
 
 
+def is_annulled(value: Any) -> bool:
+    """True for the words sources use to mark an annulled question ('anulada', 'Anulado', ...), any case."""
+    return isinstance(value, str) and value.strip().lower() in ANNULLED_WORDS
+
+
 class UniqueIds:
-    """Tracks ids seen in a file; a repeat -> DatasetError naming the first occurrence."""
+    """Tracks ids seen in one file (or across the files of a directory, passing `path` to `add`);
+    a repeat -> DatasetError naming the first occurrence."""
 
     def __init__(self, path: Any, key: str = "id"):
         self.path, self.key, self.seen = path, key, {}
 
-    def add(self, item_id: str, n: Any) -> str:
+    def add(self, item_id: str, n: Any, path: Any = None) -> str:
+        path = self.path if path is None else path
         if item_id in self.seen:
-            raise DatasetError(self.path, n, self.key, f"duplicate id {item_id!r} (first at record {self.seen[item_id]})")
-        self.seen[item_id] = n
+            first_path, first_n = self.seen[item_id]
+            where = f"record {first_n}" if first_path == path else f"{first_path} record {first_n}"
+            raise DatasetError(path, n, self.key, f"duplicate id {item_id!r} (first at {where})")
+        self.seen[item_id] = (path, n)
         return item_id
+
+
+def items_from_records(records: Iterable[tuple[int, Mapping[str, Any]]], parse: Callable[[Mapping[str, Any], int], Item],
+                       path: Any, name: str, id_field: str = "id", ids: UniqueIds | None = None) -> ItemSet:
+    """Parse (record number, record) pairs into an ItemSet; duplicate item ids -> DatasetError.
+
+    The one loop shared by file loaders and `hub.load_hub`, so both validate records identically.
+    Pass one `ids` tracker to several calls to catch duplicates across the files of a directory.
+    """
+    items, ids = [], ids if ids is not None else UniqueIds(path, id_field)
+    for n, rec in records:
+        item = parse(rec, n)
+        ids.add(item.item_id, n, path)
+        items.append(item)
+    return ItemSet(items, name=name)
+
+
+def concat(sets: Iterable[ItemSet], name: str) -> ItemSet:
+    """One ItemSet from several (ids already checked unique by a shared UniqueIds)."""
+    return ItemSet([it for s in sets for it in s], name=name)
 
 
 def _as_tuple(t: type | tuple) -> tuple:

@@ -147,12 +147,18 @@ def load_model(name_or_path: str = DEFAULT_MODEL, device: str | torch.device | N
     tokenizer = AutoTokenizer.from_pretrained(path)
     model.to(torch_device)
     model.eval()
-    if tokenizer.chat_template is None and getattr(model.config, "model_type", "").startswith("gemma"):
-        tokenizer.chat_template = GEMMA_CHAT_TEMPLATE
+    _ensure_chat_template(model, tokenizer)
     return LM(model=model, tokenizer=tokenizer, name=str(name_or_path), source=source, weights_sha256=sha)
 
 
 def wrap(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, name: str = "in-memory") -> LM:
     """Use an already-constructed model (e.g. a tiny random test model) with the scoring API."""
     model.eval()
+    _ensure_chat_template(model, tokenizer)
     return LM(model=model, tokenizer=tokenizer, name=name, source=name)
+
+
+def _ensure_chat_template(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> None:
+    """Give Gemma tokenizers without a chat template (the GGUF base model) Gemma's published turn format."""
+    if tokenizer.chat_template is None and getattr(model.config, "model_type", "").startswith("gemma"):
+        tokenizer.chat_template = GEMMA_CHAT_TEMPLATE

@@ -196,9 +196,25 @@ class PrefixScorer:
             self.stats.forwarded += plen - start
         else:
             plen = start
-        # suffix batches, sorted by length so padding stays small
-        order = sorted(range(len(reqs)), key=lambda i: len(reqs[i].tokens))
         out: list[np.ndarray | None] = [None] * len(reqs)
+        # loglik: several continuations share one context (a shuffle's full prompt) -> encode each context once
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, r in enumerate(reqs):
+            groups.setdefault(r.tokens[: r.first_scored], []).append(i)
+        if 1 < len(groups) < len(reqs):
+            for ctx, members in groups.items():
+                gcache = _expand(cache, 1)
+                if len(ctx) > plen:
+                    _forward_hidden(self.lm, torch.tensor([ctx[plen:]], device=device), gcache)
+                    self.stats.forwarded += len(ctx) - plen
+                self._score_batches(reqs, members, max(plen, len(ctx)), gcache, out)
+        else:
+            self._score_batches(reqs, list(range(len(reqs))), plen, cache, out)
+        return out  # type: ignore[return-value]
+
+    def _score_batches(self, reqs: list[Request], members: list[int], plen: int, cache, out: list) -> None:
+        """Forward the members' suffixes (past `plen`) in right-padded batches, sorted by length."""
+        order = sorted(members, key=lambda i: len(reqs[i].tokens))
         batch: list[int] = []
         for i in order + [None]:
             if i is not None:
@@ -208,7 +224,6 @@ class PrefixScorer:
                     continue
             self._score_batch([reqs[j] for j in batch], batch, plen, cache, out)
             batch = [i] if i is not None else []
-        return out  # type: ignore[return-value]
 
     def _score_batch(self, reqs: list[Request], idx: list[int], plen: int, cache, out: list) -> None:
         device = self.lm.device

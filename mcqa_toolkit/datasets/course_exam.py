@@ -1,0 +1,150 @@
+"""MIT course exams (course-exam benchmark): `questions.jsonl` + `exams_metadata.json` with student statistics.
+
+Question types and how they become Items:
+  SingleChoice          -> "single": options parsed from the problem's lines "A. text" / "A) text"
+                           (the last run of consecutive letters from A); the stem is the problem without them.
+  MultipleChoice        -> "multi": same parsing; answer "A,B,D" -> (0, 1, 3).
+  True/False Questions  -> "truefalse": answer "True,False" -> (True, False); options are ("True", "False"),
+                           the choice offered for every statement; the statements ("True / False : ...")
+                           stay in the stem and are also listed in meta["statements"] when they parse.
+  ShortAnswerQuestion   -> "short": answer is the reference text (graded 0..points by a judge).
+When the options of a Single/MultipleChoice problem cannot be parsed (fewer than two, or the key names a
+letter beyond them), the item is kept as "short" with the problem text as stem and the letter key as
+answer ("C", "A,B,D"); meta["question_type"] still says the original type and meta["options_parsed"] is
+False, so scorers can apply exact letter matching. Each item carries its exam's student statistics in
+meta["exam_stats"]; `exam_statistics(path)` returns them as a table.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from mcqa_toolkit.datasets._common import (items_from_records, iter_jsonl, parse_float, read_json, require,
+                                           require_text)
+from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
+
+TYPES = {"SingleChoice": "single", "MultipleChoice": "multi", "True/False Questions": "truefalse",
+         "ShortAnswerQuestion": "short"}
+STAT_FIELDS = ("score_total", "score_max", "score_avg", "score_median", "score_standard_deviation")
+_OPTION_LINE = re.compile(r"^\s*([A-J])[.)]\s+(\S.*?)\s*$")
+_STATEMENT_LINE = re.compile(r"^\s*True\s*/\s*False\s*:?\s*(\S.*?)\s*$", re.IGNORECASE)
+
+
+def read_exams(path: str | Path) -> dict[str, dict[str, Any]]:
+    """exam_id -> validated metadata dict from `<dir>/exams_metadata.json`."""
+    meta_path = Path(path) / "exams_metadata.json"
+    data = read_json(meta_path)
+    exams = data.get("exams") if isinstance(data, dict) else None
+    if not isinstance(exams, list):
+        raise DatasetError(meta_path, "-", "exams", 'expected {"exams": [...]}')
+    out: dict[str, dict[str, Any]] = {}
+    for n, ex in enumerate(exams, start=1):
+        if not isinstance(ex, dict):
+            raise DatasetError(meta_path, n, None, f"expected a JSON object, got {type(ex).__name__}")
+        exam_id = require_text(ex, "exam_id", meta_path, n)
+        if exam_id in out:
+            raise DatasetError(meta_path, n, "exam_id", f"duplicate exam_id {exam_id!r}")
+        rec = dict(ex)
+        for key in STAT_FIELDS + ("num_questions", "year"):
+            rec[key] = parse_float(require(ex, key, meta_path, n, types=(int, float, str)), meta_path, n, key)
+        rec["year"], rec["num_questions"] = int(rec["year"]), int(rec["num_questions"])
+        out[exam_id] = rec
+    return out
+
+
+def parse_options(problem: str) -> tuple[str, tuple[str, ...]]:
+    """(stem without the option lines, options) from the last run of lines 'A. ..', 'B. ..', ...; () if none."""
+    lines = problem.splitlines()
+    runs, run = [], []
+    for i, line in enumerate(lines):
+        if not line.strip():  # blank lines may separate options
+            continue
+        m = _OPTION_LINE.match(line)
+        if m and LETTERS.index(m[1]) == len(run):
+            run.append((i, m[2]))
+        else:
+            if len(run) >= 2:
+                runs.append(run)
+            run = [(i, m[2])] if m and m[1] == "A" else []
+    if len(run) >= 2:
+        runs.append(run)
+    if not runs:
+        return problem.strip(), ()
+    drop = {i for i, _ in runs[-1]}
+    stem = "\n".join(line for i, line in enumerate(lines) if i not in drop).strip()
+    return stem, tuple(text for _, text in runs[-1])
+
+
+def _letters(raw: str, path: Any, n: int) -> list[int]:
+    parts = [p.strip().upper() for p in raw.split(",")]
+    if not parts or any(len(p) != 1 or p not in LETTERS for p in parts):
+        raise DatasetError(path, n, "answer", f"unknown answer letter(s) {raw!r}")
+    return sorted({LETTERS.index(p) for p in parts})
+
+
+def parse_record(rec: Mapping[str, Any], n: int, path: Any, exams: Mapping[str, Mapping[str, Any]]) -> Item:
+    """One questions.jsonl record -> Item (see the module docstring for the type mapping)."""
+    instance_id = require(rec, "instance_id", path, n, types=(int, str))
+    exam_id = require_text(rec, "exam_id", path, n)
+    if exam_id not in exams:
+        raise DatasetError(path, n, "exam_id", f"exam {exam_id!r} not in exams_metadata.json")
+    qtype = require_text(rec, "type", path, n)
+    if qtype not in TYPES:
+        raise DatasetError(path, n, "type", f"unknown question type {qtype!r}; expected one of {list(TYPES)}")
+    points = parse_float(require(rec, "points", path, n, types=(int, float, str)), path, n, "points")
+    if points <= 0:
+        raise DatasetError(path, n, "points", f"points must be > 0, got {points}")
+    problem = require_text(rec, "problem", path, n)
+    raw = require_text(rec, "answer", path, n)
+    answer_type, stem, options, answer = TYPES[qtype], problem, (), raw
+    meta: dict[str, Any] = {"instance_id": instance_id, "question_type": qtype, "exam_stats": dict(exams[exam_id]),
+                            "problem_num": rec.get("problem_num"), "explanation": rec.get("explanation") or ""}
+    if answer_type in ("single", "multi"):
+        letters = _letters(raw, path, n)
+        if answer_type == "single" and len(letters) != 1:
+            raise DatasetError(path, n, "answer", f"SingleChoice needs one letter, got {raw!r}")
+        stem, options = parse_options(problem)
+        meta["options_parsed"] = len(options) >= 2 and max(letters) < len(options)
+        if meta["options_parsed"]:
+            answer = letters[0] if answer_type == "single" else tuple(letters)
+        else:
+            answer_type, stem, options = "short", problem, ()
+    elif answer_type == "truefalse":
+        values = [v.strip().lower() for v in raw.split(",")]
+        if any(v not in ("true", "false") for v in values):
+            raise DatasetError(path, n, "answer", f"expected comma-separated True/False, got {raw!r}")
+        answer, options = tuple(v == "true" for v in values), ("True", "False")
+        statements = [m[1] for m in map(_STATEMENT_LINE.match, problem.splitlines()) if m]
+        if len(statements) == len(answer):
+            meta["statements"] = statements
+    exam = exams[exam_id]
+    return Item(
+        item_id=f"course-{instance_id}", source="course_exam", exam=exam_id, stem=stem, options=options,
+        answer=answer, answer_type=answer_type, year=exam["year"], subject=str(exam.get("course") or ""),
+        language="en", points=points, meta=meta,
+    )
+
+
+def load_course_exam(path: str | Path) -> ItemSet:
+    """Load `<path>/questions.jsonl` linked to `<path>/exams_metadata.json`."""
+    path = Path(path)
+    exams = read_exams(path)
+    qpath = path / "questions.jsonl"
+    return items_from_records(iter_jsonl(qpath), lambda rec, n: parse_record(rec, n, qpath, exams), qpath,
+                              name=f"course_exam:{path.name}", id_field="instance_id")
+
+
+def exam_statistics(path: str | Path) -> pd.DataFrame:
+    """One row per exam: the metadata's student statistics plus the questions and points found in questions.jsonl."""
+    exams = read_exams(path)
+    items = load_course_exam(path)
+    df = pd.DataFrame(list(exams.values()))
+    found = pd.DataFrame([(it.exam, it.points) for it in items], columns=["exam_id", "points"])
+    agg = found.groupby("exam_id")["points"].agg(n_items="size", points_in_file="sum")
+    df = df.merge(agg, left_on="exam_id", right_index=True, how="left")
+    df[["n_items", "points_in_file"]] = df[["n_items", "points_in_file"]].fillna(0)
+    df["n_items"] = df["n_items"].astype(int)
+    return df

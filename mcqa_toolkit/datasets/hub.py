@@ -1,0 +1,58 @@
+"""Datasets from the Hugging Face hub (or any `datasets.Dataset`) mapped to Items by a loader's record parser.
+
+`load_hub("cais/mmlu", split="test", mapper="mmlu", name="all")` calls `datasets.load_dataset` and sends
+every row through `mmlu.parse_record`, the same function the CSV loader uses, so hub rows are validated
+exactly like file records (errors name `hub:<name>[<split>]`, the 1-based row and the field). Local
+files work the same way: `load_hub("json", split="train", mapper="medicina", data_files="test.jsonl")`.
+A ready `Dataset` (or `DatasetDict`, indexed by `split`) can be passed as `dataset=` instead.
+"""
+from __future__ import annotations
+
+import importlib
+from functools import partial
+from typing import Any, Callable, Mapping
+
+from mcqa_toolkit.datasets._common import items_from_records
+from mcqa_toolkit.items import Item, ItemSet
+
+# mapper name -> module whose `parse_record(rec, n, path, **mapper_kwargs)` turns one row into an Item
+MAPPERS = {
+    "mmlu": "mcqa_toolkit.datasets.mmlu",
+    "medicina": "mcqa_toolkit.datasets.medicina",
+    "uned": "mcqa_toolkit.datasets.uned",
+    "enem": "mcqa_toolkit.datasets.enem",
+    "enade": "mcqa_toolkit.datasets.enade",
+}
+
+Mapper = Callable[[Mapping[str, Any], int, Any], Item]
+
+
+def record_parser(mapper: str | Mapper, **mapper_kwargs: Any) -> Mapper:
+    """The `(rec, n, path) -> Item` function for a mapper name (with its keyword arguments) or a callable."""
+    if callable(mapper):
+        return partial(mapper, **mapper_kwargs) if mapper_kwargs else mapper
+    if mapper not in MAPPERS:
+        raise ValueError(f"unknown mapper {mapper!r}; expected one of {sorted(MAPPERS)} or a callable")
+    return partial(importlib.import_module(MAPPERS[mapper]).parse_record, **mapper_kwargs)
+
+
+def load_hub(name_or_path: str, split: str = "test", mapper: str | Mapper = "mmlu", dataset: Any = None,
+             mapper_kwargs: Mapping[str, Any] | None = None, **load_kwargs: Any) -> ItemSet:
+    """Load `name_or_path` with `datasets.load_dataset(name_or_path, split=split, **load_kwargs)` (or use
+    `dataset`) and map every row to an Item.
+
+    mapper: "mmlu" | "medicina" | "uned" | "enem" | "enade", or a callable `(rec, n, path) -> Item`.
+    mapper_kwargs: passed to the mapper, e.g. `{"language": "es"}` for "uned" (required there).
+    """
+    if dataset is None:
+        import datasets  # the HF library is slow to import; only this loader needs it
+
+        dataset = datasets.load_dataset(name_or_path, split=split, **load_kwargs)
+    elif isinstance(dataset, Mapping):  # a DatasetDict
+        if split not in dataset:
+            raise ValueError(f"split {split!r} not in the given dataset (splits: {sorted(dataset)})")
+        dataset = dataset[split]
+    label = f"hub:{name_or_path}[{split}]"
+    parse = record_parser(mapper, **(mapper_kwargs or {}))
+    rows = ((n, dict(rec)) for n, rec in enumerate(dataset, start=1))
+    return items_from_records(rows, lambda rec, n: parse(rec, n, label), label, name=label)

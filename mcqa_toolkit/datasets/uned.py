@@ -1,0 +1,63 @@
+"""UNED-ACCESS 2024 (Spanish university-entrance exams with professional English translations).
+
+Fields (paper, appendix A.1): question, A, B, C, D, solution (letter), year, test_name, code, subject, id.
+D is empty (NaN in CSV, null in JSON) for 3-option subjects. The Spanish and English files share `id`,
+so `parallel_id = id` pairs the two languages and `item_id = f"uned-{language}-{id}"` keeps them apart.
+Files: CSV, or JSON as a list of objects, a dict of column lists, or pandas' dict of {row: value} dicts.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from mcqa_toolkit.datasets._common import (is_missing, items_from_records, iter_csv, iter_json_records,
+                                           letter_to_index, parse_int, require, require_text)
+from mcqa_toolkit.items import DatasetError, Item, ItemSet
+
+REQUIRED = ("question", "A", "B", "C", "solution", "year", "test_name", "code", "subject", "id")
+LANGUAGES = ("es", "en")
+# file-name tokens that name the language, e.g. UNED_ACCESS_2024_EN.csv, uned-es.json, spanish.csv
+_NAME_TOKENS = {"es": "es", "esp": "es", "spanish": "es", "espanol": "es", "en": "en", "eng": "en", "english": "en"}
+
+
+def parse_record(rec: Mapping[str, Any], n: int, path: Any, language: str) -> Item:
+    """One UNED-ACCESS record -> Item (3 options when D is empty/NaN/null, else 4)."""
+    raw_id = str(require(rec, "id", path, n, types=(str, int))).strip()
+    stem = require_text(rec, "question", path, n)
+    options = [require_text(rec, k, path, n) for k in "ABC"]
+    if not is_missing(rec.get("D")):
+        options.append(require_text(rec, "D", path, n))
+    answer = letter_to_index(require(rec, "solution", path, n, types=str), len(options), path, n, "solution")
+    year = parse_int(require(rec, "year", path, n, types=(str, int, float)), path, n, "year")
+    code = str(require(rec, "code", path, n, types=(str, int))).strip()
+    return Item(
+        item_id=f"uned-{language}-{raw_id}", source="uned", exam=require_text(rec, "test_name", path, n),
+        stem=stem, options=tuple(options), answer=answer, year=year, subject=require_text(rec, "subject", path, n),
+        language=language, parallel_id=raw_id, meta={"id": raw_id, "code": code},
+    )
+
+
+def guess_language(path: str | Path) -> str | None:
+    """'es' or 'en' when exactly one language token appears in the file name, else None."""
+    tokens = re.split(r"[^a-z]+", Path(path).stem.lower())
+    found = {_NAME_TOKENS[t] for t in tokens if t in _NAME_TOKENS}
+    return found.pop() if len(found) == 1 else None
+
+
+def load_uned(path: str | Path, language: str | None = None) -> ItemSet:
+    """Load one UNED-ACCESS file (CSV or JSON); `language` ('es'/'en') defaults to a guess from the file name."""
+    path = Path(path)
+    language = language or guess_language(path)
+    if language is None:
+        raise DatasetError(path, "-", "language", "no single es/en token in the file name: pass language='es' or 'en'")
+    if language not in LANGUAGES:
+        raise DatasetError(path, "-", "language", f"unknown language {language!r}; expected one of {LANGUAGES}")
+    if path.suffix.lower() == ".json":
+        records = iter_json_records(path)
+    elif path.suffix.lower() == ".csv":
+        records = iter_csv(path, required=REQUIRED)
+    else:
+        raise DatasetError(path, "-", None, "expected a .csv or .json file")
+    return items_from_records(records, lambda rec, n: parse_record(rec, n, path, language), path,
+                              name=f"uned:{language}:{path.name}")

@@ -1,0 +1,115 @@
+"""runner.run on a tiny random model: records schema, resume after a kill, determinism, guards."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mcqa_toolkit.runner as runner_mod
+from mcqa_toolkit.datasets import load
+from mcqa_toolkit.runner import STRATEGIES, Strategy, run, strategy
+from mcqa_toolkit.schema import COLUMNS
+
+VOLATILE = ["seconds", "n_forwarded_tokens"]
+
+
+@pytest.fixture(scope="module")
+def demo_pt():
+    return load("demo", language="pt").filter(subject=["biology", "physics"])
+
+
+def _stable(df):
+    return df.drop(columns=VOLATILE + ["run_id"]).reset_index(drop=True)
+
+
+def test_first_token_records(tiny_gemma, demo_pt, tmp_path):
+    st = Strategy.first_token(shots=1, shuffles=3, style="enem")
+    df = run(demo_pt, tiny_gemma, st, tmp_path / "r", dataset="demo", limit=4, progress=False)
+    assert list(df.columns[: len(COLUMNS)]) == list(COLUMNS)
+    assert len(df) == 12 and df.groupby("item_id").size().eq(3).all()
+    # shot items (the easiest per subject) and their translations are not evaluated
+    shots = {sid for e in df["extra"] for sid in json.loads(e)["shot_ids"]}
+    assert shots and not shots & set(df["item_id"])
+    for _, r in df.iterrows():
+        perm = r["permutation"]
+        assert sorted(perm) == list(range(r["n_options"]))
+        assert r["choice"] == int(np.argmax(r["option_scores"]))
+        assert perm[r["choice_position"]] == r["choice"] and perm[r["correct_position"]] == r["answer"]
+        assert r["correct"] == (r["choice"] == r["answer"]) and abs(sum(r["option_probs"]) - 1) < 1e-9
+    assert (df[df["shuffle"] == 0]["permutation"].map(lambda p: list(p) == sorted(p))).all()
+    prov = json.loads((tmp_path / "r" / "provenance.json").read_text())
+    assert prov["complete"] and prov["strategy_hash"] == st.hash and prov["n_records"] == 12
+    assert prov["engine"]["forwarded"] < prov["engine"]["naive"]
+
+
+def test_killed_run_resumes_without_loss_or_duplicates(tiny_gemma, demo_pt, tmp_path, monkeypatch):
+    st = Strategy.first_token(shots=0, shuffles=2, style="enem", seed=7)
+    full = run(demo_pt, tiny_gemma, st, tmp_path / "full", limit=6, progress=False)
+    calls = {"n": 0}
+    real = runner_mod._score
+
+    def dying(*a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt("killed")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(runner_mod, "_score", dying)
+    with pytest.raises(KeyboardInterrupt):
+        run(demo_pt, tiny_gemma, st, tmp_path / "killed", limit=6, progress=False)
+    jsonl = tmp_path / "killed" / "records.jsonl"
+    with open(jsonl, "a") as f:  # a record half-written when the process died
+        f.write('{"item_id": "demo-bio-0')
+    monkeypatch.setattr(runner_mod, "_score", real)
+    resumed = run(demo_pt, tiny_gemma, st, tmp_path / "killed", limit=6, progress=False)
+    pd.testing.assert_frame_equal(_stable(resumed), _stable(full))
+    assert len(jsonl.read_text().splitlines()) == len(full)
+
+
+def test_same_seed_same_records(tiny_gemma, demo_pt, tmp_path):
+    st = Strategy.loglik("token", shuffles=2, style="default", seed=3)
+    a = run(demo_pt, tiny_gemma, st, tmp_path / "a", limit=3, progress=False)
+    b = run(demo_pt, tiny_gemma, st, tmp_path / "b", limit=3, progress=False)
+    pd.testing.assert_frame_equal(_stable(a), _stable(b))
+    c = run(demo_pt, tiny_gemma, st.with_(seed=4), tmp_path / "c", limit=3, progress=False)
+    assert not a["permutation"].equals(c["permutation"])
+
+
+def test_refuses_to_mix_runs(tiny_gemma, demo_pt, tmp_path):
+    run(demo_pt, tiny_gemma, Strategy.first_token(), tmp_path / "r", limit=2, progress=False)
+    with pytest.raises(ValueError, match="different strategy_hash"):
+        run(demo_pt, tiny_gemma, Strategy.first_token(shuffles=2), tmp_path / "r", limit=2, progress=False)
+
+
+@pytest.mark.parametrize("name", ["S1", "S4", "S5", "S6", "uned"])
+def test_named_strategies_run(tiny_gemma, tmp_path, name):
+    items = load("demo", language="es").filter(subject="chemistry")
+    st = strategy(name, shuffles=2 if name == "S4" else 1, max_new_tokens=3)
+    df = run(items, tiny_gemma, st, tmp_path / name, limit=2, progress=False)
+    assert len(df) == 2 * st.shuffles
+    assert set(df["status"]) <= {"answered", "unanswered", "refused"}
+    if st.method == "generate":
+        assert (df["extraction_rule"] != "").all()
+        assert ((df["choice"] == -1) == (df["status"] != "answered")).all()
+
+
+def test_strategy_validation_and_lookup():
+    assert strategy("S5").method == "cloze" and STRATEGIES["enem_4shot"].shuffles == 30
+    assert strategy({"base": "enem_1shot", "shuffles": 2}).shots == 1
+    with pytest.raises(ValueError, match="unknown strategy"):
+        strategy("S9")
+    with pytest.raises(ValueError, match="unknown Strategy field"):
+        strategy("S1", temprature=0.3)
+    with pytest.raises(ValueError, match="normalization"):
+        Strategy(method="loglik", normalization="mean")
+    assert Strategy.first_token(shots=1).hash != Strategy.first_token(shots=4).hash
+    assert Strategy.first_token(name="x").hash == Strategy.first_token(name="y").hash
+
+
+def test_non_single_items_rejected(tiny_gemma, tmp_path):
+    from mcqa_toolkit.items import Item, ItemSet
+
+    it = Item(item_id="m", source="t", exam="e", stem="Pick", options=("a", "b", "c"), answer=(0, 1),
+              answer_type="multi", language="en")
+    with pytest.raises(ValueError, match="single-answer"):
+        run(ItemSet([it]), tiny_gemma, Strategy(), tmp_path)
