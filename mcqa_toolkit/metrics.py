@@ -422,6 +422,8 @@ def position_bias(frame: pd.DataFrame, by: str | Sequence[str] = DEFAULT_BY) -> 
     f, by = prepare(frame, by, ("n_options", "choice_position", "status"))
     keys = [*by, "n_options"]
     d = position_distribution(f, by)
+    if _ALL in by:  # position_distribution's finish() dropped the constant key
+        d = d.assign(**{_ALL: "all"})
     d["n"] = d.groupby(keys, dropna=False)["count"].transform("sum")
     d["dev"] = (d["share"] - d["uniform"]).abs()
     d["chi2_term"] = (d["count"] - d["n"] * d["uniform"]) ** 2 / (d["n"] * d["uniform"]).where(d["n"] > 0)

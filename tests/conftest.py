@@ -74,3 +74,12 @@ def gemma():
     from mcqa_toolkit.models import load_model
 
     return load_model("gemma-3-270m", device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory, tiny_gemma):
+    """The tiny Gemma 3 saved as a local model directory: any code path taking a model name can load it."""
+    d = tmp_path_factory.mktemp("tiny-gemma3")
+    tiny_gemma.model.save_pretrained(d)
+    tiny_gemma.tokenizer.save_pretrained(d)
+    return d

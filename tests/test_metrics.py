@@ -275,3 +275,15 @@ def test_real_result_frames_after_parquet_round_trip(tmp_path):
     assert M.accuracy(real, by=["model", "language", "year"], n_boot=50)["n_items"].tolist() == [6, 6]
     assert len(M.kappa(real)) == 2 and len(M.position_bias(real)) == 2
     assert len(M.shuffle_consistency(real)) == 12 and len(M.accuracy_by_position(real)) == 2  # key always shown first
+
+
+def test_position_bias_with_no_grouping():
+    """by=() (one overall group) must work for every position function (regression)."""
+    from mcqa_toolkit.metrics import accuracy_by_position, position_bias, position_distribution
+
+    f = pd.DataFrame({"n_options": [4] * 8, "choice_position": [0, 0, 0, 0, 1, 2, 3, 0], "status": ["answered"] * 8,
+                      "correct_position": [0, 1, 2, 3] * 2, "correct": [True, False, False, False, False, True,
+                                                                         True, False]})
+    pb = position_bias(f, by=())
+    assert pb.loc[0, "n_answered"] == 8 and pb.loc[0, "tvd"] == pytest.approx(0.5 * (0.375 + 3 * 0.125))
+    assert len(position_distribution(f, by=())) == 4 and len(accuracy_by_position(f, by=())) == 4
