@@ -45,6 +45,8 @@ def test_prefix_sharing_equals_naive(tiny_lm, batch_tokens):
     reqs = _requests(tiny_lm)
     assert len(encode(tiny_lm, PREFIX)) > 16, "prefix must exceed the sliding window"
     naive = naive_scores(tiny_lm, reqs)
+    trimmed = naive_scores(tiny_lm, reqs, full_logits=False)
+    assert max(float(np.abs(a - b).max()) for a, b in zip(naive, trimmed)) <= 1e-5
     scorer = PrefixScorer(tiny_lm, max_batch_tokens=batch_tokens)
     shared = encode(tiny_lm, PREFIX)
     half = len(reqs) // 2

@@ -258,16 +258,21 @@ class PrefixScorer:
 
 
 @torch.inference_mode()
-def naive_scores(lm: LM, requests: Sequence[Request]) -> list[np.ndarray]:
-    """Reference computation: each sequence forwarded alone through the full model (all logits), no cache."""
+def naive_scores(lm: LM, requests: Sequence[Request], full_logits: bool = True) -> list[np.ndarray]:
+    """Reference computation: each sequence forwarded alone through the model's own forward, no cache.
+
+    `full_logits=True` is the plain loop (logits at every position, as a generic evaluation loop computes);
+    False asks the model for the scored positions only (`logits_to_keep`), same numbers, much less LM-head work.
+    """
     out = []
     for r in requests:
         ids = torch.tensor([r.tokens], device=lm.device)
-        logp = lm.model(input_ids=ids, use_cache=False).logits[0].float().log_softmax(-1)
+        keep = 0 if full_logits else len(r.tokens) - r.n_context + 1
+        logits = lm.model(input_ids=ids, use_cache=False, logits_to_keep=keep).logits[0]
+        logp = logits[-(len(r.tokens) - r.n_context + 1):].float().log_softmax(-1)  # positions n_context-1 .. end
         if r.candidates is not None:
             out.append(logp[-1, torch.tensor(r.candidates, device=lm.device)].double().cpu().numpy())
         else:
             tgt = torch.tensor(r.tokens[r.n_context:], device=lm.device)
-            out.append(logp[r.n_context - 1: len(r.tokens) - 1].gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
-                       .double().cpu().numpy())
+            out.append(logp[:-1].gather(-1, tgt.unsqueeze(-1)).squeeze(-1).double().cpu().numpy())
     return out
