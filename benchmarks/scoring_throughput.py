@@ -14,40 +14,13 @@ import argparse
 import time
 
 import numpy as np
-import torch
 
-from mcqa_toolkit.datasets import load
-from mcqa_toolkit.models import load_model
-from mcqa_toolkit.prompts import load_template, render, select_shots, split_shots
-from mcqa_toolkit.scoring.encode import context_continuation, encode, next_token_candidates, prompt_text
-from mcqa_toolkit.scoring.encode import shared_prefix_ids
-from mcqa_toolkit.scoring.prefix import PrefixScorer, Request, naive_scores
-from mcqa_toolkit.shuffle import permutations
+from mcqa_toolkit.scoring.prefix import PrefixScorer, naive_scores
 
-
-def build(lm, items, pool, args, method):
-    """Per item: its requests and the shared-prefix ids (both methods use the same rendered prompts)."""
-    out, previous = [], ()
-    for it in items:
-        template = load_template(it.language, args.style)
-        shots = select_shots(pool, it, args.shots, "easiest") if args.shots else []
-        prompts = [render(it, template, shots=shots, permutation=p, shuffle=k)
-                   for k, p in enumerate(permutations(it.n_options, args.shuffles, seed=0, key=it.parallel_id))]
-        shared = shared_prefix_ids(lm, prompts[0], previous)
-        previous = shared or previous
-        reqs = []
-        for p in prompts:
-            text, special = prompt_text(lm, p)
-            if method == "first_token":
-                ids = encode(lm, text, special)
-                cands, _ = next_token_candidates(lm, ids, text, p.letter_continuations, special)
-                reqs.append(Request(ids, len(ids), cands))
-            else:
-                for cont in p.continuations:
-                    ctx, c = context_continuation(lm, text, cont, special)
-                    reqs.append(Request(ctx + c, len(ctx)))
-        out.append((reqs, shared))
-    return out
+try:  # run as a script (python benchmarks/scoring_throughput.py) or as a module (python -m benchmarks...)
+    from _workload import add_arguments, build, setup
+except ModuleNotFoundError:
+    from benchmarks._workload import add_arguments, build, setup
 
 
 def bench(lm, work, naive_items):
@@ -74,24 +47,10 @@ def bench(lm, work, naive_items):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="gemma-3-270m")
-    ap.add_argument("--dataset", default="demo")
-    ap.add_argument("--language", default="pt")
-    ap.add_argument("--style", default="enem")
-    ap.add_argument("--items", type=int, default=8)
-    ap.add_argument("--shots", type=int, default=4)
-    ap.add_argument("--shuffles", type=int, default=30)
+    add_arguments(ap, items=8, shuffles=30)
     ap.add_argument("--naive-items", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    lm = load_model(args.model, device="cpu", dtype="float32")
-    items = load(args.dataset, language=args.language) if args.dataset == "demo" else load(args.dataset)
-    pool, evaluated = split_shots(items, args.shots, "easiest") if args.shots else (items, items)
-    evaluated = evaluated[: args.items]
-    print(f"model={lm.name} dataset={args.dataset}:{args.language} items={len(evaluated)} shots={args.shots} "
-          f"shuffles={args.shuffles} torch_threads={torch.get_num_threads()}")
+    lm, pool, evaluated = setup(args)
     results = {}
     for method in ("first_token", "loglik"):
         r = bench(lm, build(lm, evaluated, pool, args, method), min(args.naive_items, len(evaluated)))

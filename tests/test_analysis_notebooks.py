@@ -1,0 +1,113 @@
+"""The analysis notebooks run top to bottom with papermill on a synthetic results directory, write their figures
+(PNG + PDF) and LaTeX tables, and record headline numbers equal to direct package calls.
+
+Also the degenerate case: one model, one language, one strategy and no min_k.parquet, where the language-gap
+and contamination notebooks must report what they skip instead of failing.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import papermill as pm
+import pytest
+from test_psychometrics import write_synthetic_results
+
+from mcqa_toolkit import metrics, psychometrics as ps
+from mcqa_toolkit.datasets.demo import load_demo
+from mcqa_toolkit.results import load_results
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+STRATEGIES = ("S1", "enem_4shot")
+EXPECTED = {  # notebook -> (headline keys, figures, LaTeX files)
+    "10_tables": ({"n_records", "n_runs", "accuracy", "kappa", "theta_mean"}, ["tables_accuracy_by_strategy"],
+                  ["accuracy_by_strategy", "kappa_by_strategy", "kappa_by_subject", "irt_summary"]),
+    "11_irt": ({"has_irt", "n_persons", "n_items_without_irt", "theta_mean", "lz_mean", "share_di_good"},
+               [f"irt_fig{k}_{name}_{s}" for k, name in ((1, "accuracy_theta"), (3, "lz_theta")) for s in STRATEGIES]
+               + ["irt_fig2_response_patterns", "irt_fig4_information_theta", "irt_fig5_discrimination"],
+               ["irt_theta_ci"]),
+    "12_language_gap": ({"reference", "score", "score_by_language", "gap_pct", "quality_gap_pearson_r", "mcnemar_p"},
+                        ["gap_scores_by_language", "gap_quality_vs_gap"], ["gap_en_pt", "mcnemar"]),
+    "13_position_bias": ({"tvd", "chi2_p", "consistency_mean"},
+                         ["position_distribution", "position_accuracy_by_key_position",
+                          "position_shuffle_consistency"], ["position_bias"]),
+    "14_contamination": ({"has_min_k", "pearson_r", "pearson_p"}, ["contamination_min_k_accuracy"],
+                         ["contamination_min_k"]),
+}
+EXTRA_PARAMETERS = {"10_tables": {"N_BOOT": 50}, "12_language_gap": {"N_BOOT": 50}}
+
+
+def _execute(name: str, results: Path, out: Path) -> dict:
+    params = {"RESULTS_DIR": str(results), "FIGURES_DIR": str(out / "figures"), "LATEX_DIR": str(out / "latex"),
+              **EXTRA_PARAMETERS.get(name, {})}
+    pm.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(out / f"{name}.ipynb"), parameters=params,
+                        kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False)
+    return json.loads((out / "latex" / f"{name}_headline.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return write_synthetic_results(tmp_path_factory.mktemp("outputs"))
+
+
+@pytest.fixture(scope="module")
+def records(results):
+    return load_results(results)
+
+
+def test_notebooks_have_one_parameters_cell_with_documented_constants():
+    import nbformat
+
+    for name in EXPECTED:
+        nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+        tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        assert len(tagged) == 1, name
+        assignments = [ln for ln in tagged[0].source.splitlines() if "=" in ln and not ln.startswith("#")]
+        assert assignments and all(ln.split("=")[0].strip().isupper() and "#" in ln for ln in assignments), name
+        assert all(len(c.source.splitlines()) <= 16 for c in nb.cells if c.cell_type == "code"), name
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_notebook_writes_figures_tables_and_headline(name, results, records, tmp_path):
+    keys, figures, latex = EXPECTED[name]
+    headline = _execute(name, results, tmp_path)
+    assert set(headline) == keys
+    for fig in figures:
+        for ext in ("png", "pdf"):
+            assert (tmp_path / "figures" / f"{fig}.{ext}").stat().st_size > 1000, f"{fig}.{ext}"
+    for tex in latex:
+        assert (tmp_path / "latex" / f"{tex}.tex").read_text().startswith("\\begin{table}")
+    if name == "10_tables":
+        acc = metrics.accuracy(records, by=("model", "strategy", "language"), n_boot=0)
+        row = acc[(acc.model == "model-a") & (acc.strategy == "S1") & (acc.language == "pt")].iloc[0]
+        assert headline["accuracy"]["model-a / S1 / pt"] == pytest.approx(row["accuracy"], abs=1e-4)
+    if name == "11_irt":
+        ab = ps.model_abilities(records, load_demo())
+        theta = ab[(ab.model == "model-b") & (ab.strategy == "enem_4shot") & (ab.language == "en")]["theta"].mean()
+        assert headline["theta_mean"]["model-b / enem_4shot / en"] == pytest.approx(theta, abs=1e-4)
+        assert headline["n_persons"] == 24 and headline["n_items_without_irt"] == 0
+    if name == "14_contamination":
+        assert headline["has_min_k"] and all(r < 0 for r in headline["pearson_r"].values())
+
+
+@pytest.fixture(scope="module")
+def degenerate(tmp_path_factory):
+    root = write_synthetic_results(tmp_path_factory.mktemp("one"), models={"model-a": 0.5}, languages={"pt": 0.0},
+                                   strategies={"S1": ("generate", 0, 1)})
+    for f in root.rglob(ps.MIN_K_FILE):
+        f.unlink()
+    return root
+
+
+@pytest.mark.parametrize("name", ["12_language_gap", "14_contamination"])
+def test_notebooks_report_what_they_skip(name, degenerate, tmp_path):
+    headline = _execute(name, degenerate, tmp_path)
+    nb = (tmp_path / f"{name}.ipynb").read_text()
+    if name == "12_language_gap":
+        assert headline["gap_pct"] == {} and "gaps skipped" in nb
+        assert (tmp_path / "figures" / "gap_scores_by_language.png").exists()
+    else:
+        assert headline == {"has_min_k": False, "pearson_r": {}, "pearson_p": {}}
+        assert "Contamination analysis skipped" in nb
+    shutil.rmtree(tmp_path / "figures", ignore_errors=True)

@@ -1,0 +1,167 @@
+"""plots: every figure returns a Figure with labelled axes, the expected panels/artists, fonts >= 9 pt,
+no pyplot state; single model/language inputs work; save() writes PNG and PDF."""
+from __future__ import annotations
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+from test_psychometrics import write_synthetic_results
+
+from mcqa_toolkit import metrics, plots, psychometrics as ps, stats
+from mcqa_toolkit.datasets.demo import load_demo, load_population
+from mcqa_toolkit.results import load_results
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = write_synthetic_results(tmp_path_factory.mktemp("outputs"))
+    records, items, pop = load_results(root), load_demo(), load_population()
+    humans = ps.human_abilities(pop, items)
+    abilities = ps.model_abilities(records, items, human_theta=humans["theta"])
+    kappa = metrics.kappa(records, by=("model", "strategy", "language"), n_boot=50)
+    gaps = stats.language_gap(kappa, by=("model", "strategy"))
+    min_k = ps.load_min_k(root)
+    return dict(records=records, items=items, pop=pop, humans=humans, abilities=abilities, kappa=kappa, gaps=gaps,
+                min_k=min_k, one=abilities[abilities["strategy"] == "enem_4shot"])
+
+
+def _panels(fig: Figure) -> list:
+    """Visible data axes (not colorbars, not twin axes sharing a panel)."""
+    return [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"
+            and not any(ax.get_shared_x_axes().joined(ax, o) and o.bbox.bounds == ax.bbox.bounds
+                        for o in fig.axes if o is not ax and fig.axes.index(o) < fig.axes.index(ax))]
+
+
+def _check_figure(fig: Figure, n_panels: int) -> list:
+    assert isinstance(fig, Figure)
+    panels = _panels(fig)
+    assert len(panels) == n_panels
+    assert any(ax.get_xlabel() for ax in panels) or fig.get_supxlabel()
+    assert any(ax.get_ylabel() for ax in panels) or fig.get_supylabel()
+    fig.canvas.draw()
+    small = [(t.get_text(), t.get_fontsize()) for t in fig.findobj(Text) if t.get_text() and t.get_visible()
+             and t.get_fontsize() < 9]
+    assert not small, f"text under 9 pt: {small[:3]}"
+    return panels
+
+
+def test_plots_leave_no_pyplot_figures(data):
+    before = plt.get_fignums()
+    plots.accuracy_theta(data["one"], data["humans"])
+    assert plt.get_fignums() == before
+
+
+def test_accuracy_theta_humans_regions_per_language(data):
+    regions = ps.central_region(data["one"])
+    fig = plots.accuracy_theta(data["one"], data["humans"], regions)
+    for ax in _check_figure(fig, 2):
+        assert sum(isinstance(c, PolyCollection) for c in ax.collections) == 1      # the human hexbin
+        assert len(ax.patches) == 2 * 2                                           # fill + outline per model
+        assert sum(len(c.get_offsets()) for c in ax.collections[1:]) == 2 * 3     # 2 models x 3 shuffles
+    assert [t.get_text() for t in fig.axes[0].figure.legends[0].get_texts()][0].startswith("Humans (n = 20,000)")
+
+
+def test_single_model_single_language_without_humans(data):
+    one = data["one"][(data["one"]["model"] == "model-a") & (data["one"]["language"] == "en")]
+    fig = plots.accuracy_theta(one, None, ps.central_region(one))
+    _check_figure(fig, 1)
+    _check_figure(plots.lz_theta(one), 1)
+
+
+def test_lz_theta_has_misfit_line(data):
+    fig = plots.lz_theta(data["one"], data["humans"])
+    for ax in _check_figure(fig, 2):
+        assert any(np.allclose(line.get_ydata(), -1.645) for line in ax.get_lines())
+
+
+def test_response_patterns_heatmap_sorted_by_difficulty(data):
+    shares = ps.share_correct(data["records"], data["items"])
+    fig = plots.response_patterns(shares)
+    panels = _check_figure(fig, 2)
+    image = panels[0].get_images()[0].get_array()
+    assert image.shape == (4, 65)                                   # model x strategy rows, non-annulled items
+    assert np.ma.getmaskarray(image).sum() == 2 * 4                 # the 4 shot items of the 2 enem_4shot rows
+    assert [t.get_text() for t in panels[0].get_yticklabels()][0] == "model-a · S1"
+    assert len(fig.axes) == 3                                       # + colorbar
+    uncalibrated = plots.response_patterns(ps.share_correct(data["records"]))   # no items: b unknown
+    assert _check_figure(uncalibrated, 2)[-1].get_xlabel().startswith("Items (no IRT difficulty")
+    assert len(uncalibrated.axes[0].get_xticks()) == 0
+
+
+def test_information_theta_curve_and_intervals(data):
+    fig = plots.information_theta(ps.information_curve(data["items"]), ps.theta_ci(data["abilities"]),
+                                  y=("model", "strategy"))
+    assert len(fig.axes) == 3                                       # information, its SE twin, theta intervals
+    bottom = fig.axes[1]
+    assert bottom.get_xlabel().startswith("Ability") and len(bottom.containers) == 2   # one errorbar per language
+    assert [t.get_text() for t in bottom.get_yticklabels()] == ["model-a · S1", "model-a · enem_4shot",
+                                                                "model-b · S1", "model-b · enem_4shot"]
+    _check_figure(fig, 2)
+
+
+def test_discrimination_distributions_faceted(data):
+    di = ps.discrimination_frame(data["records"], data["abilities"], data["pop"], data["humans"])
+    assert set(di["group"]) == {"models", "humans"} and set(di["strategy"]) == {"S1", "enem_4shot"}
+    _check_figure(plots.discrimination_distributions(di, col="strategy"), 2)
+    _check_figure(plots.discrimination_distributions(di[di["strategy"] == "S1"]), 1)
+
+
+def test_language_scores_bars_ci_and_gap_labels(data):
+    fig = plots.language_scores(data["kappa"], data["gaps"])
+    for ax in _check_figure(fig, 2):
+        assert len(ax.patches) == 2 * 2                             # 2 models x 2 languages
+        assert len([t for t in ax.texts if t.get_text().endswith("%")]) == 2   # pt bar of each model
+    _check_figure(plots.language_scores(data["kappa"]), 2)
+
+
+def test_quality_gap_reports_r_or_why_not(data):
+    corr = ps.gap_correlations(data["gaps"])
+    ax = _check_figure(plots.quality_gap(data["gaps"], corr), 1)[0]
+    assert "r = " in ax.get_title() and "n = 4" in ax.get_title()
+    two = data["gaps"][data["gaps"]["strategy"] == "S1"]
+    ax = _check_figure(plots.quality_gap(two, ps.gap_correlations(two)), 1)[0]
+    assert "r undefined (n = 2)" in ax.get_title()
+
+
+def test_position_figures(data):
+    dist = metrics.position_distribution(data["records"], by=("model", "strategy"))
+    panels = _check_figure(plots.position_distributions(dist), 4)   # 2 strategies x k = 4, 5
+    assert {len(ax.patches) for ax in panels} == {2 * 4, 2 * 5}
+    acc = metrics.accuracy_by_position(data["records"], by=("model", "strategy"))
+    _check_figure(plots.accuracy_by_position(acc), 4)
+    cons = metrics.shuffle_consistency(data["records"], by=("model", "strategy"))
+    _check_figure(plots.shuffle_consistency(cons), 1)
+    single = metrics.shuffle_consistency(data["records"][data["records"]["shuffle"] == 0], by=("model", "strategy"))
+    ax = _check_figure(plots.shuffle_consistency(single), 1)[0]
+    assert "more than one shuffle" in ax.texts[0].get_text()
+
+
+def test_min_k_accuracy_panels_with_correlations(data):
+    frame = ps.contamination_frame(data["min_k"], data["records"])
+    corr = ps.contamination_correlation(data["min_k"], data["records"])
+    panels = _check_figure(plots.min_k_accuracy(frame, corr), 4)
+    assert all("r = −0." in ax.get_title() for ax in panels)
+
+
+def test_save_writes_png_and_pdf(data, tmp_path):
+    fig = plots.lz_theta(data["one"])
+    paths = plots.save(fig, tmp_path / "figs", "lz")
+    assert [p.name for p in paths] == ["lz.png", "lz.pdf"]
+    assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[1].read_bytes()[:5] == b"%PDF-"
+    assert b"/Type3" not in paths[1].read_bytes()                  # TrueType fonts, as publishers require
+    from PIL import Image
+
+    with Image.open(paths[0]) as im:
+        assert im.info["dpi"][0] == pytest.approx(300, abs=1)
+
+
+def test_plots_reject_missing_columns(data):
+    with pytest.raises(ValueError, match="lacks column"):
+        plots.accuracy_theta(pd.DataFrame({"theta": [0.0]}))

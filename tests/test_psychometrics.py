@@ -1,0 +1,284 @@
+"""psychometrics glue: response matrices, abilities, DI, heatmap shares, information, regions, Min-K% joins.
+
+Checked against direct calls of the pure irt/metrics/stats functions on the same arrays, on a synthetic
+but schema-exact results directory (`write_synthetic_results`, also used by the plot and notebook tests).
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mcqa_toolkit import irt, metrics, psychometrics as ps, stats
+from mcqa_toolkit.datasets.demo import load_demo, load_population
+from mcqa_toolkit.results import ResultStore, load_results
+from mcqa_toolkit.shuffle import permutations
+
+MODEL_THETA = {"model-a": 1.0, "model-b": -0.5}
+LANGUAGE_SHIFT = {"en": 0.0, "pt": -0.4}
+SHUFFLES = 3
+# name -> (method, shots, shuffles): S1 generates (some unanswered), enem_4shot keeps its 4 easiest items as shots
+STRATEGIES = {"S1": ("generate", 0, SHUFFLES), "enem_4shot": ("first_token", 4, SHUFFLES)}
+ANNULLED = "demo-mat-11"
+
+
+def _records(model, theta, strategy, spec, language, items, rng, skip):
+    method, shots, shuffles = spec
+    run_id = f"{model}__demo__{language}__{strategy}"
+    run = {"run_id": run_id, "model": model, "dataset": "demo", "strategy": strategy, "strategy_hash": "0" * 12,
+           "method": method, "normalization": "", "shots": shots, "seed": 0}
+    out = []
+    for it in items:
+        if it.parallel_id in skip:
+            continue
+        a, b, c = it.irt
+        p = float(irt.irf(theta, [a], [b], [c])[0])
+        answer = -1 if it.parallel_id == ANNULLED else it.answer
+        for k, perm in enumerate(permutations(it.n_options, shuffles, seed=0, key=it.parallel_id)):
+            wrong = [o for o in range(it.n_options) if o != it.answer]
+            if rng.random() < p:
+                choice = it.answer
+            elif theta < 0 and perm[0] != it.answer and rng.random() < 0.6:
+                choice = perm[0]                         # a position-A bias for weaker models
+            else:
+                choice = int(rng.choice(wrong))
+            status = "answered"
+            if method == "generate" and rng.random() < 0.03:
+                choice, status = -1, "unanswered"
+            scores = rng.normal(size=it.n_options)
+            if choice >= 0:
+                scores[choice] = scores.max() + 1.0
+            probs = np.exp(scores - scores.max())
+            out.append({**run, "item_id": it.item_id, "parallel_id": it.parallel_id, "language": language,
+                        "subject": it.subject, "exam": it.exam, "year": it.year, "n_options": it.n_options,
+                        "answer": answer, "shuffle": k, "permutation": list(perm),
+                        "option_scores": scores.tolist(), "option_probs": (probs / probs.sum()).tolist(),
+                        "choice": choice, "choice_position": perm.index(choice) if choice >= 0 else -1,
+                        "correct_position": perm.index(answer) if answer >= 0 else -1,
+                        "correct": bool(choice >= 0 and choice == answer), "status": status,
+                        "extraction_rule": "letter" if method == "generate" else "",
+                        "generated_text": "", "n_prompt_tokens": 100, "n_forwarded_tokens": 20, "seconds": 0.01,
+                        "extra": "{}"})
+    return run_id, out
+
+
+def write_synthetic_results(root: str | Path, seed: int = 7, models: dict[str, float] = MODEL_THETA,
+                            languages: dict[str, float] = LANGUAGE_SHIFT,
+                            strategies: dict[str, tuple] = STRATEGIES) -> Path:
+    """2 models x 2 languages x 2 strategies x 3 shuffles on the demo items (by default), via ResultStore.
+
+    Choices are drawn from the 3PL at a fixed theta per model (+ a language shift), so IRT outputs are
+    meaningful; one item is annulled; generate strategies have ~3% unanswered records; a strategy with
+    shots skips its easiest items; weaker models prefer position A when wrong; every run folder also gets
+    a min_k.parquet (higher Min-K% prob for harder items).
+    """
+    root = Path(root)
+    rng = np.random.default_rng(seed)
+    for model, theta in models.items():
+        for language, shift in languages.items():
+            items = load_demo(language)
+            by_b = sorted(items, key=lambda it: it.irt[1])
+            min_k = pd.DataFrame([{"model": model, "language": language, "item_id": it.item_id,
+                                   "parallel_id": it.parallel_id, "n_tokens": int(rng.integers(20, 80)),
+                                   "min_k_prob": 3.0 + 0.5 * it.irt[1] + 0.3 * rng.standard_normal()}
+                                  for it in items])
+            for strategy, spec in strategies.items():
+                skip = {it.parallel_id for it in by_b[:spec[1]]}
+                run_id, recs = _records(model, theta + shift, strategy, spec, language, items, rng, skip)
+                store = ResultStore(root / run_id)
+                store.append(recs)
+                store.finalize({"model": {"name": model}, "strategy_hash": "0" * 12, "dataset": "demo"})
+                min_k.to_parquet(store.dir / ps.MIN_K_FILE, index=False)
+    return root
+
+
+@pytest.fixture(scope="module")
+def synthetic_dir(tmp_path_factory):
+    return write_synthetic_results(tmp_path_factory.mktemp("outputs"))
+
+
+@pytest.fixture(scope="module")
+def records(synthetic_dir):
+    return load_results(synthetic_dir)
+
+
+@pytest.fixture(scope="module")
+def items():
+    return load_demo()
+
+
+def _params(items, keys):
+    p = ps.item_parameters(items).loc[keys]
+    return p["a"].to_numpy(), p["b"].to_numpy(), p["c"].to_numpy()
+
+
+def test_synthetic_results_are_schema_exact(records):
+    from mcqa_toolkit.schema import COLUMNS
+
+    assert list(records.columns[:len(COLUMNS)]) == list(COLUMNS)
+    assert len(records) == 2 * 2 * 3 * (66 + 62)
+    assert set(records.loc[records.parallel_id == ANNULLED, "answer"]) == {-1}
+
+
+def test_response_matrix_shapes_annulled_and_values(records):
+    persons, keys, u = ps.response_matrix(records)
+    assert list(persons.columns) == list(ps.PERSON_BY) and len(persons) == 2 * 2 * 2 * SHUFFLES
+    assert ANNULLED not in keys and len(keys) == 65 and u.shape == (24, 65)
+    shot_rows = (persons["strategy"] == "enem_4shot").to_numpy()
+    assert (np.isnan(u[shot_rows]).sum(axis=1) == 4).all() and not np.isnan(u[~shot_rows]).any()
+    r = records[(records.answer >= 0)].sample(50, random_state=0)
+    for _, rec in r.iterrows():
+        i = persons.index[(persons[list(ps.PERSON_BY)] == rec[list(ps.PERSON_BY)].to_numpy()).all(axis=1)][0]
+        assert u[i, keys.index(rec.parallel_id)] == float(rec.correct)
+
+
+def test_response_matrix_rejects_ambiguous_persons_and_all_annulled(records):
+    with pytest.raises(ValueError, match="add the column"):
+        ps.response_matrix(records, by=("model", "strategy", "language"))
+    with pytest.raises(ValueError, match="annulled"):
+        ps.response_matrix(records.assign(answer=-1))
+
+
+def test_model_abilities_equal_direct_irt_calls(records, items):
+    ab = ps.model_abilities(records, items)
+    persons, keys, u = ps.response_matrix(records)
+    a, b, c = _params(items, keys)
+    est = irt.ability_eap(u, a, b, c)
+    np.testing.assert_allclose(ab["theta"], est.theta)
+    np.testing.assert_allclose(ab["psd"], est.psd)
+    np.testing.assert_allclose(ab["lz"], irt.person_fit_lz(u, est.theta, a, b, c))
+    np.testing.assert_allclose(ab["accuracy"], np.nanmean(u, axis=1))
+    assert ab.attrs["n_items_dropped"] == 0 and set(ab["n_items"]) == {65, 61}
+    assert ab.groupby("model")["theta"].mean()["model-a"] > ab.groupby("model")["theta"].mean()["model-b"] + 0.8
+    fine = ps.model_abilities(records, items, grid=np.linspace(-5, 5, 101))
+    np.testing.assert_allclose(fine["theta"], irt.ability_eap(u, a, b, c, grid=np.linspace(-5, 5, 101)).theta)
+
+
+def test_model_abilities_drops_items_without_irt_and_adds_percentile(records, items):
+    bare = {"demo-bio-01", "demo-che-02"}
+    partial = type(items)([it.with_(irt=None) if it.parallel_id in bare else it for it in items])
+    human = load_population().theta
+    ab = ps.model_abilities(records, partial, human_theta=human)
+    assert ab.attrs["n_items_dropped"] == 2 and sorted(ab.attrs["items_without_irt"]) == sorted(bare)
+    assert set(ab["n_items"]) == {63, 59}
+    np.testing.assert_allclose(ab["percentile"], irt.percentile_of(ab["theta"], human))
+
+
+def test_human_abilities_vectorised_and_equal_direct(items):
+    pop = load_population()
+    t0 = time.perf_counter()
+    h = ps.human_abilities(pop, items)
+    assert time.perf_counter() - t0 < 2.0 and len(h) == 20_000
+    a, b, c = _params(items, list(pop.item_ids))
+    est = irt.ability_eap(pop.responses, a, b, c)
+    np.testing.assert_allclose(h["theta"], est.theta)
+    np.testing.assert_allclose(h["lz"], irt.person_fit_lz(pop.responses, est.theta, a, b, c))
+    assert np.corrcoef(h["theta"], h["theta_true"])[0, 1] > 0.9
+
+
+def test_item_discrimination_models_and_humans(records, items):
+    ab = ps.model_abilities(records, items)
+    di = ps.item_discrimination(records, ab, group="models")
+    persons, keys, u = ps.response_matrix(records)
+    np.testing.assert_allclose(di["di"], irt.discrimination_index(u, ab["theta"]), equal_nan=True)
+    assert list(di.columns) == ["group", "parallel_id", "di", "p_correct", "n_persons"]
+    pop = load_population()
+    h = ps.item_discrimination(pop, ps.human_abilities(pop, items))
+    np.testing.assert_allclose(h["di"], irt.discrimination_index(pop.responses, ps.human_abilities(pop, items).theta))
+    same = ps.item_discrimination((persons, keys, u), ab["theta"].to_numpy())
+    np.testing.assert_allclose(same["di"], di["di"], equal_nan=True)
+
+
+def test_share_correct_is_share_of_shuffles_with_difficulty(records, items):
+    s = ps.share_correct(records, items)
+    one = records[(records.model == "model-a") & (records.strategy == "S1") & (records.language == "pt")
+                  & (records.item_id == "demo-phy-03-pt")]
+    row = s[(s.model == "model-a") & (s.strategy == "S1") & (s.language == "pt") & (s.item_id == "demo-phy-03-pt")]
+    assert row["share_correct"].item() == pytest.approx(one["correct"].mean())
+    assert row["b"].item() == pytest.approx(items["demo-phy-03-pt"].irt[1])
+    assert ANNULLED not in set(s["parallel_id"])
+
+
+def test_information_curve_equals_test_information(items):
+    curve = ps.information_curve(items, grid=np.linspace(-3, 3, 7))
+    a, b, c = _params(items, sorted({it.parallel_id for it in items}))
+    np.testing.assert_allclose(curve["information"], irt.test_information(np.linspace(-3, 3, 7), a, b, c))
+    np.testing.assert_allclose(curve["se"], 1 / np.sqrt(curve["information"]))
+
+
+def test_central_region_hull_and_box():
+    rng = np.random.default_rng(1)
+    ab = pd.DataFrame({"model": "m", "strategy": "s", "language": "en", "theta": rng.normal(size=200),
+                       "accuracy": rng.uniform(size=200)})
+    one = pd.DataFrame({"model": "n", "strategy": "s", "language": "en", "theta": [0.3], "accuracy": [0.5]})
+    reg = ps.central_region(pd.concat([ab, one]), q=0.9)
+    hull = reg[reg.model == "m"]
+    assert (hull["method"] == "hull").all() and len(hull) >= 3
+    lo, hi = np.quantile(ab[["theta", "accuracy"]], [0.05, 0.95], axis=0)
+    assert ((hull[["theta", "accuracy"]] >= lo - 1e-12) & (hull[["theta", "accuracy"]] <= hi + 1e-12)).all().all()
+    box = reg[reg.model == "n"]
+    assert (box["method"] == "box").all() and len(box) == 4 and set(box["theta"]) == {0.3}
+
+
+def test_theta_ci_spread_and_mean():
+    ab = pd.DataFrame({"model": "m", "strategy": "s", "language": "en", "theta": np.arange(11.0)})
+    spread = ps.theta_ci(ab).iloc[0]
+    assert spread[["ci_low", "ci_high"]].tolist() == pytest.approx(np.quantile(np.arange(11.0), [0.025, 0.975]))
+    mean = ps.theta_ci(ab, kind="mean").iloc[0]
+    half = 2.2281388519649385 * np.std(np.arange(11.0), ddof=1) / np.sqrt(11)
+    assert mean[["ci_low", "ci_high"]].tolist() == pytest.approx([5 - half, 5 + half])
+    assert ps.theta_ci(ab.iloc[:1]).iloc[0]["note"] == "one shuffle: no interval"
+
+
+def test_contamination_join_and_correlation_match_stats(records, synthetic_dir, tmp_path):
+    min_k = ps.load_min_k(synthetic_dir)
+    assert len(min_k) == 2 * 2 * 66 and ps.load_min_k(tmp_path / "empty") is None
+    frame = ps.contamination_frame(min_k, records)
+    assert {"model", "strategy", "item_id", "min_k_prob", "accuracy"} <= set(frame.columns)
+    corr = ps.contamination_correlation(min_k, records)
+    direct = stats.min_k_accuracy_correlation(min_k, records[records.strategy == "S1"], value="min_k_prob")
+    got = corr[corr.strategy == "S1"].set_index("model")["pearson_r"]
+    np.testing.assert_allclose(got.loc[direct["model"]], direct["pearson_r"])
+    assert (corr["pearson_r"] < 0).all()  # harder items are less familiar and less often right
+
+
+def test_gap_correlations_report_instead_of_failing(records):
+    scores = metrics.kappa(records, by=("model", "strategy", "language"), n_boot=0)
+    gaps = stats.language_gap(scores, by=("model", "strategy"))
+    pooled = ps.gap_correlations(gaps)
+    assert pooled["n"].item() == 4 and np.isfinite(pooled["pearson_r"].item())
+    per = ps.gap_correlations(gaps, by=("strategy", "language"))
+    assert per["pearson_r"].isna().all() and per["note"].str.contains("at least 3").all()
+    assert json.dumps(pooled.iloc[0].to_dict(), default=float)
+
+
+def test_discrimination_frame_splits_models_and_repeats_humans(records, items):
+    ab = ps.model_abilities(records, items)
+    pop = load_population()
+    humans = ps.human_abilities(pop, items)
+    di = ps.discrimination_frame(records, ab, pop, humans)
+    assert list(di.columns[:2]) == ["strategy", "group"]
+    s1 = records[records.strategy == "S1"]
+    direct = ps.item_discrimination(s1, ab[ab.strategy == "S1"])
+    got = di[(di.strategy == "S1") & (di.group == "models")]
+    np.testing.assert_allclose(got["di"], direct["di"], equal_nan=True)
+    h = di[di.group == "humans"]
+    assert len(h) == 2 * 66 and (h.groupby("parallel_id")["di"].nunique() == 1).all()
+    single = records[(records.strategy == "S1") & (records.model == "model-a") & (records.language == "en")
+                     & (records.shuffle == 0)]
+    with pytest.raises(ValueError, match="2 or more persons"):
+        ps.discrimination_frame(single, ps.model_abilities(single, items))
+    only_humans = ps.discrimination_frame(single, ps.model_abilities(single, items), pop, humans)
+    assert set(only_humans["group"]) == {"humans"} and set(only_humans["strategy"]) == {"S1"}
+
+
+def test_as_headline_is_json_ready():
+    frame = pd.DataFrame({"model": ["m", "m"], "strategy": ["s", "t"], "language": ["en", "en"],
+                          "x": [0.123456, np.nan]})
+    assert ps.as_headline(frame, value="x") == {"m / s / en": 0.1235, "m / t / en": None}
+    assert ps.as_headline(pd.Series([1e-12], index=["a"]), digits=None) == {"a": 1e-12}
+    assert json.loads(json.dumps(ps.as_headline(frame, value="x"))) == {"m / s / en": 0.1235, "m / t / en": None}
