@@ -93,11 +93,16 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
         out = base_dir / out
     options = {k: params.get(k) for k in ("limit", "seed", "shuffles", "shots", "device", "dtype", "min_k")}
     jobs = []
+    min_k_done: set[tuple] = set()  # Min-K% depends on model and items only: measure it once per combination
     datasets = [d if isinstance(d, dict) else {"name": d} for d in params["datasets"]]
     for model, ds, lang, st in itertools.product(params["models"], datasets, params.get("languages") or [None],
                                                  params["strategies"]):
         name = "__".join(_slug(str(x)) for x in (model, ds.get("label", ds["name"]), lang or "all", _strategy_name(st)))
-        jobs.append(Job(model, ds["name"], dict(ds.get("args") or {}), lang, st, out / name, options))
+        key = (model, name.split("__")[1], lang)
+        wanted = options.get("min_k") is None or bool(options["min_k"])
+        opts = {**options, "min_k": wanted and key not in min_k_done}
+        min_k_done.add(key)
+        jobs.append(Job(model, ds["name"], dict(ds.get("args") or {}), lang, st, out / name, opts))
     names = [j.run_id for j in jobs]
     dup = {n for n in names if names.count(n) > 1}
     if dup:

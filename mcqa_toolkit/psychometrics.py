@@ -323,3 +323,19 @@ def as_headline(values: pd.DataFrame | pd.Series, keys: Sequence[str] = GROUP_BY
         name = " / ".join(map(str, key if isinstance(key, tuple) else (key,)))
         out[name] = None if pd.isna(v) else float(v) if digits is None else round(float(v), digits)
     return out
+
+
+def di_attribute_tests(di: pd.DataFrame, items: ItemSet, split: str = "strategy",
+                       item_key: str = "parallel_id") -> pd.DataFrame:
+    """The ENEM paper's Table 2 per `split` value: chi2 tests of item attributes (image, numbers in stem /
+    options) against poorly discriminating items (model DI < 0.2). Attributes are read from the first item of
+    each `item_key` (translations share them). Columns: split, then `stats.attribute_chi2`'s columns."""
+    attrs = stats.item_attributes(items).assign(**{item_key: [getattr(it, item_key) for it in items]})
+    attrs = attrs.drop_duplicates(item_key).drop(columns="item_id")
+    models = di[di["group"] == "models"]
+    out = [stats.attribute_chi2(part.merge(attrs, on=item_key)).assign(**{split: value})
+           for value, part in models.groupby(split, sort=True)]
+    if not out:
+        raise ValueError("no model discrimination indices (each strategy needs >= 2 persons)")
+    res = pd.concat(out, ignore_index=True)
+    return res[[split, *[c for c in res.columns if c != split]]]

@@ -101,7 +101,8 @@ def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
 def load_results(outputs_dir: str | Path, complete_only: bool = True) -> pd.DataFrame:
     """Every run under `outputs_dir` (any depth) concatenated into one tidy frame."""
     frames = []
-    run_dirs = {p.parent for p in Path(outputs_dir).rglob(RECORDS_JSONL)}
+    root = Path(outputs_dir)
+    run_dirs = {p.parent for name in (RECORDS_JSONL, RECORDS_PARQUET) for p in root.rglob(name)}
     for run_dir in sorted(run_dirs):
         store = ResultStore(run_dir)
         if complete_only and not store.is_complete():

@@ -46,6 +46,7 @@ class Strategy:
     max_new_tokens: int = 12
     stop: tuple[str, ...] = ("\n\n",)
     seed: int = 0
+    batch_size: int = 8                # greedy generate: items per left-padded batch (execution detail, not hashed)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -55,8 +56,9 @@ class Strategy:
                 raise ValueError(f"Strategy.normalization {self.normalization!r} not in {NORMALIZATIONS}")
         elif self.normalization:
             raise ValueError(f"Strategy.normalization applies to loglik/cloze, not {self.method!r}")
-        if self.shuffles < 1 or self.shots < 0 or self.max_new_tokens < 1 or self.temperature < 0:
-            raise ValueError("Strategy needs shuffles >= 1, shots >= 0, max_new_tokens >= 1, temperature >= 0")
+        if self.shuffles < 1 or self.shots < 0 or self.max_new_tokens < 1 or self.temperature < 0 or self.batch_size < 1:
+            raise ValueError("Strategy needs shuffles >= 1, shots >= 0, max_new_tokens >= 1, temperature >= 0, "
+                             "batch_size >= 1")
         object.__setattr__(self, "shot_ids", tuple(self.shot_ids))
         object.__setattr__(self, "stop", tuple(self.stop))
 
@@ -65,7 +67,8 @@ class Strategy:
 
     @property
     def hash(self) -> str:
-        fields = {k: v for k, v in self.to_dict().items() if k != "name"}
+        """Identifies what is administered; the name and batch size (like device and dtype) are not part of it."""
+        fields = {k: v for k, v in self.to_dict().items() if k not in ("name", "batch_size")}
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
 
     def with_(self, **changes: Any) -> "Strategy":
@@ -187,7 +190,7 @@ def _record(item: Item, strategy: Strategy, prompt: Any, scored: Any, run_info: 
     }
 
 
-def _score(lm: Any, scorer: Any, item: Item, strategy: Strategy, prompts: list, shared: tuple[int, ...]) -> list:
+def _score(lm: Any, scorer: Any, block: list[Item], strategy: Strategy, prompts: list, shared: tuple[int, ...]) -> list:
     from mcqa_toolkit.scoring.first_token import score_first_token
     from mcqa_toolkit.scoring.generate import score_generate
     from mcqa_toolkit.scoring.loglik import score_loglik
@@ -196,10 +199,12 @@ def _score(lm: Any, scorer: Any, item: Item, strategy: Strategy, prompts: list, 
         return score_first_token(lm, scorer, prompts, shared)
     if strategy.method in ("loglik", "cloze"):
         return score_loglik(lm, scorer, prompts, strategy.normalization, shared)
-    seeds = [stable_seed(strategy.seed, item.item_id, p.shuffle) for p in prompts]
-    return score_generate(lm, scorer, prompts, language=strategy.language or item.language,
+    seeds = [stable_seed(strategy.seed, p.item_id, p.shuffle) for p in prompts]
+    languages = {strategy.language or it.language for it in block}
+    return score_generate(lm, scorer, prompts, language=languages.pop() if len(languages) == 1 else None,
                           max_new_tokens=strategy.max_new_tokens, temperature=strategy.temperature,
-                          stop=strategy.stop, seeds=seeds, shared_prefix=shared)
+                          stop=strategy.stop, seeds=seeds, shared_prefix=shared,
+                          batch_size=len(prompts) if len(block) > 1 or strategy.shuffles > 1 else 1)
 
 
 def provenance(lm: Any, strategy: Strategy, items: ItemSet, dataset: str, excluded: Iterable[str]) -> dict[str, Any]:
@@ -248,22 +253,33 @@ def run(items: ItemSet, lm: Any, strategy: Strategy, out_dir: str | Path, *, dat
     previous: tuple[int, ...] = ()
     # cloze hides the options; loglik follows its style; letter methods must show them
     with_options = {"cloze": False, "loglik": None}.get(strategy.method, True)
-    for item in tqdm(todo_items, desc=f"{strategy.name} {lm.name}", disable=not progress, unit="item"):
-        perms = permutations(item.n_options, strategy.shuffles, seed=strategy.seed, key=item.parallel_id,
-                             keep_original=strategy.keep_original)
-        pending = [(k, p) for k, p in enumerate(perms) if (item.item_id, k) not in done]
-        if not pending:
+    # A unit (one item, or a block of items for batched greedy generation) is always computed whole, even
+    # when a killed run already wrote some of its records, so float rounding never depends on where the kill
+    # happened; only the missing records are written.
+    size = strategy.batch_size if strategy.method == "generate" and strategy.temperature == 0 else 1
+    blocks = [list(todo_items)[i:i + size] for i in range(0, len(todo_items), size)]
+    bar = tqdm(total=len(todo_items), desc=f"{strategy.name} {lm.name}", disable=not progress, unit="item")
+    for block in blocks:
+        perms = {it.item_id: permutations(it.n_options, strategy.shuffles, seed=strategy.seed, key=it.parallel_id,
+                                          keep_original=strategy.keep_original) for it in block}
+        if all((it.item_id, k) in done for it in block for k in range(len(perms[it.item_id]))):
+            bar.update(len(block))
             continue
-        template = load_template(strategy.language or item.language, strategy.style)
-        prompts = [render(item, template, shots=shots[item.item_id], permutation=p, shuffle=k, chat=strategy.chat,
-                          with_options=with_options) for k, p in pending]
+        prompts = [render(it, load_template(strategy.language or it.language, strategy.style),
+                          shots=shots[it.item_id], permutation=p, shuffle=k, chat=strategy.chat,
+                          with_options=with_options)
+                   for it in block for k, p in enumerate(perms[it.item_id])]
         shared = shared_prefix_ids(lm, prompts[0], previous)
         previous = shared or previous
         before, t0 = scorer.stats.forwarded, time.perf_counter()
-        scored = _score(lm, scorer, item, strategy, prompts, shared)
+        scored = _score(lm, scorer, block, strategy, prompts, shared)
         seconds = (time.perf_counter() - t0) / len(prompts)
         forwarded = (scorer.stats.forwarded - before) / len(prompts)
-        store.append(_record(item, strategy, pr, sc, run_info, seconds, forwarded) for pr, sc in zip(prompts, scored))
+        by_id = {it.item_id: it for it in block}
+        store.append(_record(by_id[pr.item_id], strategy, pr, sc, run_info, seconds, forwarded)
+                     for pr, sc in zip(prompts, scored) if (pr.item_id, pr.shuffle) not in done)
+        bar.update(len(block))
+    bar.close()
     prov["engine"] = scorer.stats.as_dict()
     return store.finalize(prov)
 

@@ -282,3 +282,20 @@ def test_as_headline_is_json_ready():
     assert ps.as_headline(frame, value="x") == {"m / s / en": 0.1235, "m / t / en": None}
     assert ps.as_headline(pd.Series([1e-12], index=["a"]), digits=None) == {"a": 1e-12}
     assert json.loads(json.dumps(ps.as_headline(frame, value="x"))) == {"m / s / en": 0.1235, "m / t / en": None}
+
+
+def test_di_attribute_tests_match_direct_chi2(records, items):
+    ab = ps.model_abilities(records, items)
+    di = ps.discrimination_frame(records, ab)
+    got = ps.di_attribute_tests(di, items)
+    assert set(got["strategy"]) == set(records["strategy"]) and len(got) == 3 * records["strategy"].nunique()
+    # direct: one strategy's model DI joined with attributes of the first translation of each question
+    strat = sorted(records["strategy"].unique())[0]
+    part = di[(di["group"] == "models") & (di["strategy"] == strat)]
+    first = {}
+    for it in items:
+        first.setdefault(it.parallel_id, it)
+    attrs = stats.item_attributes(type(items)(first.values())).assign(parallel_id=list(first))
+    direct = stats.attribute_chi2(part.merge(attrs.drop(columns="item_id"), on="parallel_id"))
+    mine = got[got["strategy"] == strat].reset_index(drop=True)
+    pd.testing.assert_frame_equal(mine.drop(columns="strategy"), direct, check_dtype=False)

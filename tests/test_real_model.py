@@ -78,6 +78,17 @@ def test_generation_with_prefix_cache_matches_plain_generation(gemma, four_shot_
     assert plain == cached and plain
 
 
+def test_batched_greedy_generation_matches_one_by_one(gemma):
+    from mcqa_toolkit.scoring.generate import generate_batch
+
+    items = load("demo", language="es")[:3]
+    t = load_template("es", "enade")
+    ids = [encode(gemma, *prompt_text(gemma, render(it, t))) for it in items]
+    batched = generate_batch(gemma, ids, max_new_tokens=4)
+    single = [generate_text(gemma, x, max_new_tokens=4) for x in ids]
+    assert batched == single and all(batched)
+
+
 def test_token_logprobs_for_min_k(gemma):
     lp = token_logprobs(gemma, "A água ferve a 100 graus Celsius ao nível do mar.")
     assert lp.ndim == 1 and len(lp) == len(encode(gemma, "A água ferve a 100 graus Celsius ao nível do mar.", False))

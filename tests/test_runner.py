@@ -42,15 +42,17 @@ def test_first_token_records(tiny_gemma, demo_pt, tmp_path):
     assert prov["engine"]["forwarded"] < prov["engine"]["naive"]
 
 
-def test_killed_run_resumes_without_loss_or_duplicates(tiny_gemma, demo_pt, tmp_path, monkeypatch):
-    st = Strategy.first_token(shots=0, shuffles=2, style="enem", seed=7)
+@pytest.mark.parametrize("st", [Strategy.first_token(shots=0, shuffles=2, style="enem", seed=7),
+                                Strategy.generate(shuffles=2, style="enade", max_new_tokens=3, batch_size=2)],
+                         ids=["first_token", "generate_batched"])
+def test_killed_run_resumes_without_loss_or_duplicates(tiny_gemma, demo_pt, tmp_path, monkeypatch, st):
     full = run(demo_pt, tiny_gemma, st, tmp_path / "full", limit=6, progress=False)
     calls = {"n": 0}
     real = runner_mod._score
 
     def dying(*a, **kw):
         calls["n"] += 1
-        if calls["n"] == 4:
+        if calls["n"] == 3:
             raise KeyboardInterrupt("killed")
         return real(*a, **kw)
 

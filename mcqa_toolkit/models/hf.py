@@ -100,10 +100,24 @@ def embedded_gguf(name: str) -> Path:
     return Path(module.assemble())
 
 
+def _gguf_digest(gguf_path: Path, cache_dir: Path) -> str:
+    """sha256 of a GGUF, remembered per (path, size, mtime) so each load does not re-hash 250 MB."""
+    st = gguf_path.stat()
+    key = f"{gguf_path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+    memo = cache_dir / "sha256.json"
+    known = json.loads(memo.read_text()) if memo.exists() else {}
+    if key not in known:
+        known[key] = sha256_file(gguf_path)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        memo.write_text(json.dumps(known, indent=1))
+    return known[key]
+
+
 def dequantised_dir(gguf_path: Path, cache_dir: Path | None = None) -> tuple[Path, str]:
     """Directory holding the dequantised copy of `gguf_path` (created on first use) and the GGUF sha256."""
-    digest = sha256_file(gguf_path)
-    target = (cache_dir or default_cache_dir()) / "dequantised" / digest[:16]
+    cache_dir = cache_dir or default_cache_dir()
+    digest = _gguf_digest(gguf_path, cache_dir)
+    target = cache_dir / "dequantised" / digest[:16]
     marker = target / "mcqa_cache.json"
     if not marker.exists():
         model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
