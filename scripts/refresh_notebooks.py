@@ -30,6 +30,7 @@ def refresh(path: Path) -> None:
                 cell.outputs = []
                 cell.execution_count = None
     nb.metadata.pop("papermill", None)
+    nb.metadata.pop("widgets", None)  # saved widget state: large and regenerated on every run
     nbformat.write(nb, path)
     print("refreshed", path.name)
 

@@ -159,7 +159,8 @@ def load_model(name_or_path: str = DEFAULT_MODEL, device: str | torch.device | N
         path = name_or_path
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, **from_pretrained_kwargs)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    model.to(torch_device)
+    if "device_map" not in from_pretrained_kwargs:  # accelerate placed it already otherwise
+        model.to(torch_device)
     model.eval()
     _ensure_chat_template(model, tokenizer)
     return LM(model=model, tokenizer=tokenizer, name=str(name_or_path), source=source, weights_sha256=sha)

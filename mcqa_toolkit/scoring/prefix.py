@@ -4,7 +4,8 @@ Three levels of sharing, matching how exam prompts are built:
 1. the run prefix (instruction + few-shot block) is encoded once and its KV cache reused for every item;
 2. the item prefix (longest common token prefix of all of an item's sequences: the stem, and for
    loglik the whole prompt) is encoded once per item on top of (1);
-3. the remaining suffixes (option listings per shuffle, option continuations) are forwarded as one right-
+3. below that, the token trie of the item's sequences: shared runs (a shuffle's prompt for its options, shuffles
+   that start with the same option) are encoded once more; the remaining suffixes are forwarded as one right-
    padded batch with the item cache expanded along the batch dimension. Right padding needs no attention
    mask: causal attention never lets a real token see a later pad.
 Logits are computed only at scored positions: the LM head of Gemma 3 (262k vocabulary) costs more per
@@ -122,12 +123,14 @@ class PrefixScorer:
     is still scored correctly, just without run-level sharing.
     """
 
-    def __init__(self, lm: LM, max_batch_tokens: int = 8192, max_batch_rows: int = 64, max_prefixes: int = 8):
+    def __init__(self, lm: LM, max_batch_tokens: int = 8192, max_batch_rows: int = 64, max_prefixes: int = 8,
+                 min_saved_tokens: int = 8):
         from transformers import DynamicCache  # local: keeps the import cost inside scoring
 
         self.lm = lm
         self._cache_cls = DynamicCache
         self.max_batch_tokens, self.max_batch_rows, self.max_prefixes = max_batch_tokens, max_batch_rows, max_prefixes
+        self.min_saved_tokens = min_saved_tokens
         self.stats = EngineStats()
         self._prefixes: dict[tuple[int, ...], object] = {}   # insertion-ordered LRU
 
@@ -197,20 +200,37 @@ class PrefixScorer:
         else:
             plen = start
         out: list[np.ndarray | None] = [None] * len(reqs)
-        # loglik: several continuations share one context (a shuffle's full prompt) -> encode each context once
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for i, r in enumerate(reqs):
-            groups.setdefault(r.tokens[: r.first_scored], []).append(i)
-        if 1 < len(groups) < len(reqs):
-            for ctx, members in groups.items():
-                gcache = _expand(cache, 1)
-                if len(ctx) > plen:
-                    _forward_hidden(self.lm, torch.tensor([ctx[plen:]], device=device), gcache)
-                    self.stats.forwarded += len(ctx) - plen
-                self._score_batches(reqs, members, max(plen, len(ctx)), gcache, out)
-        else:
-            self._score_batches(reqs, list(range(len(reqs))), plen, cache, out)
+        self._descend(reqs, list(range(len(reqs))), plen, cache, out)
         return out  # type: ignore[return-value]
+
+    def _descend(self, reqs: list[Request], members: list[int], plen: int, cache, out: list) -> None:
+        """Score `members`, which all share tokens[:plen] (held in `cache`), walking their token trie.
+
+        Requests that continue with the same next token form a node: its common tokens (up to the first scored
+        position) are encoded once on a copy of the cache and the node is scored recursively; this is how a
+        loglik shuffle's prompt is shared by its options, and shuffles that start with the same option share it.
+        A node is worth its extra forward call only if it saves `min_saved_tokens`; the rest are batched here.
+        """
+        children: dict[int, list[int]] = {}
+        leaves: list[int] = []
+        for i in members:
+            r = reqs[i]
+            (children.setdefault(r.tokens[plen], []) if r.first_scored > plen else leaves).append(i)
+        device = self.lm.device
+        for group in children.values():
+            end = min(reqs[i].first_scored for i in group)
+            head = reqs[group[0]].tokens
+            for i in group[1:]:
+                end = min(end, plen + _lcp(head[plen:end], reqs[i].tokens[plen:end]))
+            if (len(group) - 1) * (end - plen) < self.min_saved_tokens:
+                leaves += group
+                continue
+            node = _expand(cache, 1)
+            _forward_hidden(self.lm, torch.tensor([head[plen:end]], device=device), node)
+            self.stats.forwarded += end - plen
+            self._descend(reqs, group, end, node, out)
+        if leaves:
+            self._score_batches(reqs, leaves, plen, cache, out)
 
     def _score_batches(self, reqs: list[Request], members: list[int], plen: int, cache, out: list) -> None:
         """Forward the members' suffixes (past `plen`) in right-padded batches, sorted by length."""
