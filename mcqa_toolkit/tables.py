@@ -17,6 +17,7 @@ import pandas as pd
 _LATEX_SPECIALS = str.maketrans({
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "<": r"\textless{}", ">": r"\textgreater{}",  # OT1 fonts print < and > as inverted ! and ?
 })
 
 

@@ -109,3 +109,8 @@ def test_table_degenerate_inputs():
         bad.to_latex()
     ties = T.Table(pd.DataFrame({"x": [0.501, 0.499, 0.3]}, index=["a", "b", "c"]))
     assert [r[1] for r in body(ties.to_latex())] == [r"\textbf{0.50}", r"\textbf{0.50}", "0.30"]  # printed tie
+
+
+def test_escape_latex_angle_brackets():
+    """< and > would print as inverted ! and ? in LaTeX's default OT1 encoding (e.g. 'DI < 0.2' captions)."""
+    assert T.escape_latex("DI < 0.2 > x") == r"DI \textless{} 0.2 \textgreater{} x"
