@@ -76,15 +76,15 @@ class Table:
         if v.empty:
             raise ValueError("cannot typeset an empty table")
         names = [n or "" for n in v.index.names]
-        stub = [n for n in names if n != self.groups] if self.groups else names
-        ncol = len(stub) + v.shape[1]
+        label_cols = [n for n in names if n != self.groups] if self.groups else names
+        ncol = len(label_cols) + v.shape[1]
         lines = [r"\begin{table}[ht]", r"\centering"]
         if self.caption:
             lines.append(rf"\caption{{{escape_latex(self.caption)}}}")
         if self.label:
             lines.append(rf"\label{{{self.label}}}")
-        lines += [rf"\begin{{tabular}}{{{'l' * len(stub)}{'r' * v.shape[1]}}}", r"\toprule",
-                  " & ".join(escape_latex(c) for c in [*stub, *v.columns]) + r" \\", r"\midrule"]
+        lines += [rf"\begin{{tabular}}{{{'l' * len(label_cols)}{'r' * v.shape[1]}}}", r"\toprule",
+                  " & ".join(escape_latex(c) for c in [*label_cols, *v.columns]) + r" \\", r"\midrule"]
         blocks = v.groupby(level=self.groups, sort=False) if self.groups else [(None, v)]
         for i, (name, block) in enumerate(blocks):
             if self.groups:
