@@ -179,6 +179,15 @@ def report(results_dir: str | Path = "outputs", figures_dir: str | Path = "figur
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point: bad input (params file, dataset, strategy) is one clear line on stderr, exit code 2."""
+    try:
+        return _main(argv)
+    except (ValueError, FileNotFoundError) as e:  # DatasetError is a ValueError
+        print(f"mcqa: error: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="mcqa", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="execute run_model.ipynb for every combination of a params file")

@@ -51,3 +51,12 @@ def test_run_resume_and_failures(tmp_path, tiny_model_dir, capsys):
     assert "2 already complete, 0 to run" in capsys.readouterr().out
     assert [(r / "records.parquet").stat().st_mtime for r in runs] == mtimes
     assert set(load_results(tmp_path / "out")["language"]) == {"pt", "en"}
+
+
+def test_cli_bad_params_is_one_clear_line(tmp_path, capsys):
+    bad = tmp_path / "typo.yaml"
+    bad.write_text("models: [m]\ndatasets: [demo]\nstrategies: [S1]\nlanguges: [pt]\n")
+    assert cli.main(["run", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mcqa: error: ") and "unknown key(s) ['languges']" in err and "Traceback" not in err
+    assert cli.main(["run", str(tmp_path / "missing.yaml")]) == 2
