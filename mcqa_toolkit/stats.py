@@ -16,7 +16,7 @@ from scipy import stats as sps
 from statsmodels.stats.contingency_tables import mcnemar
 
 from mcqa_toolkit.items import ItemSet
-from mcqa_toolkit.metrics import finish, groups, per_item, prepare
+from mcqa_toolkit.frames import finish, groups, per_item, prepare
 
 MCNEMAR_EXACT_BELOW = 25  # discordant pairs under this use the exact binomial test (statsmodels' advice)
 DI_THRESHOLD = 0.2        # discrimination index below this = non-discriminating item (ENEM paper, A.2)

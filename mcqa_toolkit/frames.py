@@ -1,0 +1,78 @@
+"""Shared plumbing for the metric modules: column checks, grouping, answer-status flags, per-item scores.
+
+`prepare` checks a results frame (columns of `mcqa_toolkit.schema`) and normalises `by`; `finish` removes the
+constant key `prepare` adds when `by` is empty. Used by metrics, exam_rules, position and stats.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import pandas as pd
+
+from mcqa_toolkit.schema import STATUSES
+
+DEFAULT_BY = ("model", "strategy", "language")
+_ALL = "__all__"  # temporary key when `by` is empty
+
+
+def prepare(frame: pd.DataFrame, by: str | Sequence[str], needed: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
+    """Check columns and non-emptiness; returns (frame, by as a list), adding a constant key when `by` is empty."""
+    by = [by] if isinstance(by, str) else list(by)
+    missing = [c for c in dict.fromkeys([*by, *needed]) if c not in frame.columns]
+    if missing:
+        raise ValueError(f"results frame lacks column(s) {missing}; it has {list(frame.columns)}")
+    if frame.empty:
+        raise ValueError("results frame is empty: nothing to score")
+    if not by:
+        return frame.assign(**{_ALL: "all"}), [_ALL]
+    return frame, by
+
+
+def finish(out: pd.DataFrame) -> pd.DataFrame:
+    """Drop the constant key `prepare` may have added and number rows 0..n-1."""
+    return out.drop(columns=_ALL, errors="ignore").reset_index(drop=True)
+
+
+def groups(frame: pd.DataFrame, by: list[str]) -> Iterator[tuple[dict, pd.DataFrame]]:
+    """(key columns as a dict, sub-frame) for each group, sorted; NaN keys (e.g. year None) kept."""
+    for key, g in frame.groupby(by, sort=True, dropna=False):
+        yield dict(zip(by, key if isinstance(key, tuple) else (key,))), g
+
+
+def check_status(frame: pd.DataFrame) -> pd.Series:
+    status = frame["status"].astype(str)
+    bad = sorted(set(status) - set(STATUSES))
+    if bad:
+        raise ValueError(f"unknown status value(s) {bad}; expected one of {STATUSES}")
+    return status
+
+
+def status_flags(frame: pd.DataFrame) -> pd.DataFrame:
+    """Boolean columns correct/answered/unanswered/refused per record, after checking they are consistent."""
+    status = check_status(frame)
+    if frame["correct"].isna().any():
+        raise ValueError("column 'correct' has missing values; it must be bool for every record")
+    correct = frame["correct"].astype(bool)
+    if (correct & (status != "answered")).any():
+        raise ValueError("some records are marked correct but their status is not 'answered'")
+    return pd.DataFrame({"correct": correct, "answered": status == "answered",
+                         "unanswered": status == "unanswered", "refused": status == "refused"}, index=frame.index)
+
+
+def per_item(f: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """`item_scores` for a frame and `by` already passed through `prepare` (keeps its constant key)."""
+    if "answer" in f.columns:
+        f = f[f["answer"] >= 0]
+        if f.empty:
+            raise ValueError("every item is annulled (answer < 0): nothing to score")
+    keys = [*by, "item_id"]
+    extra = [c for c in ("subject", "n_options") if c in f.columns and c not in keys]
+    flags = status_flags(f).astype(int)
+    g = pd.concat([f[keys + extra], flags], axis=1).groupby(keys, sort=True, dropna=False)
+    out = g[["correct", "answered", "unanswered", "refused"]].sum().add_prefix("n_")
+    out.insert(0, "n_records", g.size())
+    if extra:
+        out = out.join(g[extra].first())
+    out["accuracy"] = out["n_correct"] / out["n_records"]
+    return out.reset_index()
+
