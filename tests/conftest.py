@@ -83,3 +83,19 @@ def tiny_model_dir(tmp_path_factory, tiny_gemma):
     tiny_gemma.model.save_pretrained(d)
     tiny_gemma.tokenizer.save_pretrained(d)
     return d
+
+
+@pytest.fixture(scope="session")
+def synthetic_dir(tmp_path_factory):
+    """A schema-exact synthetic results directory (see test_psychometrics.write_synthetic_results), shared by the
+    psychometrics, plot and analysis-notebook tests."""
+    from test_psychometrics import write_synthetic_results
+
+    return write_synthetic_results(tmp_path_factory.mktemp("outputs"))
+
+
+@pytest.fixture(scope="session")
+def records(synthetic_dir):
+    from mcqa_toolkit.results import load_results
+
+    return load_results(synthetic_dir)

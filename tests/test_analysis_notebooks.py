@@ -16,7 +16,6 @@ from test_psychometrics import write_synthetic_results
 
 from mcqa_toolkit import metrics, psychometrics as ps
 from mcqa_toolkit.datasets.demo import load_demo
-from mcqa_toolkit.results import load_results
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 STRATEGIES = ("S1", "enem_4shot")
@@ -46,16 +45,6 @@ def _execute(name: str, results: Path, out: Path) -> dict:
     return json.loads((out / "latex" / f"{name}_headline.json").read_text())
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    return write_synthetic_results(tmp_path_factory.mktemp("outputs"))
-
-
-@pytest.fixture(scope="module")
-def records(results):
-    return load_results(results)
-
-
 def test_notebooks_have_one_parameters_cell_with_documented_constants():
     import nbformat
 
@@ -69,9 +58,9 @@ def test_notebooks_have_one_parameters_cell_with_documented_constants():
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
-def test_notebook_writes_figures_tables_and_headline(name, results, records, tmp_path):
+def test_notebook_writes_figures_tables_and_headline(name, synthetic_dir, records, tmp_path):
     keys, figures, latex = EXPECTED[name]
-    headline = _execute(name, results, tmp_path)
+    headline = _execute(name, synthetic_dir, tmp_path)
     assert set(headline) == keys
     for fig in figures:
         for ext in ("png", "pdf"):

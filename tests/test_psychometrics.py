@@ -15,7 +15,7 @@ import pytest
 
 from mcqa_toolkit import irt, metrics, psychometrics as ps, stats
 from mcqa_toolkit.datasets.demo import load_demo, load_population
-from mcqa_toolkit.results import ResultStore, load_results
+from mcqa_toolkit.results import ResultStore
 from mcqa_toolkit.shuffle import permutations
 
 MODEL_THETA = {"model-a": 1.0, "model-b": -0.5}
@@ -94,16 +94,6 @@ def write_synthetic_results(root: str | Path, seed: int = 7, models: dict[str, f
                 store.finalize({"model": {"name": model}, "strategy_hash": "0" * 12, "dataset": "demo"})
                 min_k.to_parquet(store.dir / ps.MIN_K_FILE, index=False)
     return root
-
-
-@pytest.fixture(scope="module")
-def synthetic_dir(tmp_path_factory):
-    return write_synthetic_results(tmp_path_factory.mktemp("outputs"))
-
-
-@pytest.fixture(scope="module")
-def records(synthetic_dir):
-    return load_results(synthetic_dir)
 
 
 @pytest.fixture(scope="module")
