@@ -169,8 +169,11 @@ def _record(item: Item, strategy: Strategy, prompt: Any, scored: Any, run_info: 
     perm = list(prompt.permutation)
     scores = np.asarray(scored.option_scores, dtype=float)
     finite = np.where(np.isnan(scores), -np.inf, scores)
-    probs = np.exp(finite - finite.max()) if np.isfinite(finite).any() else np.full(len(scores), np.nan)
-    probs = probs / probs.sum() if np.isfinite(finite).any() else probs
+    if np.isfinite(finite).any():  # softmax over the options; NaN scores (no answer) get probability 0
+        probs = np.exp(finite - finite.max())
+        probs /= probs.sum()
+    else:
+        probs = np.full(len(scores), np.nan)
     answer = item.answer if isinstance(item.answer, int) else -1
     choice = int(scored.choice)
     return {

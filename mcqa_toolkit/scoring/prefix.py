@@ -110,10 +110,6 @@ def _expand(cache, batch: int):
     return c
 
 
-def _result(logp_rows: torch.Tensor, req: Request, targets: torch.Tensor) -> np.ndarray:
-    return logp_rows.gather(-1, targets.unsqueeze(-1)).squeeze(-1).double().cpu().numpy()
-
-
 class PrefixScorer:
     """Scores Requests with KV-prefix sharing. Create one per run and pass it around (no globals).
 
@@ -269,12 +265,13 @@ class PrefixScorer:
         logp = lm_head(self.lm.model, h).float().log_softmax(-1)
         self.stats.scored_positions += len(rows)
         for (s, n), r, j in zip(spans, reqs, idx):
-            targets = r.candidates if r.candidates is not None else r.tokens[r.n_context:]
             block = logp[s: s + n]
-            if r.candidates is not None:
-                out[j] = block[0, torch.tensor(targets, device=device)].double().cpu().numpy()
-            else:
-                out[j] = _result(block, r, torch.tensor(targets, device=device))
+            if r.candidates is not None:  # one position, several candidate next tokens
+                picked = block[0, torch.tensor(r.candidates, device=device)]
+            else:                         # one position per continuation token, its own target each
+                targets = torch.tensor(r.tokens[r.n_context:], device=device)
+                picked = block.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+            out[j] = picked.double().cpu().numpy()
 
 
 @torch.inference_mode()
