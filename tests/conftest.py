@@ -56,22 +56,30 @@ def _tiny(arch: str, tokenizer):
 
 @pytest.fixture(scope="session", params=["gemma3", "llama"])
 def tiny_lm(request, tiny_tokenizer):
-    from mcqa_toolkit.models import wrap
+    from mcqa_toolkit.backends.hf import wrap
 
     return wrap(_tiny(request.param, tiny_tokenizer), tiny_tokenizer, name=f"tiny-{request.param}")
 
 
 @pytest.fixture(scope="session")
 def tiny_gemma(tiny_tokenizer):
-    from mcqa_toolkit.models import wrap
+    from mcqa_toolkit.backends.hf import wrap
 
     return wrap(_tiny("gemma3", tiny_tokenizer), tiny_tokenizer, name="tiny-gemma3")
 
 
 @pytest.fixture(scope="session")
+def tiny_backend(tiny_gemma):
+    """The tiny Gemma 3 behind the Backend protocol (what run() and the scorers take)."""
+    from mcqa_toolkit.backends.hf import HFBackend
+
+    return HFBackend(tiny_gemma)
+
+
+@pytest.fixture(scope="session")
 def gemma():
     """The real embedded Gemma-3-270M (first load dequantises ~50 s, then cached)."""
-    from mcqa_toolkit.models import load_model
+    from mcqa_toolkit.backends.hf import load_model
 
     return load_model("gemma-3-270m", device="cpu", dtype="float32")
 
@@ -96,6 +104,6 @@ def synthetic_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def records(synthetic_dir):
-    from mcqa_toolkit.results import load_results
+    from mcqa_toolkit.run.store import load_results
 
     return load_results(synthetic_dir)

@@ -14,7 +14,9 @@ import papermill as pm
 import pytest
 from test_psychometrics import write_synthetic_results
 
-from mcqa_toolkit import metrics, psychometrics as ps
+from mcqa_toolkit import measure as ps
+from mcqa_toolkit.run.store import MIN_K
+from mcqa_toolkit import measure as metrics
 from mcqa_toolkit.datasets.demo import load_demo
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
@@ -84,7 +86,7 @@ def test_notebook_writes_figures_tables_and_headline(name, synthetic_dir, record
 def degenerate(tmp_path_factory):
     root = write_synthetic_results(tmp_path_factory.mktemp("one"), models={"model-a": 0.5}, languages={"pt": 0.0},
                                    strategies={"S1": ("generate", 0, 1)})
-    for f in root.rglob(ps.MIN_K_FILE):
+    for f in root.rglob(MIN_K):
         f.unlink()
     return root
 

@@ -6,7 +6,9 @@ import pytest
 import yaml
 
 from mcqa_toolkit import cli
-from mcqa_toolkit.results import load_results
+from mcqa_toolkit.resources import notebooks_dir
+from mcqa_toolkit.run import jobs
+from mcqa_toolkit.run.store import load_results
 
 
 def _params(tmp_path, model_dir, strategies, **extra):
@@ -20,20 +22,20 @@ def _params(tmp_path, model_dir, strategies, **extra):
 def test_expand_and_validation(tmp_path):
     params = {"models": ["m"], "datasets": ["demo", {"name": "enem", "label": "e23", "args": {"path": "x"}}],
               "languages": ["pt"], "strategies": ["S1", {"base": "S4", "shuffles": 3}], "output_dir": "o"}
-    jobs = cli.expand(params, base_dir=tmp_path)
-    assert [j.run_id for j in jobs] == ["m__demo__pt__S1", "m__demo__pt__S4", "m__e23__pt__S1", "m__e23__pt__S4"]
-    assert jobs[1].parameters()["STRATEGY"] == {"base": "S4", "shuffles": 3}
+    js = jobs.expand(params, base_dir=tmp_path)
+    assert [j.run_dir.name for j in js] == ["m__demo__pt__S1", "m__demo__pt__S4", "m__e23__pt__S1", "m__e23__pt__S4"]
+    assert js[1].parameters()["STRATEGY"] == {"base": "S4", "shuffles": 3}
     bad = tmp_path / "bad.yaml"
     bad.write_text("models: [m]\ndatasets: [demo]\nstrategies: [S1]\nshufles: 3\n")
     with pytest.raises(ValueError, match="unknown key"):
-        cli.load_params(bad)
+        jobs.load_params(bad)
     with pytest.raises(ValueError, match="same run folder"):
-        cli.expand({**params, "datasets": ["demo", "demo"]})
+        jobs.expand({**params, "datasets": ["demo", "demo"]})
 
 
 def test_run_resume_and_failures(tmp_path, tiny_model_dir, capsys):
     p = _params(tmp_path, tiny_model_dir, [{"base": "enem_1shot", "shuffles": 2}, "S9_does_not_exist"])
-    failed = cli.run_params(p)
+    failed = jobs.run_params(p, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path)
     out = capsys.readouterr().out
     assert failed == 2 and out.count("FAILED") == 2 and "unknown strategy 'S9_does_not_exist'" in out
     runs = sorted((tmp_path / "out").glob("*__enem_1shot"))
@@ -47,7 +49,7 @@ def test_run_resume_and_failures(tmp_path, tiny_model_dir, capsys):
         assert len(pd.read_parquet(run / "min_k.parquet")) == 2
     mtimes = [(r / "records.parquet").stat().st_mtime for r in runs]
     p2 = _params(tmp_path, tiny_model_dir, [{"base": "enem_1shot", "shuffles": 2}])
-    assert cli.run_params(p2) == 0
+    assert jobs.run_params(p2, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
     assert "2 already complete, 0 to run" in capsys.readouterr().out
     assert [(r / "records.parquet").stat().st_mtime for r in runs] == mtimes
     assert set(load_results(tmp_path / "out")["language"]) == {"pt", "en"}

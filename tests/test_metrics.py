@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from mcqa_toolkit import metrics as M
+from mcqa_toolkit import measure as M
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.schema import COLUMNS
+from mcqa_toolkit.run.columns import COLUMNS
 
 
 def records(rows, **defaults):
@@ -264,7 +264,7 @@ def test_shuffle_consistency_uses_original_options():
 
 
 def test_real_result_frames_after_parquet_round_trip(tmp_path):
-    from mcqa_toolkit.results import records_frame
+    from mcqa_toolkit.run.store import records_frame
 
     df = records([{"item_id": f"q{i}", "shuffle": s, "choice": (i + s) % 4, "permutation": [0, 1, 2, 3],
                    "option_probs": [0.25] * 4, "year": 2023, "language": lang}
@@ -279,7 +279,7 @@ def test_real_result_frames_after_parquet_round_trip(tmp_path):
 
 def test_position_bias_with_no_grouping():
     """by=() (one overall group) must work for every position function (regression)."""
-    from mcqa_toolkit.metrics import accuracy_by_position, position_bias, position_distribution
+    from mcqa_toolkit.measure import accuracy_by_position, position_bias, position_distribution
 
     f = pd.DataFrame({"n_options": [4] * 8, "choice_position": [0, 0, 0, 0, 1, 2, 3, 0], "status": ["answered"] * 8,
                       "correct_position": [0, 1, 2, 3] * 2, "correct": [True, False, False, False, False, True,

@@ -12,9 +12,13 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from test_psychometrics import write_synthetic_results
 
-from mcqa_toolkit import metrics, plots, psychometrics as ps, stats
+from mcqa_toolkit import measure
+from mcqa_toolkit import measure as metrics
+from mcqa_toolkit import measure as ps
+from mcqa_toolkit import measure as stats
+from mcqa_toolkit.report import plots
 from mcqa_toolkit.datasets.demo import load_demo, load_population
-from mcqa_toolkit.results import load_results
+from mcqa_toolkit.run.store import load_min_k, load_results
 
 matplotlib.use("Agg")
 
@@ -27,7 +31,7 @@ def data(tmp_path_factory):
     abilities = ps.model_abilities(records, items, human_theta=humans["theta"])
     kappa = metrics.kappa(records, by=("model", "strategy", "language"), n_boot=50)
     gaps = stats.language_gap(kappa, by=("model", "strategy"))
-    min_k = ps.load_min_k(root)
+    min_k = load_min_k(root)
     return dict(records=records, items=items, pop=pop, humans=humans, abilities=abilities, kappa=kappa, gaps=gaps,
                 min_k=min_k, one=abilities[abilities["strategy"] == "enem_4shot"])
 

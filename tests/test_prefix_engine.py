@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from mcqa_toolkit.scoring.encode import context_continuation, encode, next_token_candidates
-from mcqa_toolkit.scoring.prefix import PrefixScorer, Request, lm_head, naive_scores, unique_tokens
+from mcqa_toolkit.backends.hf.tokens import context_continuation, encode, next_token_candidates
+from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request, lm_head, naive_scores, unique_tokens
 
 TOL = 1e-4
 

@@ -13,10 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcqa_toolkit import irt, metrics, psychometrics as ps, stats
+from mcqa_toolkit import irt, measure
+from mcqa_toolkit import measure as metrics
+from mcqa_toolkit import measure as ps
+from mcqa_toolkit import measure as stats
 from mcqa_toolkit.datasets.demo import load_demo, load_population
-from mcqa_toolkit.results import ResultStore
-from mcqa_toolkit.shuffle import permutations
+from mcqa_toolkit.report import as_headline
+from mcqa_toolkit.run.store import RunDir, load_min_k
+from mcqa_toolkit.prompts.permutations import permutations
 
 MODEL_THETA = {"model-a": 1.0, "model-b": -0.5}
 LANGUAGE_SHIFT = {"en": 0.0, "pt": -0.4}
@@ -89,10 +93,10 @@ def write_synthetic_results(root: str | Path, seed: int = 7, models: dict[str, f
             for strategy, spec in strategies.items():
                 skip = {it.parallel_id for it in by_b[:spec[1]]}
                 run_id, recs = _records(model, theta + shift, strategy, spec, language, items, rng, skip)
-                store = ResultStore(root / run_id)
+                store = RunDir(root / run_id)
                 store.append(recs)
                 store.finalize({"model": {"name": model}, "strategy_hash": "0" * 12, "dataset": "demo"})
-                min_k.to_parquet(store.dir / ps.MIN_K_FILE, index=False)
+                min_k.to_parquet(store.min_k_file, index=False)
     return root
 
 
@@ -107,7 +111,7 @@ def _params(items, keys):
 
 
 def test_synthetic_results_are_schema_exact(records):
-    from mcqa_toolkit.schema import COLUMNS
+    from mcqa_toolkit.run.columns import COLUMNS
 
     assert list(records.columns[:len(COLUMNS)]) == list(COLUMNS)
     assert len(records) == 2 * 2 * 3 * (66 + 62)
@@ -225,8 +229,8 @@ def test_theta_ci_spread_and_mean():
 
 
 def test_contamination_join_and_correlation_match_stats(records, synthetic_dir, tmp_path):
-    min_k = ps.load_min_k(synthetic_dir)
-    assert len(min_k) == 2 * 2 * 66 and ps.load_min_k(tmp_path / "empty") is None
+    min_k = load_min_k(synthetic_dir)
+    assert len(min_k) == 2 * 2 * 66 and load_min_k(tmp_path / "empty") is None
     frame = ps.contamination_frame(min_k, records)
     assert {"model", "strategy", "item_id", "min_k_prob", "accuracy"} <= set(frame.columns)
     corr = ps.contamination_correlation(min_k, records)
@@ -269,9 +273,9 @@ def test_discrimination_frame_splits_models_and_repeats_humans(records, items):
 def test_as_headline_is_json_ready():
     frame = pd.DataFrame({"model": ["m", "m"], "strategy": ["s", "t"], "language": ["en", "en"],
                           "x": [0.123456, np.nan]})
-    assert ps.as_headline(frame, value="x") == {"m / s / en": 0.1235, "m / t / en": None}
-    assert ps.as_headline(pd.Series([1e-12], index=["a"]), digits=None) == {"a": 1e-12}
-    assert json.loads(json.dumps(ps.as_headline(frame, value="x"))) == {"m / s / en": 0.1235, "m / t / en": None}
+    assert as_headline(frame, value="x") == {"m / s / en": 0.1235, "m / t / en": None}
+    assert as_headline(pd.Series([1e-12], index=["a"]), digits=None) == {"a": 1e-12}
+    assert json.loads(json.dumps(as_headline(frame, value="x"))) == {"m / s / en": 0.1235, "m / t / en": None}
 
 
 def test_di_attribute_tests_match_direct_chi2(records, items):

@@ -4,12 +4,14 @@ import pytest
 
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.prompts import load_template, render, select_shots, split_shots
-from mcqa_toolkit.scoring.encode import encode, prompt_text, shared_prefix_ids
+from mcqa_toolkit.backends.hf import HFBackend
+from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request, naive_scores
+from mcqa_toolkit.backends.hf.generation import generate_batch, generate_one
+from mcqa_toolkit.backends.hf.tokens import (context_continuation, encode, next_token_candidates, prompt_text,
+                                             shared_prefix_ids)
+from mcqa_toolkit.prompts.permutations import permutations
 from mcqa_toolkit.scoring.first_token import score_first_token
-from mcqa_toolkit.scoring.generate import generate_text
-from mcqa_toolkit.scoring.loglik import score_loglik, token_logprobs
-from mcqa_toolkit.scoring.prefix import PrefixScorer, Request, naive_scores
-from mcqa_toolkit.shuffle import permutations
+from mcqa_toolkit.scoring.loglik import score_loglik, text_logprobs
 
 pytestmark = pytest.mark.slow
 TOL = 1e-4  # max |delta log-prob| between prefix-shared and naive full-prompt computation, fp32
@@ -35,22 +37,18 @@ def test_gemma_letter_tokens_differ_with_space(gemma):
 
 
 def test_prefix_sharing_equals_naive_on_gemma(gemma, four_shot_prompts):
-    """The issue's acceptance test: sliding-window Gemma 3, 4-shot prompts, shuffles, letters and options."""
-    scorer = PrefixScorer(gemma)
-    previous, checked = (), 0
+    """The acceptance test: sliding-window Gemma 3, 9-shot prompts, shuffles, letters and options, through the
+    Backend protocol, against the naive full-prompt computation of the same requests."""
+    backend = HFBackend(gemma)
+    checked = 0
     for prompts in four_shot_prompts:
         ids = encode(gemma, *prompt_text(gemma, prompts[0]))
         assert len(ids) > 512, "the prompt must cross Gemma's 512-token sliding window"
-        shared = shared_prefix_ids(gemma, prompts[0], previous)
-        previous = shared
-        assert len(shared) > 300  # the few-shot block is shared at run level
-        letters = score_first_token(gemma, scorer, prompts, shared)
-        options = score_loglik(gemma, scorer, prompts[:1], "sum", shared)
-        # naive reference for the same requests
+        assert len(shared_prefix_ids(gemma, prompts[0])) > 300  # the few-shot block is shared at run level
+        letters = score_first_token(backend, prompts)
+        options = score_loglik(backend, prompts[:1], "sum")
         for p, got in zip(prompts, letters):
             text, sp = prompt_text(gemma, p)
-            from mcqa_toolkit.scoring.encode import next_token_candidates
-
             tok = encode(gemma, text, sp)
             cands, exact = next_token_candidates(gemma, tok, text, p.letter_continuations, sp)
             assert all(exact)
@@ -59,37 +57,41 @@ def test_prefix_sharing_equals_naive_on_gemma(gemma, four_shot_prompts):
             checked += 1
         ref_sums = []
         p = prompts[0]
-        from mcqa_toolkit.scoring.encode import context_continuation
-
         for cont in p.continuations:
             ctx, c = context_continuation(gemma, p.text, cont)
             ref_sums.append(naive_scores(gemma, [Request(ctx + c, len(ctx))], full_logits=False)[0].sum())
         got_sums = np.array(options[0].extra["loglik_sum"])[list(p.permutation)]
         assert np.abs(got_sums - np.array(ref_sums)).max() <= TOL * 10  # sums over ~3-10 tokens
-    assert checked == 6 and scorer.stats.forwarded < scorer.stats.naive / 3
+    usage = backend.usage()
+    assert checked == 6 and usage["forwarded_tokens"] < usage["naive"] / 3
 
 
 def test_generation_with_prefix_cache_matches_plain_generation(gemma, four_shot_prompts):
     p = four_shot_prompts[0][0]
     ids = encode(gemma, *prompt_text(gemma, p))
     shared = shared_prefix_ids(gemma, p)
-    plain = generate_text(gemma, ids, max_new_tokens=6, stop=())
-    cached = generate_text(gemma, ids, max_new_tokens=6, stop=(), scorer=PrefixScorer(gemma), shared_prefix=shared)
-    assert plain == cached and plain
+    plain, n_plain = generate_one(gemma, ids, max_new_tokens=6, stop=())
+    engine = PrefixScorer(gemma)
+    cached, n_cached = generate_one(gemma, ids, max_new_tokens=6, stop=(), cache=engine.prefix_cache_for(ids, shared),
+                                    cached=len(shared))
+    assert plain == cached and plain.text and plain.n_generated_tokens == 6
+    # token accounting: the cached call forwards the prompt minus the prefix, both forward 5 generated tokens
+    assert n_plain == len(ids) + 5 and n_cached == len(ids) - len(shared) + 5
 
 
 def test_batched_greedy_generation_matches_one_by_one(gemma):
-    from mcqa_toolkit.scoring.generate import generate_batch
-
     items = load("demo", language="es")[:3]
     t = load_template("es", "enade")
     ids = [encode(gemma, *prompt_text(gemma, render(it, t))) for it in items]
-    batched = generate_batch(gemma, ids, max_new_tokens=4)
-    single = [generate_text(gemma, x, max_new_tokens=4) for x in ids]
-    assert batched == single and all(batched)
+    batched, forwarded, padded = generate_batch(gemma, ids, max_new_tokens=4)
+    single = [generate_one(gemma, x, max_new_tokens=4)[0] for x in ids]
+    assert [g.text for g in batched] == [g.text for g in single] and all(g.text for g in batched)
+    assert forwarded == sum(len(x) + g.n_generated_tokens - 1 for x, g in zip(ids, batched))
+    assert padded >= sum(max(map(len, ids)) - len(x) for x in ids)
 
 
-def test_token_logprobs_for_min_k(gemma):
-    lp = token_logprobs(gemma, "A água ferve a 100 graus Celsius ao nível do mar.")
-    assert lp.ndim == 1 and len(lp) == len(encode(gemma, "A água ferve a 100 graus Celsius ao nível do mar.", False))
+def test_text_logprobs_for_min_k(gemma):
+    text = "A água ferve a 100 graus Celsius ao nível do mar."
+    (lp,) = text_logprobs(HFBackend(gemma), [text])
+    assert lp.ndim == 1 and len(lp) == len(encode(gemma, text, False))
     assert (lp <= 0).all() and np.isfinite(lp).all()

@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import mcqa_toolkit.runner as runner_mod
+import mcqa_toolkit.run.runner as runner_mod
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.runner import STRATEGIES, Strategy, run, strategy
-from mcqa_toolkit.schema import COLUMNS
+from mcqa_toolkit.run import STRATEGIES, Strategy, run, strategy
+from mcqa_toolkit.run.columns import COLUMNS
 
 VOLATILE = ["seconds", "n_forwarded_tokens"]
 
@@ -22,9 +22,9 @@ def _stable(df):
     return df.drop(columns=VOLATILE + ["run_id"]).reset_index(drop=True)
 
 
-def test_first_token_records(tiny_gemma, demo_pt, tmp_path):
+def test_first_token_records(tiny_backend, demo_pt, tmp_path):
     st = Strategy.first_token(shots=1, shuffles=3, style="enem")
-    df = run(demo_pt, tiny_gemma, st, tmp_path / "r", dataset="demo", limit=4, progress=False)
+    df = run(demo_pt, tiny_backend, st, tmp_path / "r", dataset="demo", limit=4, progress=False)
     assert list(df.columns[: len(COLUMNS)]) == list(COLUMNS)
     assert len(df) == 12 and df.groupby("item_id").size().eq(3).all()
     # shot items (the easiest per subject) and their translations are not evaluated
@@ -39,14 +39,14 @@ def test_first_token_records(tiny_gemma, demo_pt, tmp_path):
     assert (df[df["shuffle"] == 0]["permutation"].map(lambda p: list(p) == sorted(p))).all()
     prov = json.loads((tmp_path / "r" / "provenance.json").read_text())
     assert prov["complete"] and prov["strategy_hash"] == st.hash and prov["n_records"] == 12
-    assert prov["engine"]["forwarded"] < prov["engine"]["naive"]
+    assert prov["usage"]["forwarded_tokens"] < prov["usage"]["naive"]
 
 
 @pytest.mark.parametrize("st", [Strategy.first_token(shots=0, shuffles=2, style="enem", seed=7),
                                 Strategy.generate(shuffles=2, style="enade", max_new_tokens=3, batch_size=2)],
                          ids=["first_token", "generate_batched"])
-def test_killed_run_resumes_without_loss_or_duplicates(tiny_gemma, demo_pt, tmp_path, monkeypatch, st):
-    full = run(demo_pt, tiny_gemma, st, tmp_path / "full", limit=6, progress=False)
+def test_killed_run_resumes_without_loss_or_duplicates(tiny_backend, demo_pt, tmp_path, monkeypatch, st):
+    full = run(demo_pt, tiny_backend, st, tmp_path / "full", limit=6, progress=False)
     calls = {"n": 0}
     real = runner_mod._score
 
@@ -58,36 +58,36 @@ def test_killed_run_resumes_without_loss_or_duplicates(tiny_gemma, demo_pt, tmp_
 
     monkeypatch.setattr(runner_mod, "_score", dying)
     with pytest.raises(KeyboardInterrupt):
-        run(demo_pt, tiny_gemma, st, tmp_path / "killed", limit=6, progress=False)
+        run(demo_pt, tiny_backend, st, tmp_path / "killed", limit=6, progress=False)
     jsonl = tmp_path / "killed" / "records.jsonl"
     with open(jsonl, "a") as f:  # a record half-written when the process died
         f.write('{"item_id": "demo-bio-0')
     monkeypatch.setattr(runner_mod, "_score", real)
-    resumed = run(demo_pt, tiny_gemma, st, tmp_path / "killed", limit=6, progress=False)
+    resumed = run(demo_pt, tiny_backend, st, tmp_path / "killed", limit=6, progress=False)
     pd.testing.assert_frame_equal(_stable(resumed), _stable(full))
     assert len(jsonl.read_text().splitlines()) == len(full)
 
 
-def test_same_seed_same_records(tiny_gemma, demo_pt, tmp_path):
+def test_same_seed_same_records(tiny_backend, demo_pt, tmp_path):
     st = Strategy.loglik("token", shuffles=2, style="default", seed=3)
-    a = run(demo_pt, tiny_gemma, st, tmp_path / "a", limit=3, progress=False)
-    b = run(demo_pt, tiny_gemma, st, tmp_path / "b", limit=3, progress=False)
+    a = run(demo_pt, tiny_backend, st, tmp_path / "a", limit=3, progress=False)
+    b = run(demo_pt, tiny_backend, st, tmp_path / "b", limit=3, progress=False)
     pd.testing.assert_frame_equal(_stable(a), _stable(b))
-    c = run(demo_pt, tiny_gemma, st.with_(seed=4), tmp_path / "c", limit=3, progress=False)
+    c = run(demo_pt, tiny_backend, st.with_(seed=4), tmp_path / "c", limit=3, progress=False)
     assert not a["permutation"].equals(c["permutation"])
 
 
-def test_refuses_to_mix_runs(tiny_gemma, demo_pt, tmp_path):
-    run(demo_pt, tiny_gemma, Strategy.first_token(), tmp_path / "r", limit=2, progress=False)
+def test_refuses_to_mix_runs(tiny_backend, demo_pt, tmp_path):
+    run(demo_pt, tiny_backend, Strategy.first_token(), tmp_path / "r", limit=2, progress=False)
     with pytest.raises(ValueError, match="different strategy_hash"):
-        run(demo_pt, tiny_gemma, Strategy.first_token(shuffles=2), tmp_path / "r", limit=2, progress=False)
+        run(demo_pt, tiny_backend, Strategy.first_token(shuffles=2), tmp_path / "r", limit=2, progress=False)
 
 
 @pytest.mark.parametrize("name", ["S1", "S4", "S5", "S6", "uned"])
-def test_named_strategies_run(tiny_gemma, tmp_path, name):
+def test_named_strategies_run(tiny_backend, tmp_path, name):
     items = load("demo", language="es").filter(subject="chemistry")
     st = strategy(name, shuffles=2 if name == "S4" else 1, max_new_tokens=3)
-    df = run(items, tiny_gemma, st, tmp_path / name, limit=2, progress=False)
+    df = run(items, tiny_backend, st, tmp_path / name, limit=2, progress=False)
     assert len(df) == 2 * st.shuffles
     assert set(df["status"]) <= {"answered", "unanswered", "refused"}
     if st.method == "generate":
@@ -108,10 +108,10 @@ def test_strategy_validation_and_lookup():
     assert Strategy.first_token(name="x").hash == Strategy.first_token(name="y").hash
 
 
-def test_non_single_items_rejected(tiny_gemma, tmp_path):
+def test_non_single_items_rejected(tiny_backend, tmp_path):
     from mcqa_toolkit.items import Item, ItemSet
 
     it = Item(item_id="m", source="t", exam="e", stem="Pick", options=("a", "b", "c"), answer=(0, 1),
               answer_type="multi", language="en")
     with pytest.raises(ValueError, match="single-answer"):
-        run(ItemSet([it]), tiny_gemma, Strategy(), tmp_path)
+        run(ItemSet([it]), tiny_backend, Strategy(), tmp_path)

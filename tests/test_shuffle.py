@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from mcqa_toolkit.shuffle import identity, permutations, stable_seed, to_original, to_position
+from mcqa_toolkit.prompts.permutations import identity, permutations, stable_seed, to_original, to_position
 
 
 def test_shuffle_zero_is_identity_and_all_distinct():
@@ -30,7 +30,7 @@ def test_independent_of_other_items_and_call_order():
 
 
 def test_independent_of_pythonhashseed():
-    code = "from mcqa_toolkit.shuffle import permutations; print(permutations(5, 4, seed=3, key='q9'))"
+    code = "from mcqa_toolkit.prompts.permutations import permutations; print(permutations(5, 4, seed=3, key='q9'))"
     outs = {
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                        env={"PYTHONHASHSEED": h}).stdout

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from mcqa_toolkit import stats as S
+from mcqa_toolkit import measure as S
 from mcqa_toolkit.items import Item, ItemSet
 from test_metrics import records
 

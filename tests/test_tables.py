@@ -2,9 +2,9 @@
 import pandas as pd
 import pytest
 
-from mcqa_toolkit import metrics as M
-from mcqa_toolkit import stats as S
-from mcqa_toolkit import tables as T
+from mcqa_toolkit import measure as M
+from mcqa_toolkit import measure as S
+from mcqa_toolkit.report import tables as T
 from test_metrics import UNED_T5, records
 from test_stats import uned_scores
 

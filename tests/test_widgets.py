@@ -11,8 +11,8 @@ import pytest
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.datasets.demo import load_population
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.results import records_frame
-from mcqa_toolkit.widgets import QuestionInspector, filter_items, item_html, outcome_by_item, responses_frame
+from mcqa_toolkit.run.store import records_frame
+from mcqa_toolkit.report.inspector import QuestionInspector, filter_items, item_html, outcome_by_item, responses_frame
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "inspect_questions.ipynb"
 MODELS = ("model-a", "model-b")

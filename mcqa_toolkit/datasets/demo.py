@@ -14,8 +14,8 @@ import pandas as pd
 
 from mcqa_toolkit.datasets._common import UniqueIds, check_options, iter_jsonl, require, require_text
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
+from mcqa_toolkit.resources import demo_dir
 
-DEMO_DIR = Path(__file__).resolve().parents[2] / "data" / "demo"
 LANGUAGES = ("pt", "es", "it", "en")
 POPULATION_FILE = "human_population.npz"
 POPULATION_SEED = 20261122
@@ -23,7 +23,7 @@ POPULATION_SIZE = 20_000
 
 
 def _demo_dir(path: str | Path | None) -> Path:
-    return Path(path) if path is not None else DEMO_DIR
+    return Path(path) if path is not None else demo_dir()
 
 
 def load_demo(language: str | list[str] | None = None, path: str | Path | None = None) -> ItemSet:
@@ -104,7 +104,7 @@ def save_population(pop: HumanPopulation, path: str | Path) -> None:
 
 def load_population(path: str | Path | None = None) -> HumanPopulation:
     """The committed simulated human population of the demo exam (see module docstring)."""
-    f = Path(path) if path is not None else DEMO_DIR / POPULATION_FILE
+    f = Path(path) if path is not None else demo_dir() / POPULATION_FILE
     with np.load(f) as z:
         n_items = int(z["n_items"])
         responses = np.unpackbits(z["packed"], axis=1)[:, :n_items]

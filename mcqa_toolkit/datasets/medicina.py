@@ -1,6 +1,6 @@
 """Italian medical-school entrance test (test-medicina): JSONL of id, topic, text, answers (5), label (0-based).
 
-Topics map to the five scored subjects of the official rule (see `metrics.medicina_score`).
+Topics map to the five scored subjects of the official rule (see `measure.medicina_score`).
 `parse_record` is shared with `hub.load_hub` (mapper "medicina"), so hub rows are validated the same way.
 """
 from __future__ import annotations

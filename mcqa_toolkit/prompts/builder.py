@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 
 from mcqa_toolkit.items import Item
 from mcqa_toolkit.prompts.template import Template
-from mcqa_toolkit.shuffle import check_permutation, identity
+from mcqa_toolkit.prompts.permutations import check_permutation, identity
 
 __all__ = ["Prompt", "render", "Shot"]
 

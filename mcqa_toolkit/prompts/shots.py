@@ -28,7 +28,7 @@ from collections import defaultdict
 from typing import Iterable, Sequence
 
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.shuffle import identity, stable_seed
+from mcqa_toolkit.prompts.permutations import identity, stable_seed
 
 __all__ = ["RULES", "select_shots", "split_shots", "balanced_permutations"]
 

@@ -1,7 +1,7 @@
-"""Option log-likelihood scoring (and cloze), with the usual normalisations, plus per-token log-probs.
+"""Option log-likelihood scoring (and cloze), with the usual normalisations, plus per-token log-probs of a text.
 
-Each option's text is scored as a continuation of the prompt, split into context/continuation tokens the
-lm-evaluation-harness way (see encode.py). Normalisations of the summed log-likelihood L of an option:
+Each option's text is scored as a continuation of the prompt (the backend splits context and continuation,
+for the local model the lm-evaluation-harness way). Normalisations of the summed log-likelihood L:
   sum   L                                  token  L / number of continuation tokens
   char  L / len(continuation) in characters  byte   L / len(continuation.encode('utf-8'))
   pmi   L - L(option | neutral context)    (Holtzman et al. 2021: removes the option's prior frequency)
@@ -13,12 +13,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from mcqa_toolkit.models.hf import LM
-from mcqa_toolkit.schema import NORMALIZATIONS
-from mcqa_toolkit.scoring.encode import context_continuation, encode, prompt_text, split_trailing_space
-from mcqa_toolkit.scoring.first_token import Scored, argmax_choice, to_original
-from mcqa_toolkit.scoring.prefix import PrefixScorer, Request
-
+from mcqa_toolkit.backends.base import Backend, Continuation
+from mcqa_toolkit.run.columns import NORMALIZATIONS
+from mcqa_toolkit.scoring.scored import Scored, argmax_choice, to_original
 
 
 def normalize(sums: np.ndarray, n_tokens: np.ndarray, n_chars: np.ndarray, n_bytes: np.ndarray,
@@ -39,56 +36,40 @@ def normalize(sums: np.ndarray, n_tokens: np.ndarray, n_chars: np.ndarray, n_byt
     raise ValueError(f"normalization {normalization!r} not in {NORMALIZATIONS}")
 
 
-def score_loglik(lm: LM, scorer: PrefixScorer, prompts: Sequence[Any], normalization: str = "sum",
-                 shared_prefix: Sequence[int] = ()) -> list[Scored]:
-    """Score every option continuation of every prompt of one item in one engine call."""
+def score_loglik(backend: Backend, prompts: Sequence[Any], normalization: str = "sum") -> list[Scored]:
+    """Score every option continuation of every prompt of one item in one backend call."""
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"normalization {normalization!r} not in {NORMALIZATIONS}")
-    reqs, meta = [], []
-    for p in prompts:
-        text, special = prompt_text(lm, p)
-        for cont in p.continuations:
-            ctx, cont_ids = context_continuation(lm, text, cont, special)
-            reqs.append(Request(ctx + cont_ids, len(ctx)))
-            cont_text = split_trailing_space(text, cont)[1]
-            meta.append((len(cont_ids), len(cont_text), len(cont_text.encode("utf-8")), len(ctx) + len(cont_ids)))
-    logps = scorer.score(reqs, shared_prefix)
+    results = backend.loglikelihoods([Continuation(p, c) for p in prompts for c in p.continuations])
     neutral_sums = None
     if normalization == "pmi":
-        nreqs = []
-        for p in prompts:
-            for cont in p.continuations:
-                ctx, cont_ids = context_continuation(lm, p.neutral_context, cont, True)
-                nreqs.append(Request(ctx + cont_ids, len(ctx)))
-        neutral_sums = np.array([x.sum() for x in scorer.score(nreqs)])
+        neutral = backend.loglikelihoods([Continuation(p.neutral_context, c) for p in prompts for c in p.continuations])
+        neutral_sums = np.array([r.logprobs.sum() for r in neutral])
     out, k = [], 0
     for p in prompts:
         n = len(p.continuations)
-        sums = np.array([x.sum() for x in logps[k:k + n]])
-        n_tok, n_chr, n_byt, n_all = (np.array(v, dtype=float) for v in zip(*meta[k:k + n]))
+        part = results[k:k + n]
+        sums = np.array([r.logprobs.sum() for r in part])
+        n_tok = np.array([r.n_tokens for r in part], dtype=float)
+        n_chr = np.array([len(r.text) for r in part], dtype=float)
+        n_byt = np.array([len(r.text.encode("utf-8")) for r in part], dtype=float)
         neutral = neutral_sums[k:k + n] if neutral_sums is not None else None
-        shown = normalize(sums, n_tok, n_chr, n_byt, normalization, neutral)
-        scores = to_original(shown, p.permutation)
+        scores = to_original(normalize(sums, n_tok, n_chr, n_byt, normalization, neutral), p.permutation)
         extra = {"loglik_sum": to_original(sums, p.permutation).tolist(),
                  "n_tokens": to_original(n_tok, p.permutation).astype(int).tolist(),
                  "n_chars": to_original(n_chr, p.permutation).astype(int).tolist(),
                  "n_bytes": to_original(n_byt, p.permutation).astype(int).tolist()}
         if neutral is not None:
             extra["loglik_neutral"] = to_original(neutral, p.permutation).tolist()
-        out.append(Scored(option_scores=scores, choice=argmax_choice(scores), n_prompt_tokens=int(n_all.sum()),
+        n_prompt = sum(r.n_context_tokens + r.n_tokens for r in part)
+        out.append(Scored(option_scores=scores, choice=argmax_choice(scores), n_prompt_tokens=int(n_prompt),
                           extra=extra))
         k += n
     return out
 
 
-def token_logprobs(lm: LM, text: str, scorer: PrefixScorer | None = None) -> np.ndarray:
-    """Log-probability of each token of `text` given the tokens before it (BOS as the only context).
-
-    With a BOS token every text token is scored (the first one given BOS only); a tokenizer without BOS
-    leaves the first token unscored. Input to Min-K% prob (`stats.min_k_prob`).
-    """
-    ids = encode(lm, text, True)
-    if len(ids) < 2:
-        raise ValueError(f"text {text[:40]!r} has no token to score")
-    eng = scorer or PrefixScorer(lm)
-    return eng.score([Request(ids, 1)])[0]
+def text_logprobs(backend: Backend, texts: Sequence[str]) -> list[np.ndarray]:
+    """Log-probability of each token of each text given the tokens before it, from the start of a document
+    (for the local model: BOS as the only context; without BOS the first token is unscored).
+    Input to Min-K% prob (`measure.contamination.min_k_prob`)."""
+    return [r.logprobs for r in backend.loglikelihoods([Continuation("", t) for t in texts])]

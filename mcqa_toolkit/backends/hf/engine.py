@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from mcqa_toolkit.models.hf import LM
+from mcqa_toolkit.backends.hf.loading import LM
 
 
 @dataclass(frozen=True)
@@ -148,12 +148,11 @@ class PrefixScorer:
         return cache
 
     def prefix_cache_for(self, ids: Sequence[int], shared_prefix: Sequence[int]):
-        """A private copy of the cache of `shared_prefix` if `ids` extends it (for generation), else None."""
+        """A private copy of the cache of `shared_prefix` if `ids` extends it (for generation), else None.
+        The caller accounts for the tokens it forwards past the prefix."""
         run = tuple(shared_prefix)
         if not run or len(ids) <= len(run) or tuple(ids[: len(run)]) != run:
             return None
-        self.stats.naive += len(ids)
-        self.stats.forwarded += len(ids) - len(run)
         return _expand(self._prefix_cache(run), 1)
 
     @torch.inference_mode()

@@ -197,7 +197,7 @@ def _png_output(fig: Figure, label: str) -> dict[str, Any]:
 class QuestionInspector:
     """Browse `items` with filters, navigation, translations, IRT/human p and (optionally) model responses.
 
-    `results`: a frame with the `schema.COLUMNS` (e.g. `load_results('outputs')`); `human_p`: proportion
+    `results`: a frame with the `run.columns.COLUMNS` (e.g. `load_results('outputs')`); `human_p`: proportion
     correct of humans indexed by parallel_id (or item_id). The notebook cell is just `QuestionInspector(items)`.
     """
 

@@ -1,5 +1,4 @@
-"""Figures of the language-gap, position-bias and contamination analyses. Data: `metrics`, `stats` and
-`psychometrics` (gap correlations, Min-K% joins)."""
+"""Figures of the language-gap, position-bias and contamination analyses. Data: `mcqa_toolkit.measure`."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -9,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from mcqa_toolkit.plots._layout import (ACCURACY_LABEL, PAGE_WIDTH, _check, _facets, _hue_handles, _label_outer,
+from mcqa_toolkit.report.plots._layout import (ACCURACY_LABEL, PAGE_WIDTH, _check, _facets, _hue_handles, _label_outer,
                                         _legend, _levels, _markers, _nice, _num, _palette, _select, _styled)
 
 
@@ -21,8 +20,8 @@ def _score_label(score: str) -> str:
 def language_scores(scores: pd.DataFrame, gaps: pd.DataFrame | None = None, score: str = "kappa",
                     x: str = "model", hue: str = "language", col: str | Sequence[str] | None = "strategy",
                     reference: str = "en") -> Figure:
-    """Score per model and language as bars (`metrics.kappa` / `metrics.accuracy`, CI whiskers when present),
-    each non-reference bar labelled with its gap % (`stats.language_gap`: > 0 = worse than `reference`)."""
+    """Score per model and language as bars (`measure.kappa` / `measure.accuracy`, CI whiskers when present),
+    each non-reference bar labelled with its gap % (`measure.language_gap`: > 0 = worse than `reference`)."""
     _check(scores, [x, hue, score], "scores")
     levels = sorted(scores[hue].unique(), key=lambda v: (v != reference, v))
     colors = _palette(levels)
@@ -79,8 +78,8 @@ def _corr_title(row: pd.Series | None, with_n: bool = True) -> str:
 def quality_gap(gaps: pd.DataFrame, correlations: pd.DataFrame | None = None, quality: str = "score_ref",
                 col: str | Sequence[str] | None = "language", hue: str = "model",
                 style: str | None = "strategy", score: str = "kappa") -> Figure:
-    """Model quality (reference-language score) vs gap % (`stats.language_gap`), one panel per language with
-    Pearson r and p (`psychometrics.gap_correlations`, same `col`) in its title."""
+    """Model quality (reference-language score) vs gap % (`measure.language_gap`), one panel per language with
+    Pearson r and p (`measure.gap_correlations`, same `col`) in its title."""
     _check(gaps, [quality, "gap_pct", hue], "gaps")
     levels = sorted(gaps[hue].unique())
     colors = _palette(levels)
@@ -152,7 +151,7 @@ def _position_grid(frame, value, pos_col, col, row, hue, ylabel, xlabel, bars: b
 @_styled
 def position_distributions(distribution: pd.DataFrame, col: str | Sequence[str] | None = "strategy",
                            row: str | Sequence[str] | None = "n_options", hue: str = "model") -> Figure:
-    """Share of answers per chosen (shown) position (`metrics.position_distribution`) against the uniform
+    """Share of answers per chosen (shown) position (`measure.position_distribution`) against the uniform
     1/k line, one panel per strategy x number of options k."""
     return _position_grid(distribution.assign(k=distribution["n_options"]), "share", "position", col, row, hue,
                           "Share of answers", "Chosen position (as shown)", bars=True, uniform=True)
@@ -161,14 +160,14 @@ def position_distributions(distribution: pd.DataFrame, col: str | Sequence[str] 
 @_styled
 def accuracy_by_position(frame: pd.DataFrame, col: str | Sequence[str] | None = "strategy",
                          row: str | Sequence[str] | None = "n_options", hue: str = "model") -> Figure:
-    """Accuracy by the shown position of the correct answer (`metrics.accuracy_by_position`)."""
+    """Accuracy by the shown position of the correct answer (`measure.accuracy_by_position`)."""
     return _position_grid(frame, "accuracy", "correct_position", col, row, hue, "Accuracy",
                           "Position of the key (as shown)", bars=False, uniform=False)
 
 
 @_styled
 def shuffle_consistency(consistency: pd.DataFrame, x: str = "strategy", hue: str = "model") -> Figure:
-    """Per item, the share of shuffles choosing the modal option (`metrics.shuffle_consistency`), as box
+    """Per item, the share of shuffles choosing the modal option (`measure.shuffle_consistency`), as box
     plots per strategy and model; strategies with a single shuffle (consistency undefined) are noted."""
     _check(consistency, [x, hue, "consistency"], "consistency")
     data = consistency.dropna(subset=["consistency"])
@@ -207,8 +206,8 @@ def shuffle_consistency(consistency: pd.DataFrame, x: str = "strategy", hue: str
 def min_k_accuracy(frame: pd.DataFrame, correlations: pd.DataFrame | None = None,
                    col: str | Sequence[str] | None = ("model", "strategy"), hue: str = "language",
                    k_percent: int = 20) -> Figure:
-    """Min-K% prob vs per-item accuracy (`psychometrics.contamination_frame`), Pearson r and p per panel
-    (`psychometrics.contamination_correlation`, same `col`) in the title."""
+    """Min-K% prob vs per-item accuracy (`measure.contamination_frame`), Pearson r and p per panel
+    (`measure.contamination_correlation`, same `col`) in the title."""
     _check(frame, ["min_k_prob", "accuracy", hue], "frame")
     levels = sorted(frame[hue].unique())
     colors, markers = _palette(levels), _markers(levels)

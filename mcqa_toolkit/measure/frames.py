@@ -1,7 +1,7 @@
 """Shared plumbing for the metric modules: column checks, grouping, answer-status flags, per-item scores.
 
-`prepare` checks a results frame (columns of `mcqa_toolkit.schema`) and normalises `by`; `finish` removes the
-constant key `prepare` adds when `by` is empty. Used by metrics, exam_rules, position and stats.
+`prepare` checks a results frame (columns of `mcqa_toolkit.run.columns`) and normalises `by`; `finish` removes the
+constant key `prepare` adds when `by` is empty. Used by every module of `measure`.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Iterator, Sequence
 
 import pandas as pd
 
-from mcqa_toolkit.schema import STATUSES
+from mcqa_toolkit.run.columns import STATUSES
 
 DEFAULT_BY = ("model", "strategy", "language")
 _ALL = "__all__"  # temporary key when `by` is empty

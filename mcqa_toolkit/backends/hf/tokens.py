@@ -1,4 +1,4 @@
-"""Prompt -> token ids, shared by every scoring method (so all methods tokenise identically).
+"""Prompt -> token ids for the local backend, shared by every call (so all methods tokenise identically).
 
 Completion prompts are encoded with the tokenizer's special tokens (BOS). Chat prompts are rendered with
 `tokenizer.apply_chat_template(..., add_generation_prompt=True)` plus the prompt's assistant prefix, and
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from mcqa_toolkit.models.hf import LM
+from mcqa_toolkit.backends.hf.loading import LM
 
 
 def prompt_text(lm: LM, prompt: Any) -> tuple[str, bool]:
@@ -70,23 +70,25 @@ def next_token_candidates(lm: LM, context_ids: Sequence[int], context: str, cont
     return tuple(ids), tuple(exact)
 
 
-def shared_prefix_ids(lm: LM, prompt: Any, previous: Sequence[int] = (), min_tokens: int = 16) -> tuple[int, ...]:
-    """Token ids of the run-level prefix a prompt shares with the rest of its run.
+def shared_prefix_ids(lm: LM, prompt: Any, min_tokens: int = 16) -> tuple[int, ...]:
+    """Token ids of the run-level prefix a prompt shares with the rest of its run (KV cache reused across items).
 
-    Completion prompts declare it (`prompt.shared_prefix`, e.g. the few-shot block); it is used when it
-    tokenises to a true prefix of the full prompt. Otherwise (chat rendering, or a boundary merge) it is the
-    longest common token prefix with `previous` (the previous item's prompt ids), if at least `min_tokens`.
+    Completion prompts declare it (`prompt.shared_prefix`: instruction + few-shot block). When it tokenises to
+    a true prefix of the full prompt it is used whole; when the boundary merges into one token, the common
+    token prefix of both is used if it has at least `min_tokens`. Chat prompts share nothing at this level.
+    Stateless, so the sharing (and its float rounding) never depends on which items ran before.
     """
+    declared = getattr(prompt, "shared_prefix", "")
+    if not declared or getattr(prompt, "messages", None):
+        return ()
     text, special = prompt_text(lm, prompt)
     ids = encode(lm, text, special)
-    declared = getattr(prompt, "shared_prefix", "")
-    if declared and not getattr(prompt, "messages", None):
-        pre = encode(lm, declared, special)
-        if len(pre) < len(ids) and ids[: len(pre)] == pre:
-            return pre
+    pre = encode(lm, declared, special)
+    if len(pre) < len(ids) and ids[: len(pre)] == pre:
+        return pre
     n = 0
-    for a, b in zip(ids, previous):
+    for a, b in zip(ids, pre):
         if a != b:
             break
         n += 1
-    return ids[:n] if n >= min_tokens else ()
+    return ids[:n] if n >= min_tokens and n < len(ids) else ()

@@ -3,7 +3,7 @@
 The GGUF path dequantises every tensor on load (~40-50 s on 2 cores). We therefore save the dequantised
 weights once as safetensors + config + tokenizer under a cache directory keyed by the GGUF's sha256,
 so later loads are plain `from_pretrained(dir)` calls that take a few seconds. Nothing is global: the
-returned `LM` is passed explicitly to scoring functions.
+returned `LM` is wrapped by `HFBackend` and passed explicitly.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from mcqa_toolkit.frames import _ALL, DEFAULT_BY, check_status, finish, prepare, status_flags
+from mcqa_toolkit.measure.frames import _ALL, DEFAULT_BY, check_status, finish, prepare, status_flags
 
 def position_distribution(frame: pd.DataFrame, by: str | Sequence[str] = DEFAULT_BY) -> pd.DataFrame:
     """Chosen shown positions per group x n_options: count, share of answered records and the uniform share

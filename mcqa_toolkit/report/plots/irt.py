@@ -1,5 +1,5 @@
 """The ENEM paper's Figures 1-5: accuracy vs theta, response patterns, l_z vs theta, test information with
-each model's theta, and item discrimination of models vs humans. Data: `mcqa_toolkit.psychometrics`."""
+each model's theta, and item discrimination of models vs humans. Data: `mcqa_toolkit.measure`."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from mcqa_toolkit.plots._layout import (ACCURACY_LABEL, COLUMN_WIDTH, MISSING_COLOR, PAGE_WIDTH, THETA_LABEL,
+from mcqa_toolkit.report.plots._layout import (ACCURACY_LABEL, COLUMN_WIDTH, MISSING_COLOR, PAGE_WIDTH, THETA_LABEL,
                                         _check, _cols, _facets, _hue_handles, _human_background, _human_handle,
                                         _label_outer, _labels, _legend, _levels, _markers, _nice, _num, _palette,
                                         _select, _styled, _title)
@@ -51,8 +51,8 @@ def _person_scatter(abilities, humans, regions, x, y, xlabel, ylabel, col, hue, 
 def accuracy_theta(abilities: pd.DataFrame, humans: pd.DataFrame | None = None,
                    regions: pd.DataFrame | None = None, col: str | Sequence[str] | None = "language",
                    hue: str = "model", human_label: str = "Humans") -> Figure:
-    """Figure 1: accuracy vs theta, one point per shuffle (`psychometrics.model_abilities`), each model's
-    central region (`psychometrics.central_region`) and the humans (`human_abilities`) as a light hexbin."""
+    """Figure 1: accuracy vs theta, one point per shuffle (`measure.model_abilities`), each model's
+    central region (`measure.central_region`) and the humans (`human_abilities`) as a light hexbin."""
     return _person_scatter(abilities, humans, regions, "theta", "accuracy", THETA_LABEL, ACCURACY_LABEL, col, hue,
                            human_label)
 
@@ -70,7 +70,7 @@ def lz_theta(abilities: pd.DataFrame, humans: pd.DataFrame | None = None,
 @_styled
 def response_patterns(shares: pd.DataFrame, rows: str | Sequence[str] = ("model", "strategy"),
                       row_facet: str | None = "language", item_key: str = "parallel_id") -> Figure:
-    """Figure 2: systems x items heatmap of the share of shuffles correct (`psychometrics.share_correct`),
+    """Figure 2: systems x items heatmap of the share of shuffles correct (`measure.share_correct`),
     items sorted by difficulty b (black = always correct); one stacked panel per `row_facet` value."""
     _check(shares, [*_cols(rows), item_key, "share_correct", "b"], "shares")
     facets = _levels(shares, row_facet)
@@ -113,8 +113,8 @@ def response_patterns(shares: pd.DataFrame, rows: str | Sequence[str] = ("model"
 @_styled
 def information_theta(curve: pd.DataFrame, ci: pd.DataFrame, y: str | Sequence[str] = "model",
                       hue: str = "language") -> Figure:
-    """Figure 4: test information and SE over theta (`psychometrics.information_curve`, top) above each
-    model's theta with its 95% interval over shuffles (`psychometrics.theta_ci`, bottom)."""
+    """Figure 4: test information and SE over theta (`measure.information_curve`, top) above each
+    model's theta with its 95% interval over shuffles (`measure.theta_ci`, bottom)."""
     _check(curve, ["theta", "information", "se"], "curve")
     _check(ci, [*_cols(y), hue, "theta_mean", "ci_low", "ci_high"], "ci")
     cats = list(dict.fromkeys(_labels(ci.sort_values(_cols(y)), y)))
@@ -155,7 +155,7 @@ def information_theta(curve: pd.DataFrame, ci: pd.DataFrame, y: str | Sequence[s
 @_styled
 def discrimination_distributions(di: pd.DataFrame, col: str | Sequence[str] | None = None, hue: str = "group",
                                  threshold: float = 0.2) -> Figure:
-    """Figure 5: distribution of item discrimination indices (`psychometrics.item_discrimination`, stacked
+    """Figure 5: distribution of item discrimination indices (`measure.item_discrimination`, stacked
     with a `group` column such as humans / models), with the DI = 0.2 quality threshold."""
     _check(di, ["di", hue], "di")
     levels = sorted(di[hue].unique())

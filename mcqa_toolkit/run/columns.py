@@ -1,8 +1,8 @@
-"""Column contract of per-record results: what `runner.run` writes and what metrics/stats/irt/plots read.
+"""Column contract of per-record results: what `run.run` writes and what measure/ and report/ read.
 
 One record per (run, item, shuffle). Option-indexed lists are in ORIGINAL option order (index into
 `Item.options`), so records from different shuffles line up; positions are 0-based places in the
-shown (shuffled) order. `results.load_results(dir)` returns a DataFrame with exactly these columns.
+shown (shuffled) order. `run.store.load_results(dir)` returns a DataFrame with exactly these columns.
 """
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ the same human-calibrated 3PL parameters (`Item.irt`) and the human population's
 
 Conventions: annulled items (answer < 0) are never part of a response matrix; an unanswered or refused
 record is a wrong answer (as on the real exam); every ability is the EAP on a 40-point N(0, 1) grid on
-[-4, 4] unless `grid` says otherwise, and l_z is evaluated at that EAP. Formulas live in `irt`, `metrics`
-and `stats`; this module only reshapes, aligns and calls them. `load_min_k` is its only file access.
+[-4, 4] unless `grid` says otherwise, and l_z is evaluated at that EAP. Formulas live in `irt` and the
+other `measure` modules; this module only reshapes, aligns and calls them. No file access.
 """
 from __future__ import annotations
 
@@ -21,12 +21,13 @@ from numpy.typing import ArrayLike
 from scipy import stats as sps
 from scipy.spatial import ConvexHull, QhullError
 
-from mcqa_toolkit import irt, metrics, stats
+from mcqa_toolkit import irt
+from mcqa_toolkit.measure.scores import item_scores
+from mcqa_toolkit.measure.frames import prepare
 from mcqa_toolkit.items import ItemSet
 
 PERSON_BY = ("model", "strategy", "language", "shuffle")
 GROUP_BY = ("model", "strategy", "language")
-MIN_K_FILE = "min_k.parquet"  # written next to records.parquet by the runner (workflow.MIN_K)
 
 
 def eap_grid(grid: int | ArrayLike = 40) -> np.ndarray:
@@ -42,7 +43,7 @@ def response_matrix(records: pd.DataFrame, by: Sequence[str] = PERSON_BY,
     item keys, and responses (persons, items) of 0/1 with NaN = not administered. Annulled items are left out;
     several records for one person x item raise ValueError (add the column that tells them apart to `by`)."""
     by = list(by)
-    metrics.prepare(records, (), [*by, item_key, "answer", "correct"])
+    prepare(records, (), [*by, item_key, "answer", "correct"])
     f = records[records["answer"] >= 0]
     if f.empty:
         raise ValueError("every item is annulled (answer < 0): no response matrix")
@@ -173,9 +174,9 @@ def discrimination_frame(records: pd.DataFrame, abilities: pd.DataFrame, populat
 
 def share_correct(records: pd.DataFrame, items: ItemSet | None = None, by: Sequence[str] = GROUP_BY,
                   item_key: str = "parallel_id") -> pd.DataFrame:
-    """Share of shuffles correct per group x item (`metrics.item_scores`), the response-pattern heatmap's data:
+    """Share of shuffles correct per group x item (`item_scores`), the response-pattern heatmap's data:
     by..., item_id, item_key, share_correct, n_records, b (the item's difficulty; NaN without `items`/irt)."""
-    scores = metrics.item_scores(records, by).rename(columns={"accuracy": "share_correct"})
+    scores = item_scores(records, by).rename(columns={"accuracy": "share_correct"})
     keys = records[list(dict.fromkeys(["item_id", item_key]))].drop_duplicates("item_id")
     out = scores.merge(keys, on="item_id") if item_key != "item_id" else scores
     b = item_parameters(items, item_key)["b"] if items is not None else pd.Series(dtype=float)
@@ -207,7 +208,7 @@ def central_region(abilities: pd.DataFrame, q: float = 0.9, by: Sequence[str] = 
     """
     if not 0 < q <= 1:
         raise ValueError(f"q = {q}: must be in (0, 1]")
-    metrics.prepare(abilities, (), [*by, x, y])
+    prepare(abilities, (), [*by, x, y])
     rows = []
     lo_q, hi_q = (1 - q) / 2, (1 + q) / 2
     for key, g in abilities.dropna(subset=[x, y]).groupby(list(by), sort=True, dropna=False):
@@ -237,7 +238,7 @@ def theta_ci(abilities: pd.DataFrame, by: Sequence[str] = GROUP_BY, level: float
     """
     if kind not in ("spread", "mean"):
         raise ValueError(f"kind = {kind!r}: expected 'spread' or 'mean'")
-    metrics.prepare(abilities, (), [*by, "theta"])
+    prepare(abilities, (), [*by, "theta"])
     g = abilities.dropna(subset=["theta"]).groupby(list(by), sort=True, dropna=False)["theta"]
     out = pd.DataFrame({"n": g.size(), "theta_mean": g.mean(), "theta_sd": g.std(ddof=1)})
     alpha = (1 - level) / 2
@@ -248,94 +249,3 @@ def theta_ci(abilities: pd.DataFrame, by: Sequence[str] = GROUP_BY, level: float
         out["ci_low"], out["ci_high"] = out["theta_mean"] - half, out["theta_mean"] + half
     out["note"] = np.where(out["n"] < 2, "one shuffle: no interval", "")
     return out.reset_index()
-
-
-def gap_correlations(gaps: pd.DataFrame, by: Sequence[str] = ("language",), quality: str = "score_ref",
-                     gap: str = "gap_pct") -> pd.DataFrame:
-    """`stats.quality_gap_correlation` per group of `stats.language_gap` rows (points = the other rows,
-    e.g. model x strategy): by..., n, pearson_r, pearson_p, spearman_rho, spearman_p, note. Fewer than 3
-    points give NaN with the reason instead of an error, so one- and two-model runs still report."""
-    metrics.prepare(gaps, (), [*by, quality, gap])
-    rows = []
-    for key, g in gaps.groupby(list(by), sort=True, dropna=False):
-        key = dict(zip(by, key if isinstance(key, tuple) else (key,)))
-        try:
-            rows.append({**key, **stats.quality_gap_correlation(g, quality, gap).to_frame().iloc[0].to_dict()})
-        except ValueError as e:
-            rows.append({**key, "n": int(g[[quality, gap]].notna().all(axis=1).sum()), "pearson_r": np.nan,
-                         "pearson_p": np.nan, "spearman_rho": np.nan, "spearman_p": np.nan, "note": str(e)})
-    return pd.DataFrame(rows)
-
-
-def load_min_k(outputs_dir: str | Path) -> pd.DataFrame | None:
-    """Every `min_k.parquet` under `outputs_dir` (model, language, item_id, parallel_id, min_k_prob, n_tokens),
-    one row per model x item (runs of one model share the question texts); None when there is none."""
-    files = sorted(Path(outputs_dir).rglob(MIN_K_FILE))
-    if not files:
-        return None
-    df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
-    metrics.prepare(df, (), ["model", "item_id", "min_k_prob"])
-    return df.drop_duplicates(["model", "item_id"]).reset_index(drop=True)
-
-
-def _min_k_split(min_k: pd.DataFrame, by: Sequence[str]) -> tuple[list[str], list[str]]:
-    shared = [c for c in by if c in min_k.columns]
-    if "model" not in shared:
-        raise ValueError("`by` must contain 'model' (Min-K% prob is per model x item)")
-    return shared, [c for c in by if c not in min_k.columns]
-
-
-def contamination_frame(min_k: pd.DataFrame, records: pd.DataFrame,
-                        by: Sequence[str] = ("model", "strategy")) -> pd.DataFrame:
-    """Per group x item: Min-K% prob (`stats.min_k_prob`, from the runs' min_k.parquet) beside the share of
-    shuffles correct. Columns: by..., item_id, language, parallel_id, min_k_prob, accuracy, n_records."""
-    metrics.prepare(min_k, (), ["model", "item_id", "min_k_prob"])
-    shared, _ = _min_k_split(min_k, by)
-    acc = metrics.item_scores(records, by)[[*by, "item_id", "accuracy", "n_records"]]
-    extra = [c for c in ("language", "parallel_id") if c in min_k.columns and c not in by]
-    m = min_k[[*shared, "item_id", *extra, "min_k_prob"]].merge(acc, on=[*shared, "item_id"])
-    if m.empty:
-        raise ValueError("no item is in both min_k and the records")
-    return m[[*by, "item_id", *extra, "min_k_prob", "accuracy", "n_records"]].reset_index(drop=True)
-
-
-def contamination_correlation(min_k: pd.DataFrame, records: pd.DataFrame,
-                              by: Sequence[str] = ("model", "strategy")) -> pd.DataFrame:
-    """`stats.min_k_accuracy_correlation` per group; columns of `by` that min_k lacks (e.g. strategy) split
-    the records. Columns: by..., n, pearson_r, pearson_p, spearman_rho, spearman_p, note."""
-    shared, split = _min_k_split(min_k, by)
-    parts = records.groupby(split, sort=True, dropna=False) if split else [((), records)]
-    frames = []
-    for key, part in parts:
-        r = stats.min_k_accuracy_correlation(min_k, part, by=shared, value="min_k_prob")
-        frames.append(r.assign(**dict(zip(split, key if isinstance(key, tuple) else (key,)))))
-    out = pd.concat(frames, ignore_index=True)
-    return out[[*by, *[c for c in out.columns if c not in by]]]
-
-
-def as_headline(values: pd.DataFrame | pd.Series, keys: Sequence[str] = GROUP_BY, value: str = "",
-                digits: int | None = 4) -> dict[str, float | None]:
-    """A notebook's headline numbers as JSON-ready {"key / key": number}: a frame's `value` column indexed by
-    `keys`, or a Series by its own index; NaN -> None; rounded to `digits` (None keeps p-values exact)."""
-    series = values.set_index(list(keys))[value] if isinstance(values, pd.DataFrame) else values
-    out: dict[str, float | None] = {}
-    for key, v in series.items():
-        name = " / ".join(map(str, key if isinstance(key, tuple) else (key,)))
-        out[name] = None if pd.isna(v) else float(v) if digits is None else round(float(v), digits)
-    return out
-
-
-def di_attribute_tests(di: pd.DataFrame, items: ItemSet, split: str = "strategy",
-                       item_key: str = "parallel_id") -> pd.DataFrame:
-    """The ENEM paper's Table 2 per `split` value: chi2 tests of item attributes (image, numbers in stem /
-    options) against poorly discriminating items (model DI < 0.2). Attributes are read from the first item of
-    each `item_key` (translations share them). Columns: split, then `stats.attribute_chi2`'s columns."""
-    attrs = stats.item_attributes(items).assign(**{item_key: [getattr(it, item_key) for it in items]})
-    attrs = attrs.drop_duplicates(item_key).drop(columns="item_id")
-    models = di[di["group"] == "models"]
-    out = [stats.attribute_chi2(part.merge(attrs, on=item_key)).assign(**{split: value})
-           for value, part in models.groupby(split, sort=True)]
-    if not out:
-        raise ValueError("no model discrimination indices (each strategy needs >= 2 persons)")
-    res = pd.concat(out, ignore_index=True)
-    return res[[split, *[c for c in res.columns if c != split]]]

@@ -9,6 +9,7 @@ escaping, bolding and rules are exactly as tested.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -98,6 +99,14 @@ class Table:
                 lines.append(" & ".join([*(escape_latex(k) for k in keys), *row]) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
         return "\n".join(lines) + "\n"
+
+    def save(self, directory: str | Path, name: str) -> Path:
+        """Write `<directory>/<name>.tex` (directory created) and return its path."""
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{name}.tex"
+        path.write_text(self.to_latex())
+        return path
 
 
 def _pivot(frame: pd.DataFrame, rows: str | Sequence[str], cols: str, value: str) -> pd.DataFrame:

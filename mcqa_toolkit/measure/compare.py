@@ -1,5 +1,5 @@
 """Statistics across models, languages and items: language gap, correlations with p-values, paired McNemar
-tests, chi2 tests of item attributes against discrimination, and Min-K% prob.
+tests, chi2 tests of item attributes against discrimination (the ENEM paper's Table 2).
 
 Pure functions on frames/arrays (no I/O, no printing). Per-group functions return one row per group with a
 `note` column that says why a value is NaN; scalar functions raise ValueError on unusable input.
@@ -16,7 +16,7 @@ from scipy import stats as sps
 from statsmodels.stats.contingency_tables import mcnemar
 
 from mcqa_toolkit.items import ItemSet
-from mcqa_toolkit.frames import finish, groups, per_item, prepare
+from mcqa_toolkit.measure.frames import finish, groups, per_item, prepare
 
 MCNEMAR_EXACT_BELOW = 25  # discordant pairs under this use the exact binomial test (statsmodels' advice)
 DI_THRESHOLD = 0.2        # discrimination index below this = non-discriminating item (ENEM paper, A.2)
@@ -220,44 +220,34 @@ def attribute_chi2(frame: pd.DataFrame, di: str = "di", attributes: Sequence[str
     return pd.DataFrame(rows)
 
 
-# ---- Min-K% prob (contamination probe) -----------------------------------------------------------------------
-def min_k_prob(logprobs: Sequence[float], k: float = 0.2) -> float:
-    """Min-K% prob of one text: minus the mean of its k-fraction lowest token log-probs (higher = less familiar).
-
-    The number of tokens kept is floor(k x N) as in the reference implementation (swj0419/detect-pretrain-code,
-    `int(len(all_prob) * ratio)`), but at least 1 so short texts still get a score; a 1e-9 slack keeps
-    k x N = 2.9999999 from flooring to 2. `k` is a fraction in (0, 1] (0.2 = 20%).
-    """
-    x = np.asarray(logprobs, dtype=float).ravel()
-    if not 0 < k <= 1:
-        raise ValueError(f"k is a fraction in (0, 1] (0.2 = 20%), got {k}")
-    if x.size == 0:
-        raise ValueError("min_k_prob needs at least one token log-prob")
-    if np.isnan(x).any() or (x > 0).any():
-        raise ValueError("token log-probs must be <= 0 and not NaN")
-    m = max(1, int(np.floor(k * x.size + 1e-9)))
-    return float(-np.sort(x)[:m].mean())
+def gap_correlations(gaps: pd.DataFrame, by: Sequence[str] = ("language",), quality: str = "score_ref",
+                     gap: str = "gap_pct") -> pd.DataFrame:
+    """`quality_gap_correlation` per group of `language_gap` rows (points = the other rows,
+    e.g. model x strategy): by..., n, pearson_r, pearson_p, spearman_rho, spearman_p, note. Fewer than 3
+    points give NaN with the reason instead of an error, so one- and two-model runs still report."""
+    prepare(gaps, (), [*by, quality, gap])
+    rows = []
+    for key, g in gaps.groupby(list(by), sort=True, dropna=False):
+        key = dict(zip(by, key if isinstance(key, tuple) else (key,)))
+        try:
+            rows.append({**key, **quality_gap_correlation(g, quality, gap).to_frame().iloc[0].to_dict()})
+        except ValueError as e:
+            rows.append({**key, "n": int(g[[quality, gap]].notna().all(axis=1).sum()), "pearson_r": np.nan,
+                         "pearson_p": np.nan, "spearman_rho": np.nan, "spearman_p": np.nan, "note": str(e)})
+    return pd.DataFrame(rows)
 
 
-def min_k_scores(frame: pd.DataFrame, column: str = "token_logprobs", k: float = 0.2) -> pd.Series:
-    """Min-K% prob of each row's array of token log-probs (ragged arrays, so one call per row)."""
-    prepare(frame, (), (column,))
-    return frame[column].map(lambda lp: min_k_prob(lp, k)).rename("min_k")
-
-
-def min_k_accuracy_correlation(min_k: pd.DataFrame, results: pd.DataFrame,
-                               by: str | Sequence[str] = ("model",), value: str = "min_k") -> pd.DataFrame:
-    """Per group, the correlation across items between Min-K% prob and accuracy (share of shuffles correct).
-    `min_k` has columns by..., item_id, value; `results` is a results frame. A negative r means items the model
-    finds more familiar are answered better. Columns: by..., n, pearson_r, pearson_p, spearman_rho,
-    spearman_p, note."""
-    wanted = [by] if isinstance(by, str) else list(by)
-    mk, by = prepare(min_k, wanted, ("item_id", value))
-    res, _ = prepare(results, wanted, ("item_id", "correct", "status"))
-    if mk.duplicated([*by, "item_id"]).any():
-        raise ValueError(f"min_k has several rows per {wanted} x item_id")
-    acc = per_item(res, by)
-    m = mk[[*by, "item_id", value]].merge(acc[[*by, "item_id", "accuracy"]], on=[*by, "item_id"])
-    if m.empty:
-        raise ValueError("no item is in both min_k and results")
-    return finish(pd.DataFrame([{**key, **_corr_row(g[value], g["accuracy"])} for key, g in groups(m, by)]))
+def di_attribute_tests(di: pd.DataFrame, items: ItemSet, split: str = "strategy",
+                       item_key: str = "parallel_id") -> pd.DataFrame:
+    """The ENEM paper's Table 2 per `split` value: chi2 tests of item attributes (image, numbers in stem /
+    options) against poorly discriminating items (model DI < 0.2). Attributes are read from the first item of
+    each `item_key` (translations share them). Columns: split, then `attribute_chi2`'s columns."""
+    attrs = item_attributes(items).assign(**{item_key: [getattr(it, item_key) for it in items]})
+    attrs = attrs.drop_duplicates(item_key).drop(columns="item_id")
+    models = di[di["group"] == "models"]
+    out = [attribute_chi2(part.merge(attrs, on=item_key)).assign(**{split: value})
+           for value, part in models.groupby(split, sort=True)]
+    if not out:
+        raise ValueError("no model discrimination indices (each strategy needs >= 2 persons)")
+    res = pd.concat(out, ignore_index=True)
+    return res[[split, *[c for c in res.columns if c != split]]]

@@ -1,20 +1,20 @@
 """Paper figures: the ENEM paper's Figures 1-5 (`plots.irt`) and the language-gap, position-bias and
-contamination plots (`plots.exam`), all importable from `mcqa_toolkit.plots`.
+contamination plots (`plots.exam`), all importable from `mcqa_toolkit.report.plots`.
 
-Every function takes tidy frames made by `psychometrics`, `metrics` or `stats` and returns a matplotlib
+Every function takes tidy frames made by `measure` and returns a matplotlib
 `Figure`; none computes a statistic. Sizes fit a paper page (7 in) or column (3.4 in), every font is >= 9 pt
 at the saved size, colours come from seaborn's colour-blind palette with a marker per level so figures
 survive greyscale printing, and legends sit above the panels. Facets: `col` / `row` name a column (or a tuple
 of columns, shown as "a · b") that splits the panels; filter person-level frames to one strategy, or facet by
 it. `save(fig, directory, name)` writes PNG (300 dpi) and PDF.
 
-    fig = plots.accuracy_theta(abilities, humans, psychometrics.central_region(abilities))
+    fig = plots.accuracy_theta(abilities, humans, measure.central_region(abilities))
     plots.save(fig, "figures", "irt_fig1")
 """
-from mcqa_toolkit.plots._layout import COLUMN_WIDTH, PAGE_WIDTH, STYLE, save
-from mcqa_toolkit.plots.exam import (accuracy_by_position, language_scores, min_k_accuracy, position_distributions,
+from mcqa_toolkit.report.plots._layout import COLUMN_WIDTH, PAGE_WIDTH, STYLE, save
+from mcqa_toolkit.report.plots.exam import (accuracy_by_position, language_scores, min_k_accuracy, position_distributions,
                                      quality_gap, shuffle_consistency)
-from mcqa_toolkit.plots.irt import (accuracy_theta, discrimination_distributions, information_theta, lz_theta,
+from mcqa_toolkit.report.plots.irt import (accuracy_theta, discrimination_distributions, information_theta, lz_theta,
                                     response_patterns)
 
 __all__ = ["COLUMN_WIDTH", "PAGE_WIDTH", "STYLE", "save", "accuracy_theta", "response_patterns", "lz_theta",

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from mcqa_toolkit.frames import DEFAULT_BY, finish, prepare, status_flags
+from mcqa_toolkit.measure.frames import DEFAULT_BY, finish, prepare, status_flags
 from mcqa_toolkit.items import LETTERS, Item, ItemSet
 
 OUTCOMES = ("correct", "partial", "incorrect", "unanswered")

@@ -1,8 +1,6 @@
-"""Exam metrics on per-record result frames: accuracy with item-bootstrap CIs and Cohen's kappa macro-averaged
-over subjects. The exam scoring rules (exam_rules.py) and position bias (position.py) are re-exported here,
-so `metrics.<name>` reaches every metric.
+"""Accuracy with item-bootstrap CIs and Cohen's kappa macro-averaged over subjects, on per-record result frames.
 
-Every function takes a results frame with the columns of `mcqa_toolkit.schema` (one row per
+Every function takes a results frame with the columns of `mcqa_toolkit.run.columns` (one row per
 run x item x shuffle) and `by`, the grouping columns (any of model, strategy, language, subject, year,
 exam, ...; an empty `by` scores the whole frame as one group). Nothing is printed, plotted or written.
 
@@ -17,27 +15,16 @@ Conventions shared by every function:
   which other groups are in the frame. Intervals are percentile intervals.
 """
 from __future__ import annotations
-from __future__ import annotations
 
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.exam_rules import (MEDICINA_POINTS, MEDICINA_WEIGHTS, OUTCOMES, Judge, compare_to_students,
-                                     course_exam_points, course_exam_records, course_exam_scores, medicina_final,
-                                     medicina_points, medicina_score)
-from mcqa_toolkit.frames import (_ALL, DEFAULT_BY, check_status, finish, groups, per_item, prepare,
-                                 status_flags)
-from mcqa_toolkit.position import accuracy_by_position, position_bias, position_distribution, shuffle_consistency
+from mcqa_toolkit.measure.frames import DEFAULT_BY, finish, groups, per_item, prepare
 
-__all__ = [
-    "DEFAULT_BY", "prepare", "finish", "groups", "per_item", "check_status", "status_flags", "_ALL",
-    "item_scores", "bootstrap_means", "accuracy", "kappa_by_subject", "macro_average", "kappa",
-    "MEDICINA_WEIGHTS", "MEDICINA_POINTS", "OUTCOMES", "Judge", "medicina_points", "medicina_final", "medicina_score",
-    "course_exam_points", "course_exam_records", "course_exam_scores", "compare_to_students",
-    "position_distribution", "position_bias", "accuracy_by_position", "shuffle_consistency",
-]
+__all__ = ["item_scores", "bootstrap_means", "accuracy", "kappa_by_subject", "macro_average", "kappa"]
+
 
 def item_scores(frame: pd.DataFrame, by: str | Sequence[str] = DEFAULT_BY) -> pd.DataFrame:
     """One row per group x item: n_records, n_correct, n_answered, n_unanswered, n_refused and

@@ -1,0 +1,137 @@
+"""The Backend protocol: the only thing `run/` and `scoring/` know about a model.
+
+A backend answers three questions about *rendered prompts* (`prompts.Prompt`, or plain text), never about
+token ids, so a local transformers model, an OpenAI-compatible server or a hosted API can stand behind it:
+
+1. `letter_logprobs(prompts)`: log P(letter) of each shown option letter at the prompt's answer slot
+   (the token the model would emit right after the answer cue). Letters the backend cannot see (outside
+   an API's top-k) are NaN.
+2. `loglikelihoods(requests)`: per-token log-probs of a continuation given a context (a Prompt, whose
+   rendering the backend owns, or plain text; "" means "from the start of a document", used by Min-K%).
+3. `generate(prompts, ...)`: text written after the prompt (greedy or sampled with a per-record seed,
+   stop strings cut off, at most `max_new_tokens`).
+
+What a backend can do is declared in `capabilities`; `check_capabilities` turns a strategy that needs a
+missing one into one sentence before any work starts. Token accounting (`usage()`), caching and retries
+are the backend's business. Records are computed from these calls only, so two backends serving the
+same weights give comparable records.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+__all__ = [
+    "Capabilities", "LetterLogprobs", "Continuation", "ContinuationLogprobs", "Generation", "Backend",
+    "CapabilityError", "check_capabilities", "METHOD_NEEDS",
+]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can compute. `top_logprobs` bounds how many next tokens it can show (None: all)."""
+
+    next_token_logprobs: bool = False
+    continuation_logprobs: bool = False
+    generate: bool = False
+    chat: bool = False
+    batch: bool = False
+    top_logprobs: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class LetterLogprobs:
+    """Log-probabilities of each SHOWN letter (shown order) as the next token; NaN = not visible."""
+
+    logprobs: np.ndarray
+    n_prompt_tokens: int
+    extra: dict[str, Any] = field(default_factory=dict)   # e.g. token ids used, how many letters were seen
+
+
+@dataclass(frozen=True)
+class Continuation:
+    """Score `continuation` after `context` (a Prompt, rendered by the backend, or plain text)."""
+
+    context: Any
+    continuation: str
+
+
+@dataclass(frozen=True)
+class ContinuationLogprobs:
+    """Per-token log-probs of a continuation; `text` is the continuation as scored (leading whitespace
+    moved from the context, see backends.hf.tokens), from which char/byte lengths are taken."""
+
+    logprobs: np.ndarray
+    text: str
+    n_context_tokens: int
+
+    @property
+    def n_tokens(self) -> int:
+        return int(len(self.logprobs))
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Generated text (stop strings cut off) and its token counts."""
+
+    text: str
+    n_prompt_tokens: int
+    n_generated_tokens: int
+    finish_reason: str = ""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A model as the scorers see it. Implementations: backends.hf (local transformers), and others under
+    backends/. `provenance()` must contain `source` (what was loaded/called), used to refuse mixing models
+    in one run folder; `usage()` returns cumulative counters, at least `forwarded_tokens`."""
+
+    name: str
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    def provenance(self) -> dict[str, Any]: ...
+
+    def usage(self) -> dict[str, float]: ...
+
+    def letter_logprobs(self, prompts: Sequence[Any]) -> list[LetterLogprobs]: ...
+
+    def loglikelihoods(self, requests: Sequence[Continuation]) -> list[ContinuationLogprobs]: ...
+
+    def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0,
+                 stop: Sequence[str] = (), seeds: Sequence[int] | None = None) -> list[Generation]: ...
+
+
+class CapabilityError(ValueError):
+    """A strategy asks for something the backend cannot do; raised before any request is made."""
+
+
+# method -> (capability it needs, what it is in words, what to use instead)
+METHOD_NEEDS: dict[str, tuple[str, str, str]] = {
+    "first_token": ("next_token_logprobs", "it exposes no next-token log-probabilities", "method='generate'"),
+    "loglik": ("continuation_logprobs", "it cannot return log-probabilities of given text (no echo)",
+               "method='first_token' or method='generate'"),
+    "cloze": ("continuation_logprobs", "it cannot return log-probabilities of given text (no echo)",
+              "method='generate'"),
+    "generate": ("generate", "it cannot generate text", "method='first_token' or 'loglik'"),
+    "min_k": ("continuation_logprobs", "it cannot return log-probabilities of given text (no echo)",
+              "min_k: false"),
+}
+
+
+def check_capabilities(backend: Backend, method: str, chat: bool = False) -> None:
+    """Raise CapabilityError, in one sentence, if `backend` cannot serve `method` (and chat formatting)."""
+    if method not in METHOD_NEEDS:
+        raise ValueError(f"unknown method {method!r}; known: {sorted(METHOD_NEEDS)}")
+    caps = backend.capabilities
+    need, why, instead = METHOD_NEEDS[method]
+    if not getattr(caps, need):
+        raise CapabilityError(f"backend {backend.name!r} cannot score {method}: {why}; use {instead}")
+    if chat and not caps.chat:
+        raise CapabilityError(f"backend {backend.name!r} cannot render chat prompts; use a strategy with chat=False")

@@ -1,0 +1,118 @@
+"""HFBackend: a local transformers model behind the Backend protocol, scored with the KV-prefix engine.
+
+Every call takes all the prompts of one unit of work (one item's shuffles, or a block of items for batched
+generation) so the engine shares the item's stem across shuffles and options; the run prefix
+(instruction + few-shot block) comes from each prompt's declared `shared_prefix` and its KV cache is kept
+in the engine's LRU. Token accounting (`usage()`) counts real tokens forwarded for every call, generation
+included.
+"""
+from __future__ import annotations
+
+import importlib.metadata as md
+from typing import Any, Sequence
+
+from mcqa_toolkit.backends.base import (Capabilities, Continuation, ContinuationLogprobs, Generation,
+                                        LetterLogprobs)
+from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request
+from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_batch, generate_one
+from mcqa_toolkit.backends.hf.loading import LM
+from mcqa_toolkit.backends.hf.tokens import (context_continuation, encode, next_token_candidates, prompt_text,
+                                             shared_prefix_ids, split_trailing_space)
+
+_PACKAGES = ("torch", "transformers", "tokenizers")
+
+
+class HFBackend:
+    """A loaded `LM` (model + tokenizer) as a Backend. One per model; pass it around (no globals)."""
+
+    def __init__(self, lm: LM, **engine_options: Any):
+        self.lm = lm
+        self.name = lm.name
+        self.engine = PrefixScorer(lm, **engine_options)
+        self._generated = {"generated_tokens": 0, "generation_padded": 0}
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(next_token_logprobs=True, continuation_logprobs=True, generate=True,
+                            chat=self.lm.tokenizer.chat_template is not None)
+
+    def provenance(self) -> dict[str, Any]:
+        versions = {}
+        for pkg in _PACKAGES:
+            try:
+                versions[pkg] = md.version(pkg)
+            except md.PackageNotFoundError:
+                versions[pkg] = None
+        return {"backend": "hf", **self.lm.provenance(), "packages": versions}
+
+    def usage(self) -> dict[str, float]:
+        return {**self.engine.stats.as_dict(), **self._generated, "forwarded_tokens": self.engine.stats.forwarded}
+
+    # ---- the protocol's three calls ----------------------------------------------------------------------
+    def letter_logprobs(self, prompts: Sequence[Any]) -> list[LetterLogprobs]:
+        """Candidate letter tokens are whatever the tokenizer makes of cue + letter (' A' vs 'A')."""
+        if not prompts:
+            return []
+        reqs, extras = [], []
+        for p in prompts:
+            text, special = prompt_text(self.lm, p)
+            ids = encode(self.lm, text, special)
+            cands, exact = next_token_candidates(self.lm, ids, text, p.letter_continuations, special)
+            reqs.append(Request(ids, len(ids), cands))
+            extras.append({"letter_token_ids": list(cands), "letter_token_exact": list(exact)})
+        logps = self.engine.score(reqs, shared_prefix_ids(self.lm, prompts[0]))
+        return [LetterLogprobs(lp, len(r.tokens), ex) for lp, r, ex in zip(logps, reqs, extras)]
+
+    def loglikelihoods(self, requests: Sequence[Continuation]) -> list[ContinuationLogprobs]:
+        """Context/continuation split the lm-evaluation-harness way (backends.hf.tokens)."""
+        if not requests:
+            return []
+        reqs, texts = [], []
+        for r in requests:
+            if isinstance(r.context, str):
+                text, special = r.context, True
+            else:
+                text, special = prompt_text(self.lm, r.context)
+            ctx, cont = context_continuation(self.lm, text, r.continuation, special)
+            if not ctx:  # no BOS and an empty context: the first token cannot be scored
+                ctx, cont = cont[:1], cont[1:]
+                if not cont:
+                    raise ValueError(f"text {r.continuation[:40]!r} has no token to score")
+            reqs.append(Request(ctx + cont, len(ctx)))
+            texts.append(split_trailing_space(text, r.continuation)[1])
+        first = requests[0].context
+        shared = () if isinstance(first, str) else shared_prefix_ids(self.lm, first)
+        logps = self.engine.score(reqs, shared)
+        return [ContinuationLogprobs(lp, t, r.n_context) for lp, t, r in zip(logps, texts, reqs)]
+
+    def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0,
+                 stop: Sequence[str] = DEFAULT_STOP, seeds: Sequence[int] | None = None) -> list[Generation]:
+        """Greedy with several prompts: one left-padded batch; otherwise one by one (own seed, run-prefix cache)."""
+        id_lists = [encode(self.lm, *prompt_text(self.lm, p)) for p in prompts]
+        stats = self.engine.stats
+        if temperature == 0 and len(prompts) > 1:
+            gens, forwarded, padded = generate_batch(self.lm, id_lists, max_new_tokens=max_new_tokens, stop=stop)
+            stats.forwarded += forwarded
+            stats.naive += sum(len(x) for x in id_lists)
+            self._generated["generation_padded"] += padded
+        else:
+            gens = []
+            for i, (p, ids) in enumerate(zip(prompts, id_lists)):
+                shared = shared_prefix_ids(self.lm, p)
+                cache = self.engine.prefix_cache_for(ids, shared)
+                gen, forwarded = generate_one(self.lm, ids, max_new_tokens=max_new_tokens, temperature=temperature,
+                                              stop=stop, seed=seeds[i] if seeds is not None else 0, cache=cache,
+                                              cached=len(shared))
+                stats.forwarded += forwarded
+                stats.naive += len(ids)
+                gens.append(gen)
+        self._generated["generated_tokens"] += sum(g.n_generated_tokens for g in gens)
+        return gens
+
+
+def load(name_or_path: str = "gemma-3-270m", device: Any = None, dtype: Any = None, **kwargs: Any) -> HFBackend:
+    """Load a causal LM (embedded Gemma-3-270M, HF id, local directory or .gguf) as an HFBackend."""
+    from mcqa_toolkit.backends.hf.loading import load_model
+
+    return HFBackend(load_model(name_or_path, device=device, dtype=dtype, **kwargs))
+

@@ -1,0 +1,43 @@
+"""Measure: pure numbers from result frames (one row per run x item x shuffle, `run.columns`).
+
+    scores        accuracy (item-bootstrap CI), Cohen's kappa per subject and macro-averaged
+    exam_rules    medicina (+1.5/-0.4/0, weighted x60) and course-exam points, student comparison
+    position      position bias: chosen-position distribution, chi2, accuracy by key position, consistency
+    compare       language gap, correlations, paired McNemar, item attributes vs discrimination
+    contamination Min-K% prob and its correlation with accuracy
+    abilities     records -> response matrices -> irt: theta, psd, l_z, DI, information, central regions
+    summary       one run's headline numbers
+
+Everything is importable from `mcqa_toolkit.measure`; no file I/O, printing or plotting here, and no torch.
+"""
+from mcqa_toolkit.measure.abilities import (GROUP_BY, PERSON_BY, central_region, discrimination_frame, eap_grid,
+                                            human_abilities, information_curve, item_discrimination,
+                                            item_parameters, model_abilities, response_matrix, share_correct,
+                                            theta_ci)
+from mcqa_toolkit.measure.compare import (ATTRIBUTES, DI_THRESHOLD, Correlation, attribute_chi2, correlation,
+                                          dataset_correlation, di_attribute_tests, gap_correlations, has_number,
+                                          item_attributes, language_gap, options_have_number, paired_mcnemar,
+                                          quality_gap_correlation)
+from mcqa_toolkit.measure.contamination import (contamination_correlation, contamination_frame,
+                                                min_k_accuracy_correlation, min_k_prob, min_k_scores)
+from mcqa_toolkit.measure.exam_rules import (MEDICINA_POINTS, MEDICINA_WEIGHTS, OUTCOMES, Judge, compare_to_students,
+                                             course_exam_points, course_exam_records, course_exam_scores,
+                                             medicina_final, medicina_points, medicina_score)
+from mcqa_toolkit.measure.frames import DEFAULT_BY
+from mcqa_toolkit.measure.position import (accuracy_by_position, position_bias, position_distribution,
+                                           shuffle_consistency)
+from mcqa_toolkit.measure.scores import accuracy, bootstrap_means, item_scores, kappa, kappa_by_subject, macro_average
+from mcqa_toolkit.measure.summary import summarize_run
+
+__all__ = [
+    "GROUP_BY", "PERSON_BY", "central_region", "discrimination_frame", "eap_grid", "human_abilities",
+    "information_curve", "item_discrimination", "item_parameters", "model_abilities", "response_matrix",
+    "share_correct", "theta_ci", "ATTRIBUTES", "DI_THRESHOLD", "Correlation", "attribute_chi2", "correlation",
+    "dataset_correlation", "di_attribute_tests", "gap_correlations", "has_number", "item_attributes",
+    "language_gap", "options_have_number", "paired_mcnemar", "quality_gap_correlation",
+    "contamination_correlation", "contamination_frame", "min_k_accuracy_correlation", "min_k_prob", "min_k_scores",
+    "MEDICINA_POINTS", "MEDICINA_WEIGHTS", "OUTCOMES", "Judge", "compare_to_students", "course_exam_points",
+    "course_exam_records", "course_exam_scores", "medicina_final", "medicina_points", "medicina_score",
+    "DEFAULT_BY", "accuracy_by_position", "position_bias", "position_distribution", "shuffle_consistency",
+    "accuracy", "bootstrap_means", "item_scores", "kappa", "kappa_by_subject", "macro_average", "summarize_run",
+]

@@ -1,0 +1,93 @@
+"""Contamination probe: Min-K% prob (Shi et al. 2024) of each question and its relation to accuracy.
+
+Pure functions on arrays/frames. The token log-probs come from a backend (`scoring.min_k.min_k_table`,
+written to each run folder's min_k.parquet, read back by `run.store.load_min_k`); everything computed from
+them is here.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from mcqa_toolkit.measure.scores import item_scores
+from mcqa_toolkit.measure.compare import _corr_row
+from mcqa_toolkit.measure.frames import finish, groups, per_item, prepare
+
+
+def min_k_prob(logprobs: Sequence[float], k: float = 0.2) -> float:
+    """Min-K% prob of one text: minus the mean of its k-fraction lowest token log-probs (higher = less familiar).
+
+    The number of tokens kept is floor(k x N) as in the reference implementation (swj0419/detect-pretrain-code,
+    `int(len(all_prob) * ratio)`), but at least 1 so short texts still get a score; a 1e-9 slack keeps
+    k x N = 2.9999999 from flooring to 2. `k` is a fraction in (0, 1] (0.2 = 20%).
+    """
+    x = np.asarray(logprobs, dtype=float).ravel()
+    if not 0 < k <= 1:
+        raise ValueError(f"k is a fraction in (0, 1] (0.2 = 20%), got {k}")
+    if x.size == 0:
+        raise ValueError("min_k_prob needs at least one token log-prob")
+    if np.isnan(x).any() or (x > 0).any():
+        raise ValueError("token log-probs must be <= 0 and not NaN")
+    m = max(1, int(np.floor(k * x.size + 1e-9)))
+    return float(-np.sort(x)[:m].mean())
+
+
+def min_k_scores(frame: pd.DataFrame, column: str = "token_logprobs", k: float = 0.2) -> pd.Series:
+    """Min-K% prob of each row's array of token log-probs (ragged arrays, so one call per row)."""
+    prepare(frame, (), (column,))
+    return frame[column].map(lambda lp: min_k_prob(lp, k)).rename("min_k")
+
+
+def min_k_accuracy_correlation(min_k: pd.DataFrame, results: pd.DataFrame,
+                               by: str | Sequence[str] = ("model",), value: str = "min_k") -> pd.DataFrame:
+    """Per group, the correlation across items between Min-K% prob and accuracy (share of shuffles correct).
+    `min_k` has columns by..., item_id, value; `results` is a results frame. A negative r means items the model
+    finds more familiar are answered better. Columns: by..., n, pearson_r, pearson_p, spearman_rho,
+    spearman_p, note."""
+    wanted = [by] if isinstance(by, str) else list(by)
+    mk, by = prepare(min_k, wanted, ("item_id", value))
+    res, _ = prepare(results, wanted, ("item_id", "correct", "status"))
+    if mk.duplicated([*by, "item_id"]).any():
+        raise ValueError(f"min_k has several rows per {wanted} x item_id")
+    acc = per_item(res, by)
+    m = mk[[*by, "item_id", value]].merge(acc[[*by, "item_id", "accuracy"]], on=[*by, "item_id"])
+    if m.empty:
+        raise ValueError("no item is in both min_k and results")
+    return finish(pd.DataFrame([{**key, **_corr_row(g[value], g["accuracy"])} for key, g in groups(m, by)]))
+
+
+def _min_k_split(min_k: pd.DataFrame, by: Sequence[str]) -> tuple[list[str], list[str]]:
+    shared = [c for c in by if c in min_k.columns]
+    if "model" not in shared:
+        raise ValueError("`by` must contain 'model' (Min-K% prob is per model x item)")
+    return shared, [c for c in by if c not in min_k.columns]
+
+
+def contamination_frame(min_k: pd.DataFrame, records: pd.DataFrame,
+                        by: Sequence[str] = ("model", "strategy")) -> pd.DataFrame:
+    """Per group x item: Min-K% prob (`min_k_prob`, from the runs' min_k.parquet) beside the share of
+    shuffles correct. Columns: by..., item_id, language, parallel_id, min_k_prob, accuracy, n_records."""
+    prepare(min_k, (), ["model", "item_id", "min_k_prob"])
+    shared, _ = _min_k_split(min_k, by)
+    acc = item_scores(records, by)[[*by, "item_id", "accuracy", "n_records"]]
+    extra = [c for c in ("language", "parallel_id") if c in min_k.columns and c not in by]
+    m = min_k[[*shared, "item_id", *extra, "min_k_prob"]].merge(acc, on=[*shared, "item_id"])
+    if m.empty:
+        raise ValueError("no item is in both min_k and the records")
+    return m[[*by, "item_id", *extra, "min_k_prob", "accuracy", "n_records"]].reset_index(drop=True)
+
+
+def contamination_correlation(min_k: pd.DataFrame, records: pd.DataFrame,
+                              by: Sequence[str] = ("model", "strategy")) -> pd.DataFrame:
+    """`min_k_accuracy_correlation` per group; columns of `by` that min_k lacks (e.g. strategy) split
+    the records. Columns: by..., n, pearson_r, pearson_p, spearman_rho, spearman_p, note."""
+    shared, split = _min_k_split(min_k, by)
+    parts = records.groupby(split, sort=True, dropna=False) if split else [((), records)]
+    frames = []
+    for key, part in parts:
+        r = min_k_accuracy_correlation(min_k, part, by=shared, value="min_k_prob")
+        frames.append(r.assign(**dict(zip(split, key if isinstance(key, tuple) else (key,)))))
+    out = pd.concat(frames, ignore_index=True)
+    return out[[*by, *[c for c in out.columns if c not in by]]]

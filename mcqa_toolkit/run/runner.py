@@ -1,0 +1,190 @@
+"""run(): items x strategy -> one record per (item, shuffle), through any Backend; resumable.
+
+Records are appended to the run folder's records.jsonl after each unit of work (one item, or a block of
+items for batched greedy generation); a re-run with the same folder skips finished records, and refuses to
+mix a different strategy, model or dataset into it. The finished run is compacted to Parquet with its
+provenance. Same seed => identical records (timing fields aside). A strategy the backend cannot serve is
+refused before any work.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from mcqa_toolkit import __version__
+from mcqa_toolkit.backends.base import Backend, check_capabilities
+from mcqa_toolkit.items import Item, ItemSet
+from mcqa_toolkit.prompts import load_template, render, select_shots, split_shots
+from mcqa_toolkit.prompts.permutations import permutations, stable_seed
+from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.run.strategy import Strategy
+from mcqa_toolkit.scoring.first_token import score_first_token
+from mcqa_toolkit.scoring.generate import score_generate
+from mcqa_toolkit.scoring.loglik import score_loglik
+from mcqa_toolkit.scoring.scored import Scored
+
+
+def _check_items(items: ItemSet, strategy: Strategy) -> None:
+    bad = [it.item_id for it in items if it.answer_type != "single"]
+    if bad:
+        raise ValueError(f"run() scores single-answer items; {len(bad)} are not (e.g. {bad[:3]}): filter them "
+                         "first, e.g. items.filter(answer_type='single')")
+    if strategy.shots and strategy.shot_rule == "ids" and not strategy.shot_ids:
+        raise ValueError("Strategy.shot_rule 'ids' needs shot_ids")
+
+
+def plan_shots(items: ItemSet, strategy: Strategy, pool: ItemSet | None = None) -> tuple[ItemSet, dict[str, list]]:
+    """(items to evaluate, item_id -> few-shot examples [(Item, permutation)]) for a strategy.
+
+    Without an explicit `pool`, the shot candidates are reserved from `items` (prompts.split_shots) and
+    they and their translations are not evaluated. With a pool (e.g. another year's exam), items sharing a
+    parallel_id with a pool item are dropped from evaluation, since their answer would be in the prompt.
+    """
+    if not strategy.shots:
+        return items, {it.item_id: [] for it in items}
+    ids = strategy.shot_ids or None
+    if pool is None:
+        pool, evaluated = split_shots(items, strategy.shots, strategy.shot_rule, seed=strategy.seed, ids=ids)
+    else:
+        reserved = {it.parallel_id for it in pool}
+        evaluated = ItemSet([it for it in items if it.parallel_id not in reserved], items.name)
+    plan = {it.item_id: select_shots(pool, it, strategy.shots, strategy.shot_rule, seed=strategy.seed, ids=ids)
+            for it in evaluated}
+    return evaluated, plan
+
+
+def _probs(scores: np.ndarray) -> np.ndarray:
+    """Softmax over the options; NaN scores (no answer, or a letter outside an API's top-k) get probability 0."""
+    finite = np.where(np.isnan(scores), -np.inf, scores)
+    if not np.isfinite(finite).any():
+        return np.full(len(scores), np.nan)
+    probs = np.exp(finite - finite.max())
+    return probs / probs.sum()
+
+
+def _record(item: Item, prompt: Any, scored: Scored, run_info: dict[str, Any], seconds: float,
+            forwarded: float) -> dict[str, Any]:
+    perm = list(prompt.permutation)
+    scores = np.asarray(scored.option_scores, dtype=float)
+    probs = _probs(scores)
+    answer = item.answer if isinstance(item.answer, int) else -1
+    choice = int(scored.choice)
+    return {
+        **run_info,
+        "item_id": item.item_id, "parallel_id": item.parallel_id, "language": item.language,
+        "subject": item.subject, "exam": item.exam, "year": item.year, "n_options": item.n_options,
+        "answer": answer, "shuffle": int(prompt.shuffle), "permutation": perm,
+        "option_scores": [None if np.isnan(x) else float(x) for x in scores],
+        "option_probs": [None if np.isnan(x) else float(x) for x in probs],
+        "choice": choice, "choice_position": perm.index(choice) if choice >= 0 else -1,
+        "correct_position": perm.index(answer) if answer >= 0 else -1,
+        "correct": bool(choice >= 0 and choice == answer), "status": scored.status,
+        "extraction_rule": scored.extraction_rule, "generated_text": scored.generated_text,
+        "n_prompt_tokens": int(scored.n_prompt_tokens), "n_forwarded_tokens": int(round(forwarded)),
+        "seconds": float(seconds),
+        "extra": json.dumps({**scored.extra, "shot_ids": list(prompt.shot_ids)}, default=float),
+    }
+
+
+def _score(backend: Backend, block: list[Item], strategy: Strategy, prompts: list) -> list[Scored]:
+    if strategy.method == "first_token":
+        return score_first_token(backend, prompts)
+    if strategy.method in ("loglik", "cloze"):
+        return score_loglik(backend, prompts, strategy.normalization)
+    seeds = [stable_seed(strategy.seed, p.item_id, p.shuffle) for p in prompts]
+    languages = {strategy.language or it.language for it in block}
+    return score_generate(backend, prompts, language=languages.pop() if len(languages) == 1 else None,
+                          max_new_tokens=strategy.max_new_tokens, temperature=strategy.temperature,
+                          stop=strategy.stop, seeds=seeds)
+
+
+def provenance(backend: Backend, strategy: Strategy, items: ItemSet, dataset: str,
+               excluded: Iterable[str]) -> dict[str, Any]:
+    """What produced a run: versions, the backend's identity (model, weights hash, server), strategy, dataset."""
+    import importlib.metadata as md
+
+    return {"mcqa_toolkit": __version__, "python": platform.python_version(),
+            "packages": {p: md.version(p) for p in ("numpy", "pandas")},
+            "model": backend.provenance(), "strategy": strategy.to_dict(), "strategy_hash": strategy.hash,
+            "dataset": dataset, "dataset_fingerprint": items.fingerprint(), "n_items": len(items),
+            "excluded_shot_items": sorted(excluded), "seed": strategy.seed}
+
+
+def _usage_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: v - before.get(k, 0) for k, v in after.items() if isinstance(v, (int, float))}
+
+
+def run(items: ItemSet, backend: Backend, strategy: Strategy, out_dir: str | Path, *, dataset: str = "",
+        shot_pool: ItemSet | None = None, limit: int | None = None, progress: bool = True) -> pd.DataFrame:
+    """Administer `items` to `backend` under `strategy`; one record per (item, shuffle) in `out_dir`; resumable.
+
+    Few-shot examples come from `shot_pool` (default: `items`) and are excluded from evaluation. `limit`
+    keeps the first N evaluated items (smoke runs). Returns the records as a DataFrame (run.columns + extra).
+    """
+    check_capabilities(backend, strategy.method, strategy.chat)
+    _check_items(items, strategy)
+    store = RunDir(out_dir)
+    todo_items, shots = plan_shots(items, strategy, shot_pool)
+    excluded = set(items.ids) - set(todo_items.ids)
+    if limit is not None:
+        todo_items = todo_items[:limit]
+    if not len(todo_items):
+        raise ValueError("no items left to evaluate after excluding few-shot examples")
+    prov = provenance(backend, strategy, todo_items, dataset, excluded)
+    _check_resume(store, prov)
+    run_info = {"run_id": store.name, "model": backend.name, "dataset": dataset, "strategy": strategy.name,
+                "strategy_hash": strategy.hash, "method": strategy.method, "normalization": strategy.normalization,
+                "shots": strategy.shots, "seed": strategy.seed}
+    done = store.done_keys()
+    store.write_run_info(prov)
+    usage_start = backend.usage()
+    # cloze hides the options; loglik follows its style; letter methods must show them
+    with_options = {"cloze": False, "loglik": None}.get(strategy.method, True)
+    # A unit (one item, or a block of items for batched greedy generation) is always computed whole, even
+    # when a killed run already wrote some of its records, so float rounding never depends on where the kill
+    # happened; only the missing records are written.
+    size = strategy.batch_size if strategy.method == "generate" and strategy.temperature == 0 else 1
+    blocks = [list(todo_items)[i:i + size] for i in range(0, len(todo_items), size)]
+    bar = tqdm(total=len(todo_items), desc=f"{strategy.name} {backend.name}", disable=not progress, unit="item")
+    for block in blocks:
+        perms = {it.item_id: permutations(it.n_options, strategy.shuffles, seed=strategy.seed, key=it.parallel_id,
+                                          keep_original=strategy.keep_original) for it in block}
+        if all((it.item_id, k) in done for it in block for k in range(len(perms[it.item_id]))):
+            bar.update(len(block))
+            continue
+        prompts = [render(it, load_template(strategy.language or it.language, strategy.style),
+                          shots=shots[it.item_id], permutation=p, shuffle=k, chat=strategy.chat,
+                          with_options=with_options)
+                   for it in block for k, p in enumerate(perms[it.item_id])]
+        before, t0 = backend.usage().get("forwarded_tokens", 0), time.perf_counter()
+        scored = _score(backend, block, strategy, prompts)
+        seconds = (time.perf_counter() - t0) / len(prompts)
+        forwarded = (backend.usage().get("forwarded_tokens", 0) - before) / len(prompts)
+        by_id = {it.item_id: it for it in block}
+        store.append(_record(by_id[pr.item_id], pr, sc, run_info, seconds, forwarded)
+                     for pr, sc in zip(prompts, scored) if (pr.item_id, pr.shuffle) not in done)
+        bar.update(len(block))
+    bar.close()
+    prov["usage"] = _usage_delta(usage_start, backend.usage())
+    return store.finalize(prov)
+
+
+def _check_resume(store: RunDir, prov: dict[str, Any]) -> None:
+    """Refuse to append to a directory holding records of another strategy, model or dataset."""
+    old = store.run_info()
+    if not old:
+        return
+    for key in ("strategy_hash", "dataset_fingerprint"):
+        if old.get(key) != prov.get(key):
+            raise ValueError(f"{store.dir} holds a run with a different {key} ({old.get(key)} != {prov.get(key)}); "
+                             "use another out_dir or delete it")
+    if old.get("model", {}).get("source") != prov["model"]["source"]:
+        raise ValueError(f"{store.dir} holds a run of model {old['model'].get('source')!r}, not "
+                         f"{prov['model']['source']!r}; use another out_dir")
