@@ -25,8 +25,9 @@ demo: $(STAMP)
 test: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q
 
+# unit tier only: no real model, no notebook kernels (target under 90 s)
 test-fast: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m "not slow"
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m unit
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/irt_throughput.py

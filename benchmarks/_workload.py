@@ -12,12 +12,12 @@ from typing import Any, Sequence
 import torch
 
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.models import load_model
+from mcqa_toolkit.backends.hf import load_model
+from mcqa_toolkit.backends.hf.engine import Request
+from mcqa_toolkit.backends.hf.tokens import (context_continuation, encode, next_token_candidates, prompt_text,
+                                             shared_prefix_ids)
 from mcqa_toolkit.prompts import load_template, render, select_shots, split_shots
-from mcqa_toolkit.scoring.encode import context_continuation, encode, next_token_candidates, prompt_text
-from mcqa_toolkit.scoring.encode import shared_prefix_ids
-from mcqa_toolkit.scoring.prefix import Request
-from mcqa_toolkit.shuffle import permutations
+from mcqa_toolkit.prompts.permutations import permutations
 
 
 def add_arguments(ap: argparse.ArgumentParser, *, items: int, shuffles: int) -> None:
@@ -60,11 +60,10 @@ def build(lm: Any, items: Sequence, pool: Sequence, args: argparse.Namespace, me
     first_token: one Request per shuffle (candidates = the letter tokens, in shown order);
     loglik: one Request per (shuffle, shown option), shuffle-major, split the lm-evaluation-harness way.
     """
-    out, previous = [], ()
+    out = []
     for it in items:
         prompts = render_item(it, pool, args)
-        shared = shared_prefix_ids(lm, prompts[0], previous)
-        previous = shared or previous
+        shared = shared_prefix_ids(lm, prompts[0])
         reqs = []
         for p in prompts:
             text, special = prompt_text(lm, p)

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from mcqa_toolkit.scoring.prefix import PrefixScorer, naive_scores
+from mcqa_toolkit.backends.hf.engine import PrefixScorer, naive_scores
 
 try:  # run as a script (python benchmarks/scoring_throughput.py) or as a module (python -m benchmarks...)
     from _workload import add_arguments, build, setup

@@ -36,8 +36,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers / huggingfac
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from mcqa_toolkit.scoring.encode import prompt_text  # noqa: E402
-from mcqa_toolkit.scoring.prefix import PrefixScorer  # noqa: E402
+from mcqa_toolkit.backends.hf.tokens import prompt_text  # noqa: E402
+from mcqa_toolkit.backends.hf.engine import PrefixScorer  # noqa: E402
 
 try:  # run as a script (python benchmarks/vs_lm_eval.py) or as a module (python -m benchmarks.vs_lm_eval)
     from _workload import add_arguments, build, render_item, setup

@@ -1,8 +1,20 @@
-"""Shared fixtures: a tiny tokenizer trained in-process, tiny random models (Gemma 3 with sliding-window
+"""Test tiers and shared fixtures: a tiny tokenizer trained in-process, tiny random models (Gemma 3 with sliding-window
 layers, and a plain Llama), and the real embedded Gemma-3-270M for the few tests marked slow."""
 from __future__ import annotations
 
 import pytest
+
+TIERS = ("slow", "notebooks", "browser", "server")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Test tiers: nbval cells are `notebooks`; any test without a tier marker is `unit` (`make test-fast`)."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.notebooks)
+        elif not any(item.get_closest_marker(t) for t in TIERS):
+            item.add_marker(pytest.mark.unit)
+
 
 CORPUS = [
     "Question: What is the boiling point of water at sea level? Answer: (A) 100 degrees",

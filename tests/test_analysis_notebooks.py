@@ -14,11 +14,11 @@ import papermill as pm
 import pytest
 from test_psychometrics import write_synthetic_results
 
-from mcqa_toolkit import measure as ps
-from mcqa_toolkit.run.store import MIN_K
-from mcqa_toolkit import measure as metrics
+from mcqa_toolkit import measure
 from mcqa_toolkit.datasets.demo import load_demo
+from mcqa_toolkit.run.store import MIN_K
 
+pytestmark = pytest.mark.notebooks
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 STRATEGIES = ("S1", "enem_4shot")
 EXPECTED = {  # notebook -> (headline keys, figures, LaTeX files)
@@ -70,11 +70,11 @@ def test_notebook_writes_figures_tables_and_headline(name, synthetic_dir, record
     for tex in latex:
         assert (tmp_path / "latex" / f"{tex}.tex").read_text().startswith("\\begin{table}")
     if name == "10_tables":
-        acc = metrics.accuracy(records, by=("model", "strategy", "language"), n_boot=0)
+        acc = measure.accuracy(records, by=("model", "strategy", "language"), n_boot=0)
         row = acc[(acc.model == "model-a") & (acc.strategy == "S1") & (acc.language == "pt")].iloc[0]
         assert headline["accuracy"]["model-a / S1 / pt"] == pytest.approx(row["accuracy"], abs=1e-4)
     if name == "11_irt":
-        ab = ps.model_abilities(records, load_demo())
+        ab = measure.model_abilities(records, load_demo())
         theta = ab[(ab.model == "model-b") & (ab.strategy == "enem_4shot") & (ab.language == "en")]["theta"].mean()
         assert headline["theta_mean"]["model-b / enem_4shot / en"] == pytest.approx(theta, abs=1e-4)
         assert headline["n_persons"] == 24 and headline["n_items_without_irt"] == 0

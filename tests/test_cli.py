@@ -33,6 +33,7 @@ def test_expand_and_validation(tmp_path):
         jobs.expand({**params, "datasets": ["demo", "demo"]})
 
 
+@pytest.mark.notebooks
 def test_run_resume_and_failures(tmp_path, tiny_model_dir, capsys):
     p = _params(tmp_path, tiny_model_dir, [{"base": "enem_1shot", "shuffles": 2}, "S9_does_not_exist"])
     failed = jobs.run_params(p, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path)

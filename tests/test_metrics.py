@@ -8,29 +8,31 @@ from scipy import stats as sps
 
 from mcqa_toolkit import measure as M
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.run.columns import COLUMNS
+from mcqa_toolkit.run.records import make_record, run_fields
+from mcqa_toolkit.run.store import records_frame
+
+
+ITEM_KEYS = ("item_id", "parallel_id", "language", "subject", "n_options", "answer")
+RUN_KEYS = ("model", "strategy", "dataset", "method", "run_id")
 
 
 def records(rows, **defaults):
-    """A results frame with every schema column; `rows` give item_id, choice, answer (+ any overrides).
-    correct and status follow from choice unless given; positions default to the original order."""
+    """A results frame built by the package's record factory; `rows` give item_id, choice (+ answer,
+    n_options, subject, language, model, strategy, shuffle). Any other key (status, correct, positions)
+    overrides the derived value, for tests that need inconsistent or special records."""
     out = []
     for r in rows:
         r = {"model": "m", "strategy": "S1", "language": "en", "subject": "bio", "n_options": 4, "shuffle": 0,
-             **defaults, **r}
-        choice, answer = r["choice"], r.get("answer", 0)
-        r.setdefault("answer", answer)
-        r.setdefault("status", "answered" if choice >= 0 else "unanswered")
-        r.setdefault("correct", bool(choice >= 0 and choice == answer))
-        r.setdefault("choice_position", choice)
-        r.setdefault("correct_position", answer)
-        r.setdefault("parallel_id", r["item_id"])
-        out.append(r)
-    df = pd.DataFrame(out)
-    for c in COLUMNS:
-        if c not in df.columns:
-            df[c] = None
-    return df
+             "answer": 0, **defaults, **r}
+        answer = r.pop("answer")
+        item = Item(item_id=r.pop("item_id"), source="t", exam="e", stem="q", options=tuple("abcdefghij"[:r.pop("n_options")]),
+                    answer=None if answer < 0 else answer, subject=r.pop("subject"), language=r.pop("language"),
+                    parallel_id=r.pop("parallel_id", ""))
+        run = run_fields(**{k: r.pop(k) for k in RUN_KEYS if k in r})
+        rec = make_record(item, run, shuffle=r.pop("shuffle"), permutation=r.pop("permutation", None),
+                          choice=r.pop("choice"), status=r.pop("status", None))
+        out.append({**rec, **r})
+    return records_frame(out)
 
 
 def test_accuracy_counts_statuses_separately():

@@ -13,9 +13,6 @@ from matplotlib.text import Text
 from test_psychometrics import write_synthetic_results
 
 from mcqa_toolkit import measure
-from mcqa_toolkit import measure as metrics
-from mcqa_toolkit import measure as ps
-from mcqa_toolkit import measure as stats
 from mcqa_toolkit.report import plots
 from mcqa_toolkit.datasets.demo import load_demo, load_population
 from mcqa_toolkit.run.store import load_min_k, load_results
@@ -27,10 +24,10 @@ matplotlib.use("Agg")
 def data(tmp_path_factory):
     root = write_synthetic_results(tmp_path_factory.mktemp("outputs"))
     records, items, pop = load_results(root), load_demo(), load_population()
-    humans = ps.human_abilities(pop, items)
-    abilities = ps.model_abilities(records, items, human_theta=humans["theta"])
-    kappa = metrics.kappa(records, by=("model", "strategy", "language"), n_boot=50)
-    gaps = stats.language_gap(kappa, by=("model", "strategy"))
+    humans = measure.human_abilities(pop, items)
+    abilities = measure.model_abilities(records, items, human_theta=humans["theta"])
+    kappa = measure.kappa(records, by=("model", "strategy", "language"), n_boot=50)
+    gaps = measure.language_gap(kappa, by=("model", "strategy"))
     min_k = load_min_k(root)
     return dict(records=records, items=items, pop=pop, humans=humans, abilities=abilities, kappa=kappa, gaps=gaps,
                 min_k=min_k, one=abilities[abilities["strategy"] == "enem_4shot"])
@@ -63,7 +60,7 @@ def test_plots_leave_no_pyplot_figures(data):
 
 
 def test_accuracy_theta_humans_regions_per_language(data):
-    regions = ps.central_region(data["one"])
+    regions = measure.central_region(data["one"])
     fig = plots.accuracy_theta(data["one"], data["humans"], regions)
     for ax in _check_figure(fig, 2):
         assert sum(isinstance(c, PolyCollection) for c in ax.collections) == 1      # the human hexbin
@@ -74,7 +71,7 @@ def test_accuracy_theta_humans_regions_per_language(data):
 
 def test_single_model_single_language_without_humans(data):
     one = data["one"][(data["one"]["model"] == "model-a") & (data["one"]["language"] == "en")]
-    fig = plots.accuracy_theta(one, None, ps.central_region(one))
+    fig = plots.accuracy_theta(one, None, measure.central_region(one))
     _check_figure(fig, 1)
     _check_figure(plots.lz_theta(one), 1)
 
@@ -86,7 +83,7 @@ def test_lz_theta_has_misfit_line(data):
 
 
 def test_response_patterns_heatmap_sorted_by_difficulty(data):
-    shares = ps.share_correct(data["records"], data["items"])
+    shares = measure.share_correct(data["records"], data["items"])
     fig = plots.response_patterns(shares)
     panels = _check_figure(fig, 2)
     image = panels[0].get_images()[0].get_array()
@@ -94,13 +91,13 @@ def test_response_patterns_heatmap_sorted_by_difficulty(data):
     assert np.ma.getmaskarray(image).sum() == 2 * 4                 # the 4 shot items of the 2 enem_4shot rows
     assert [t.get_text() for t in panels[0].get_yticklabels()][0] == "model-a · S1"
     assert len(fig.axes) == 3                                       # + colorbar
-    uncalibrated = plots.response_patterns(ps.share_correct(data["records"]))   # no items: b unknown
+    uncalibrated = plots.response_patterns(measure.share_correct(data["records"]))   # no items: b unknown
     assert _check_figure(uncalibrated, 2)[-1].get_xlabel().startswith("Items (no IRT difficulty")
     assert len(uncalibrated.axes[0].get_xticks()) == 0
 
 
 def test_information_theta_curve_and_intervals(data):
-    fig = plots.information_theta(ps.information_curve(data["items"]), ps.theta_ci(data["abilities"]),
+    fig = plots.information_theta(measure.information_curve(data["items"]), measure.theta_ci(data["abilities"]),
                                   y=("model", "strategy"))
     assert len(fig.axes) == 3                                       # information, its SE twin, theta intervals
     bottom = fig.axes[1]
@@ -111,7 +108,7 @@ def test_information_theta_curve_and_intervals(data):
 
 
 def test_discrimination_distributions_faceted(data):
-    di = ps.discrimination_frame(data["records"], data["abilities"], data["pop"], data["humans"])
+    di = measure.discrimination_frame(data["records"], data["abilities"], data["pop"], data["humans"])
     assert set(di["group"]) == {"models", "humans"} and set(di["strategy"]) == {"S1", "enem_4shot"}
     _check_figure(plots.discrimination_distributions(di, col="strategy"), 2)
     _check_figure(plots.discrimination_distributions(di[di["strategy"] == "S1"]), 1)
@@ -126,30 +123,30 @@ def test_language_scores_bars_ci_and_gap_labels(data):
 
 
 def test_quality_gap_reports_r_or_why_not(data):
-    corr = ps.gap_correlations(data["gaps"])
+    corr = measure.gap_correlations(data["gaps"])
     ax = _check_figure(plots.quality_gap(data["gaps"], corr), 1)[0]
     assert "r = " in ax.get_title() and "n = 4" in ax.get_title()
     two = data["gaps"][data["gaps"]["strategy"] == "S1"]
-    ax = _check_figure(plots.quality_gap(two, ps.gap_correlations(two)), 1)[0]
+    ax = _check_figure(plots.quality_gap(two, measure.gap_correlations(two)), 1)[0]
     assert "r undefined (n = 2)" in ax.get_title()
 
 
 def test_position_figures(data):
-    dist = metrics.position_distribution(data["records"], by=("model", "strategy"))
+    dist = measure.position_distribution(data["records"], by=("model", "strategy"))
     panels = _check_figure(plots.position_distributions(dist), 4)   # 2 strategies x k = 4, 5
     assert {len(ax.patches) for ax in panels} == {2 * 4, 2 * 5}
-    acc = metrics.accuracy_by_position(data["records"], by=("model", "strategy"))
+    acc = measure.accuracy_by_position(data["records"], by=("model", "strategy"))
     _check_figure(plots.accuracy_by_position(acc), 4)
-    cons = metrics.shuffle_consistency(data["records"], by=("model", "strategy"))
+    cons = measure.shuffle_consistency(data["records"], by=("model", "strategy"))
     _check_figure(plots.shuffle_consistency(cons), 1)
-    single = metrics.shuffle_consistency(data["records"][data["records"]["shuffle"] == 0], by=("model", "strategy"))
+    single = measure.shuffle_consistency(data["records"][data["records"]["shuffle"] == 0], by=("model", "strategy"))
     ax = _check_figure(plots.shuffle_consistency(single), 1)[0]
     assert "more than one shuffle" in ax.texts[0].get_text()
 
 
 def test_min_k_accuracy_panels_with_correlations(data):
-    frame = ps.contamination_frame(data["min_k"], data["records"])
-    corr = ps.contamination_correlation(data["min_k"], data["records"])
+    frame = measure.contamination_frame(data["min_k"], data["records"])
+    corr = measure.contamination_correlation(data["min_k"], data["records"])
     panels = _check_figure(plots.min_k_accuracy(frame, corr), 4)
     assert all("r = −0." in ax.get_title() for ax in panels)
 

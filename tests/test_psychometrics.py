@@ -14,11 +14,9 @@ import pandas as pd
 import pytest
 
 from mcqa_toolkit import irt, measure
-from mcqa_toolkit import measure as metrics
-from mcqa_toolkit import measure as ps
-from mcqa_toolkit import measure as stats
 from mcqa_toolkit.datasets.demo import load_demo, load_population
 from mcqa_toolkit.report import as_headline
+from mcqa_toolkit.run.records import make_record, run_fields
 from mcqa_toolkit.run.store import RunDir, load_min_k
 from mcqa_toolkit.prompts.permutations import permutations
 
@@ -33,15 +31,15 @@ ANNULLED = "demo-mat-11"
 def _records(model, theta, strategy, spec, language, items, rng, skip):
     method, shots, shuffles = spec
     run_id = f"{model}__demo__{language}__{strategy}"
-    run = {"run_id": run_id, "model": model, "dataset": "demo", "strategy": strategy, "strategy_hash": "0" * 12,
-           "method": method, "normalization": "", "shots": shots, "seed": 0}
+    run = run_fields(run_id=run_id, model=model, dataset="demo", strategy=strategy, strategy_hash="0" * 12,
+                     method=method, shots=shots)
     out = []
     for it in items:
         if it.parallel_id in skip:
             continue
         a, b, c = it.irt
         p = float(irt.irf(theta, [a], [b], [c])[0])
-        answer = -1 if it.parallel_id == ANNULLED else it.answer
+        key = it.with_(answer=None) if it.parallel_id == ANNULLED else it
         for k, perm in enumerate(permutations(it.n_options, shuffles, seed=0, key=it.parallel_id)):
             wrong = [o for o in range(it.n_options) if o != it.answer]
             if rng.random() < p:
@@ -56,17 +54,9 @@ def _records(model, theta, strategy, spec, language, items, rng, skip):
             scores = rng.normal(size=it.n_options)
             if choice >= 0:
                 scores[choice] = scores.max() + 1.0
-            probs = np.exp(scores - scores.max())
-            out.append({**run, "item_id": it.item_id, "parallel_id": it.parallel_id, "language": language,
-                        "subject": it.subject, "exam": it.exam, "year": it.year, "n_options": it.n_options,
-                        "answer": answer, "shuffle": k, "permutation": list(perm),
-                        "option_scores": scores.tolist(), "option_probs": (probs / probs.sum()).tolist(),
-                        "choice": choice, "choice_position": perm.index(choice) if choice >= 0 else -1,
-                        "correct_position": perm.index(answer) if answer >= 0 else -1,
-                        "correct": bool(choice >= 0 and choice == answer), "status": status,
-                        "extraction_rule": "letter" if method == "generate" else "",
-                        "generated_text": "", "n_prompt_tokens": 100, "n_forwarded_tokens": 20, "seconds": 0.01,
-                        "extra": "{}"})
+            out.append(make_record(key, run, shuffle=k, permutation=perm, choice=choice, option_scores=scores,
+                                   status=status, extraction_rule="letter" if method == "generate" else "",
+                                   n_prompt_tokens=100, n_forwarded_tokens=20, seconds=0.01))
     return run_id, out
 
 
@@ -106,7 +96,7 @@ def items():
 
 
 def _params(items, keys):
-    p = ps.item_parameters(items).loc[keys]
+    p = measure.item_parameters(items).loc[keys]
     return p["a"].to_numpy(), p["b"].to_numpy(), p["c"].to_numpy()
 
 
@@ -119,27 +109,27 @@ def test_synthetic_results_are_schema_exact(records):
 
 
 def test_response_matrix_shapes_annulled_and_values(records):
-    persons, keys, u = ps.response_matrix(records)
-    assert list(persons.columns) == list(ps.PERSON_BY) and len(persons) == 2 * 2 * 2 * SHUFFLES
+    persons, keys, u = measure.response_matrix(records)
+    assert list(persons.columns) == list(measure.PERSON_BY) and len(persons) == 2 * 2 * 2 * SHUFFLES
     assert ANNULLED not in keys and len(keys) == 65 and u.shape == (24, 65)
     shot_rows = (persons["strategy"] == "enem_4shot").to_numpy()
     assert (np.isnan(u[shot_rows]).sum(axis=1) == 4).all() and not np.isnan(u[~shot_rows]).any()
     r = records[(records.answer >= 0)].sample(50, random_state=0)
     for _, rec in r.iterrows():
-        i = persons.index[(persons[list(ps.PERSON_BY)] == rec[list(ps.PERSON_BY)].to_numpy()).all(axis=1)][0]
+        i = persons.index[(persons[list(measure.PERSON_BY)] == rec[list(measure.PERSON_BY)].to_numpy()).all(axis=1)][0]
         assert u[i, keys.index(rec.parallel_id)] == float(rec.correct)
 
 
 def test_response_matrix_rejects_ambiguous_persons_and_all_annulled(records):
     with pytest.raises(ValueError, match="add the column"):
-        ps.response_matrix(records, by=("model", "strategy", "language"))
+        measure.response_matrix(records, by=("model", "strategy", "language"))
     with pytest.raises(ValueError, match="annulled"):
-        ps.response_matrix(records.assign(answer=-1))
+        measure.response_matrix(records.assign(answer=-1))
 
 
 def test_model_abilities_equal_direct_irt_calls(records, items):
-    ab = ps.model_abilities(records, items)
-    persons, keys, u = ps.response_matrix(records)
+    ab = measure.model_abilities(records, items)
+    persons, keys, u = measure.response_matrix(records)
     a, b, c = _params(items, keys)
     est = irt.ability_eap(u, a, b, c)
     np.testing.assert_allclose(ab["theta"], est.theta)
@@ -148,7 +138,7 @@ def test_model_abilities_equal_direct_irt_calls(records, items):
     np.testing.assert_allclose(ab["accuracy"], np.nanmean(u, axis=1))
     assert ab.attrs["n_items_dropped"] == 0 and set(ab["n_items"]) == {65, 61}
     assert ab.groupby("model")["theta"].mean()["model-a"] > ab.groupby("model")["theta"].mean()["model-b"] + 0.8
-    fine = ps.model_abilities(records, items, grid=np.linspace(-5, 5, 101))
+    fine = measure.model_abilities(records, items, grid=np.linspace(-5, 5, 101))
     np.testing.assert_allclose(fine["theta"], irt.ability_eap(u, a, b, c, grid=np.linspace(-5, 5, 101)).theta)
 
 
@@ -156,7 +146,7 @@ def test_model_abilities_drops_items_without_irt_and_adds_percentile(records, it
     bare = {"demo-bio-01", "demo-che-02"}
     partial = type(items)([it.with_(irt=None) if it.parallel_id in bare else it for it in items])
     human = load_population().theta
-    ab = ps.model_abilities(records, partial, human_theta=human)
+    ab = measure.model_abilities(records, partial, human_theta=human)
     assert ab.attrs["n_items_dropped"] == 2 and sorted(ab.attrs["items_without_irt"]) == sorted(bare)
     assert set(ab["n_items"]) == {63, 59}
     np.testing.assert_allclose(ab["percentile"], irt.percentile_of(ab["theta"], human))
@@ -165,7 +155,7 @@ def test_model_abilities_drops_items_without_irt_and_adds_percentile(records, it
 def test_human_abilities_vectorised_and_equal_direct(items):
     pop = load_population()
     t0 = time.perf_counter()
-    h = ps.human_abilities(pop, items)
+    h = measure.human_abilities(pop, items)
     assert time.perf_counter() - t0 < 2.0 and len(h) == 20_000
     a, b, c = _params(items, list(pop.item_ids))
     est = irt.ability_eap(pop.responses, a, b, c)
@@ -175,20 +165,20 @@ def test_human_abilities_vectorised_and_equal_direct(items):
 
 
 def test_item_discrimination_models_and_humans(records, items):
-    ab = ps.model_abilities(records, items)
-    di = ps.item_discrimination(records, ab, group="models")
-    persons, keys, u = ps.response_matrix(records)
+    ab = measure.model_abilities(records, items)
+    di = measure.item_discrimination(records, ab, group="models")
+    persons, keys, u = measure.response_matrix(records)
     np.testing.assert_allclose(di["di"], irt.discrimination_index(u, ab["theta"]), equal_nan=True)
     assert list(di.columns) == ["group", "parallel_id", "di", "p_correct", "n_persons"]
     pop = load_population()
-    h = ps.item_discrimination(pop, ps.human_abilities(pop, items))
-    np.testing.assert_allclose(h["di"], irt.discrimination_index(pop.responses, ps.human_abilities(pop, items).theta))
-    same = ps.item_discrimination((persons, keys, u), ab["theta"].to_numpy())
+    h = measure.item_discrimination(pop, measure.human_abilities(pop, items))
+    np.testing.assert_allclose(h["di"], irt.discrimination_index(pop.responses, measure.human_abilities(pop, items).theta))
+    same = measure.item_discrimination((persons, keys, u), ab["theta"].to_numpy())
     np.testing.assert_allclose(same["di"], di["di"], equal_nan=True)
 
 
 def test_share_correct_is_share_of_shuffles_with_difficulty(records, items):
-    s = ps.share_correct(records, items)
+    s = measure.share_correct(records, items)
     one = records[(records.model == "model-a") & (records.strategy == "S1") & (records.language == "pt")
                   & (records.item_id == "demo-phy-03-pt")]
     row = s[(s.model == "model-a") & (s.strategy == "S1") & (s.language == "pt") & (s.item_id == "demo-phy-03-pt")]
@@ -198,7 +188,7 @@ def test_share_correct_is_share_of_shuffles_with_difficulty(records, items):
 
 
 def test_information_curve_equals_test_information(items):
-    curve = ps.information_curve(items, grid=np.linspace(-3, 3, 7))
+    curve = measure.information_curve(items, grid=np.linspace(-3, 3, 7))
     a, b, c = _params(items, sorted({it.parallel_id for it in items}))
     np.testing.assert_allclose(curve["information"], irt.test_information(np.linspace(-3, 3, 7), a, b, c))
     np.testing.assert_allclose(curve["se"], 1 / np.sqrt(curve["information"]))
@@ -209,7 +199,7 @@ def test_central_region_hull_and_box():
     ab = pd.DataFrame({"model": "m", "strategy": "s", "language": "en", "theta": rng.normal(size=200),
                        "accuracy": rng.uniform(size=200)})
     one = pd.DataFrame({"model": "n", "strategy": "s", "language": "en", "theta": [0.3], "accuracy": [0.5]})
-    reg = ps.central_region(pd.concat([ab, one]), q=0.9)
+    reg = measure.central_region(pd.concat([ab, one]), q=0.9)
     hull = reg[reg.model == "m"]
     assert (hull["method"] == "hull").all() and len(hull) >= 3
     lo, hi = np.quantile(ab[["theta", "accuracy"]], [0.05, 0.95], axis=0)
@@ -220,44 +210,44 @@ def test_central_region_hull_and_box():
 
 def test_theta_ci_spread_and_mean():
     ab = pd.DataFrame({"model": "m", "strategy": "s", "language": "en", "theta": np.arange(11.0)})
-    spread = ps.theta_ci(ab).iloc[0]
+    spread = measure.theta_ci(ab).iloc[0]
     assert spread[["ci_low", "ci_high"]].tolist() == pytest.approx(np.quantile(np.arange(11.0), [0.025, 0.975]))
-    mean = ps.theta_ci(ab, kind="mean").iloc[0]
+    mean = measure.theta_ci(ab, kind="mean").iloc[0]
     half = 2.2281388519649385 * np.std(np.arange(11.0), ddof=1) / np.sqrt(11)
     assert mean[["ci_low", "ci_high"]].tolist() == pytest.approx([5 - half, 5 + half])
-    assert ps.theta_ci(ab.iloc[:1]).iloc[0]["note"] == "one shuffle: no interval"
+    assert measure.theta_ci(ab.iloc[:1]).iloc[0]["note"] == "one shuffle: no interval"
 
 
 def test_contamination_join_and_correlation_match_stats(records, synthetic_dir, tmp_path):
     min_k = load_min_k(synthetic_dir)
     assert len(min_k) == 2 * 2 * 66 and load_min_k(tmp_path / "empty") is None
-    frame = ps.contamination_frame(min_k, records)
+    frame = measure.contamination_frame(min_k, records)
     assert {"model", "strategy", "item_id", "min_k_prob", "accuracy"} <= set(frame.columns)
-    corr = ps.contamination_correlation(min_k, records)
-    direct = stats.min_k_accuracy_correlation(min_k, records[records.strategy == "S1"], value="min_k_prob")
+    corr = measure.contamination_correlation(min_k, records)
+    direct = measure.min_k_accuracy_correlation(min_k, records[records.strategy == "S1"], value="min_k_prob")
     got = corr[corr.strategy == "S1"].set_index("model")["pearson_r"]
     np.testing.assert_allclose(got.loc[direct["model"]], direct["pearson_r"])
     assert (corr["pearson_r"] < 0).all()  # harder items are less familiar and less often right
 
 
 def test_gap_correlations_report_instead_of_failing(records):
-    scores = metrics.kappa(records, by=("model", "strategy", "language"), n_boot=0)
-    gaps = stats.language_gap(scores, by=("model", "strategy"))
-    pooled = ps.gap_correlations(gaps)
+    scores = measure.kappa(records, by=("model", "strategy", "language"), n_boot=0)
+    gaps = measure.language_gap(scores, by=("model", "strategy"))
+    pooled = measure.gap_correlations(gaps)
     assert pooled["n"].item() == 4 and np.isfinite(pooled["pearson_r"].item())
-    per = ps.gap_correlations(gaps, by=("strategy", "language"))
+    per = measure.gap_correlations(gaps, by=("strategy", "language"))
     assert per["pearson_r"].isna().all() and per["note"].str.contains("at least 3").all()
     assert json.dumps(pooled.iloc[0].to_dict(), default=float)
 
 
 def test_discrimination_frame_splits_models_and_repeats_humans(records, items):
-    ab = ps.model_abilities(records, items)
+    ab = measure.model_abilities(records, items)
     pop = load_population()
-    humans = ps.human_abilities(pop, items)
-    di = ps.discrimination_frame(records, ab, pop, humans)
+    humans = measure.human_abilities(pop, items)
+    di = measure.discrimination_frame(records, ab, pop, humans)
     assert list(di.columns[:2]) == ["strategy", "group"]
     s1 = records[records.strategy == "S1"]
-    direct = ps.item_discrimination(s1, ab[ab.strategy == "S1"])
+    direct = measure.item_discrimination(s1, ab[ab.strategy == "S1"])
     got = di[(di.strategy == "S1") & (di.group == "models")]
     np.testing.assert_allclose(got["di"], direct["di"], equal_nan=True)
     h = di[di.group == "humans"]
@@ -265,8 +255,8 @@ def test_discrimination_frame_splits_models_and_repeats_humans(records, items):
     single = records[(records.strategy == "S1") & (records.model == "model-a") & (records.language == "en")
                      & (records.shuffle == 0)]
     with pytest.raises(ValueError, match="2 or more persons"):
-        ps.discrimination_frame(single, ps.model_abilities(single, items))
-    only_humans = ps.discrimination_frame(single, ps.model_abilities(single, items), pop, humans)
+        measure.discrimination_frame(single, measure.model_abilities(single, items))
+    only_humans = measure.discrimination_frame(single, measure.model_abilities(single, items), pop, humans)
     assert set(only_humans["group"]) == {"humans"} and set(only_humans["strategy"]) == {"S1"}
 
 
@@ -279,9 +269,9 @@ def test_as_headline_is_json_ready():
 
 
 def test_di_attribute_tests_match_direct_chi2(records, items):
-    ab = ps.model_abilities(records, items)
-    di = ps.discrimination_frame(records, ab)
-    got = ps.di_attribute_tests(di, items)
+    ab = measure.model_abilities(records, items)
+    di = measure.discrimination_frame(records, ab)
+    got = measure.di_attribute_tests(di, items)
     assert set(got["strategy"]) == set(records["strategy"]) and len(got) == 3 * records["strategy"].nunique()
     # direct: one strategy's model DI joined with attributes of the first translation of each question
     strat = sorted(records["strategy"].unique())[0]
@@ -289,7 +279,7 @@ def test_di_attribute_tests_match_direct_chi2(records, items):
     first = {}
     for it in items:
         first.setdefault(it.parallel_id, it)
-    attrs = stats.item_attributes(type(items)(first.values())).assign(parallel_id=list(first))
-    direct = stats.attribute_chi2(part.merge(attrs.drop(columns="item_id"), on="parallel_id"))
+    attrs = measure.item_attributes(type(items)(first.values())).assign(parallel_id=list(first))
+    direct = measure.attribute_chi2(part.merge(attrs.drop(columns="item_id"), on="parallel_id"))
     mine = got[got["strategy"] == strat].reset_index(drop=True)
     pd.testing.assert_frame_equal(mine.drop(columns="strategy"), direct, check_dtype=False)

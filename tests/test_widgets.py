@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.datasets.demo import load_population
 from mcqa_toolkit.items import Item, ItemSet
+from mcqa_toolkit.run.records import make_record, run_fields
 from mcqa_toolkit.run.store import records_frame
 from mcqa_toolkit.report.inspector import QuestionInspector, filter_items, item_html, outcome_by_item, responses_frame
 
@@ -46,15 +46,11 @@ def results(demo):
                 choice = it.answer if right else (it.answer + 1) % n
                 probs = np.full(n, 0.1 / (n - 1))
                 probs[choice] = 0.9
-                rows.append(dict(
-                    run_id=f"{model}__demo__pt__S1", model=model, dataset="demo", strategy="S1", strategy_hash="x",
-                    method="first_token", normalization="", shots=0, seed=0, item_id=it.item_id,
-                    parallel_id=it.parallel_id, language="pt", subject=it.subject, exam=it.exam, year=it.year,
-                    n_options=n, answer=it.answer, shuffle=shuffle, permutation=perm,
-                    option_scores=np.log(probs).tolist(), option_probs=probs.tolist(), choice=choice,
-                    choice_position=perm.index(choice), correct_position=perm.index(it.answer), correct=right,
-                    status="answered", extraction_rule="", generated_text="", n_prompt_tokens=10,
-                    n_forwarded_tokens=10, seconds=0.01))
+                run = run_fields(run_id=f"{model}__demo__pt__S1", model=model, dataset="demo", strategy="S1",
+                                 strategy_hash="x", method="first_token")
+                rows.append(make_record(it, run, shuffle=shuffle, permutation=perm, choice=choice,
+                                        option_scores=np.log(probs), n_prompt_tokens=10, n_forwarded_tokens=10,
+                                        seconds=0.01))
     return records_frame(rows)
 
 
@@ -168,6 +164,7 @@ def test_set_filter_rejects_unknown_and_displays(demo):
     assert "application/vnd.jupyter.widget-view+json" in ins._repr_mimebundle_()
 
 
+@pytest.mark.notebooks
 def test_notebook_runs_with_papermill(tmp_path):
     import papermill as pm
 

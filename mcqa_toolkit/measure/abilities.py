@@ -12,7 +12,6 @@ other `measure` modules; this module only reshapes, aligns and calls them. No fi
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np

@@ -8,13 +8,11 @@ refused before any work.
 """
 from __future__ import annotations
 
-import json
 import platform
 import time
 from pathlib import Path
 from typing import Any, Iterable
 
-import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
@@ -23,6 +21,7 @@ from mcqa_toolkit.backends.base import Backend, check_capabilities
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.prompts import load_template, render, select_shots, split_shots
 from mcqa_toolkit.prompts.permutations import permutations, stable_seed
+from mcqa_toolkit.run.records import make_record, run_fields
 from mcqa_toolkit.run.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy
 from mcqa_toolkit.scoring.first_token import score_first_token
@@ -60,37 +59,13 @@ def plan_shots(items: ItemSet, strategy: Strategy, pool: ItemSet | None = None) 
     return evaluated, plan
 
 
-def _probs(scores: np.ndarray) -> np.ndarray:
-    """Softmax over the options; NaN scores (no answer, or a letter outside an API's top-k) get probability 0."""
-    finite = np.where(np.isnan(scores), -np.inf, scores)
-    if not np.isfinite(finite).any():
-        return np.full(len(scores), np.nan)
-    probs = np.exp(finite - finite.max())
-    return probs / probs.sum()
-
-
 def _record(item: Item, prompt: Any, scored: Scored, run_info: dict[str, Any], seconds: float,
             forwarded: float) -> dict[str, Any]:
-    perm = list(prompt.permutation)
-    scores = np.asarray(scored.option_scores, dtype=float)
-    probs = _probs(scores)
-    answer = item.answer if isinstance(item.answer, int) else -1
-    choice = int(scored.choice)
-    return {
-        **run_info,
-        "item_id": item.item_id, "parallel_id": item.parallel_id, "language": item.language,
-        "subject": item.subject, "exam": item.exam, "year": item.year, "n_options": item.n_options,
-        "answer": answer, "shuffle": int(prompt.shuffle), "permutation": perm,
-        "option_scores": [None if np.isnan(x) else float(x) for x in scores],
-        "option_probs": [None if np.isnan(x) else float(x) for x in probs],
-        "choice": choice, "choice_position": perm.index(choice) if choice >= 0 else -1,
-        "correct_position": perm.index(answer) if answer >= 0 else -1,
-        "correct": bool(choice >= 0 and choice == answer), "status": scored.status,
-        "extraction_rule": scored.extraction_rule, "generated_text": scored.generated_text,
-        "n_prompt_tokens": int(scored.n_prompt_tokens), "n_forwarded_tokens": int(round(forwarded)),
-        "seconds": float(seconds),
-        "extra": json.dumps({**scored.extra, "shot_ids": list(prompt.shot_ids)}, default=float),
-    }
+    return make_record(item, run_info, shuffle=prompt.shuffle, permutation=prompt.permutation, choice=scored.choice,
+                       option_scores=scored.option_scores, status=scored.status,
+                       extraction_rule=scored.extraction_rule, generated_text=scored.generated_text,
+                       n_prompt_tokens=scored.n_prompt_tokens, n_forwarded_tokens=forwarded, seconds=seconds,
+                       extra={**scored.extra, "shot_ids": list(prompt.shot_ids)})
 
 
 def _score(backend: Backend, block: list[Item], strategy: Strategy, prompts: list) -> list[Scored]:
@@ -139,9 +114,9 @@ def run(items: ItemSet, backend: Backend, strategy: Strategy, out_dir: str | Pat
         raise ValueError("no items left to evaluate after excluding few-shot examples")
     prov = provenance(backend, strategy, todo_items, dataset, excluded)
     _check_resume(store, prov)
-    run_info = {"run_id": store.name, "model": backend.name, "dataset": dataset, "strategy": strategy.name,
-                "strategy_hash": strategy.hash, "method": strategy.method, "normalization": strategy.normalization,
-                "shots": strategy.shots, "seed": strategy.seed}
+    run_info = run_fields(run_id=store.name, model=backend.name, dataset=dataset, strategy=strategy.name,
+                          strategy_hash=strategy.hash, method=strategy.method, normalization=strategy.normalization,
+                          shots=strategy.shots, seed=strategy.seed)
     done = store.done_keys()
     store.write_run_info(prov)
     usage_start = backend.usage()
