@@ -9,6 +9,7 @@ from test_enem_scoring import CASES, ITEMS, ITEMS_CSV, write_microdata
 from mcqa_toolkit import irt
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.datasets.enem_params import read_itens_prova, split_item_sets
+from mcqa_toolkit.irt.enem_simulate import itens_prova_layout
 from mcqa_toolkit.items import DatasetError
 
 ROTATE = str.maketrans("ABCDE", "CDEAB")
@@ -44,11 +45,7 @@ def key_string(rows):
 
 
 def write_itens_prova(path, rows):
-    cols = ["CO_POSICAO", "SG_AREA", "CO_ITEM", "TX_GABARITO", "IN_ITEM_ABAN", "NU_PARAM_A", "NU_PARAM_B",
-            "NU_PARAM_C", "CO_PROVA", "TP_LINGUA"]
-    out = rows[cols].astype(object).where(rows[cols].notna(), "")
-    out["TP_LINGUA"] = [int(x) if x != "" else "" for x in out["TP_LINGUA"]]
-    out.to_csv(path, sep=";", index=False, encoding="latin-1")
+    itens_prova_layout(rows).to_csv(path, sep=";", index=False, encoding="latin-1")
 
 
 # ---- splitting ITENS_PROVA rows into item sets -----------------------------------------------------------------
@@ -140,8 +137,9 @@ def test_score_microdata_resolves_both_sets_by_tx_gabarito(tmp_path, area, co_sr
     assert both["score"].tolist() == [resolved["score"].iloc[0], resolved["score"].iloc[1]] * 2
     with pytest.raises(ValueError, match=f"booklet {co}: TX_GABARITO_{area} says"):   # rows 1, 4: set 2's key
         irt.score_microdata(path, items, area, item_set={co: 1}, chunksize=1)
-    scores, problems = zip(*irt.iter_microdata(path, items, [area], chunksize=6, item_set=1, strict=False))
-    forced, problems = pd.concat(scores), pd.concat(problems)
+    chunks = list(irt.iter_microdata(path, items, [area], chunksize=6, item_set=1, strict=False))
+    assert [c.n_rows for c in chunks] == [6]
+    forced, problems = chunks[0].scores, chunks[0].problems
     assert set(forced["item_set_rule"]) == {"given"} and sorted(forced.index) == [0, 2, 3, 5]
     assert problems[["problem", "n_rows", "first_row"]].values.tolist() == [["key mismatch", 2, 1]]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -39,7 +39,16 @@ from mcqa_toolkit.irt.enem_booklet import (ENEM_CONSTANTS, ENEM_GRID, RULES, Boo
 
 _COLUMNS = ["CO_PROVA", "TP_LINGUA", "theta", "psd", "score", "NU_NOTA", "n_correct", "n_scored", "item_set",
             "item_set_rule"]
+_SCORE_COLUMNS = ["area", *_COLUMNS]
 PROBLEM_COLUMNS = ["area", "CO_PROVA", "problem", "detail", "n_rows", "first_row"]
+
+
+class MicrodataChunk(NamedTuple):
+    """One chunk of a microdata file: rows read, scores (score_microdata's columns + area), problems."""
+
+    n_rows: int
+    scores: pd.DataFrame
+    problems: pd.DataFrame
 
 
 @dataclass(frozen=True)
@@ -107,8 +116,8 @@ def score_microdata(microdata_csv: str | Path, item_params_csv: str | Path, area
     TX_GABARITO_<area> that agrees with no item set, a malformed answer string) raises ValueError.
     The whole result is held in memory; `iter_microdata` gives it chunk by chunk.
     """
-    frames = [s for s, _ in iter_microdata(microdata_csv, item_params_csv, [area], chunksize, item_set,
-                                           strict=True, progress=progress) if len(s)]
+    frames = [c.scores for c in iter_microdata(microdata_csv, item_params_csv, [area], chunksize, item_set,
+                                               strict=True, progress=progress) if len(c.scores)]
     if not frames:
         return pd.DataFrame(columns=_COLUMNS)
     df = pd.concat(frames).sort_index(kind="mergesort")[_COLUMNS]
@@ -118,9 +127,9 @@ def score_microdata(microdata_csv: str | Path, item_params_csv: str | Path, area
 
 def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas: list[str] | None = None,
                    chunksize: int = 200_000, item_set: int | Mapping[int, int] | None = None, strict: bool = True,
-                   progress: bool = False) -> Iterator[tuple[pd.DataFrame, pd.DataFrame]]:
-    """Stream a microdata file: per chunk, (scores, problems) for every area in `areas` (default: every
-    area whose columns the file has). scores: the `score_microdata` columns plus `area`; problems (only
+                   progress: bool = False) -> Iterator[MicrodataChunk]:
+    """Stream a microdata file: per chunk, rows read, scores and problems for every area in `areas` (default:
+    every area whose columns the file has). scores: the `score_microdata` columns plus `area`; problems (only
     with strict=False, else ValueError): rows that could not be scored, per area, booklet and kind
     (PROBLEM_COLUMNS: problem in "bad booklet code", "absent from item file", "item sets do not split",
     "empty answer string", "answer string length", "key mismatch", "invalid answer characters").
@@ -128,7 +137,10 @@ def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas
     """
     if int(chunksize) < 1:
         raise ValueError(f"chunksize = {chunksize}: must be >= 1")
-    header = pd.read_csv(microdata_csv, sep=";", encoding="latin-1", nrows=0).columns
+    try:
+        header = pd.read_csv(microdata_csv, sep=";", encoding="latin-1", nrows=0).columns
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{microdata_csv}: empty file") from None
     if areas is None:
         areas = [a for a in ENEM_CONSTANTS if f"TX_RESPOSTAS_{a}" in header]
         if not areas:
@@ -153,8 +165,8 @@ def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas
                 s, p = scorer.area(chunk, area)
                 scores += s
                 problems += p
-            yield (pd.concat(scores) if scores else pd.DataFrame(columns=["area", *_COLUMNS]),
-                   pd.DataFrame(problems, columns=PROBLEM_COLUMNS))
+            yield MicrodataChunk(len(chunk), pd.concat(scores) if scores else pd.DataFrame(columns=_SCORE_COLUMNS),
+                                 pd.DataFrame(problems, columns=PROBLEM_COLUMNS))
             bar.update(fh.buffer.tell() - bar.n)
 
 
@@ -179,18 +191,20 @@ class _ChunkScorer:
         cols = {f"TX_RESPOSTAS_{area}": "answers", f"TX_GABARITO_{area}": "key", f"CO_PROVA_{area}": "booklet",
                 f"NU_NOTA_{area}": "NU_NOTA", f"TP_PRESENCA_{area}": "present"}
         sub = chunk[list(cols)].rename(columns=cols)
-        present = sub["present"].str.strip() == "1"
+        present = _equals(sub["present"], "1")
         if not present.any():
             return [], []
         sub = sub[present]
-        # the foreign language only changes the layout of LC strings
-        lang = chunk.loc[sub.index, "TP_LINGUA"].str.strip() if area == "LC" else ""
-        sub = sub.assign(lingua=lang, length=sub["answers"].str.len(), key=sub["key"].str.strip())
+        # the foreign language only changes the layout of LC strings; codes, language and key are stripped
+        # per group (below), not per row: string methods over millions of rows are the slow part
+        lang = chunk.loc[sub.index, "TP_LINGUA"] if area == "LC" else ""
+        sub = sub.assign(lingua=lang, length=sub["answers"].str.len())
         frames, problems = [], []
-        for (co, lang, length, key), idx in sub.groupby(["booklet", "lingua", "length", "key"], sort=False).indices.items():
+        groups = sub.groupby(["booklet", "lingua", "length", "key"], sort=False).indices
+        for (co, lang, length, key), idx in groups.items():
             group = sub.iloc[idx]
             try:
-                f, p = self._group(group, area, co, lang, int(length), key)
+                f, p = self._group(group, area, co, lang.strip(), int(length), key.strip())
             except _Problem as err:
                 if self.strict:
                     raise ValueError(str(err)) from None
@@ -214,16 +228,20 @@ class _ChunkScorer:
         try:
             chosen, rule = choose_sets(sets, key, lingua, forced, area)
         except KeyMismatch as err:
-            raise _Problem("key mismatch", str(err)) from None
+            raise _Problem("key mismatch", f"row {row}: {err}") from None
         chars = np.frombuffer("".join(group["answers"]).encode("latin-1"), dtype=np.uint8).reshape(len(group), length)
         problems = []
         if not self.strict:                      # drop (and count) rows with marks other than A-E . *
             ok = valid_rows(chars, src)
             if not ok.all():
-                problems.append(_problem(area, co, "invalid answer characters", f"{area} answer strings with "
-                                         "characters other than A-E, '.' or '*'", group.index[~ok]))
+                bad = group.index[~ok]
+                problems.append(_problem(area, co, "invalid answer characters", f"row {bad[0]}: {area} answer "
+                                         "string with a character other than A-E, '.' or '*'", bad))
                 group, chars = group[ok], chars[ok]
-        nota = pd.to_numeric(group["NU_NOTA"].str.replace(",", ".", regex=False), errors="coerce")
+        nota = pd.to_numeric(group["NU_NOTA"], errors="coerce")
+        if nota.isna().any():                    # a decimal comma, or blanks around the number
+            nota = nota.fillna(pd.to_numeric(group["NU_NOTA"][nota.isna()].str.strip().str.replace(",", "."),
+                                             errors="coerce"))
         frames = [pd.DataFrame({"area": area, "CO_PROVA": bk.co_prova,
                                 "TP_LINGUA": pd.array([lingua] * len(group), "Int64"),
                                 **score_chars(chars, bk, src, area, group.index.to_numpy()), "NU_NOTA": nota,
@@ -253,6 +271,15 @@ class _ChunkScorer:
             return booklet_sets(rows, area)
         except ValueError as err:
             return "item sets do not split", f"row {row}: {err}"
+
+
+def _equals(values: pd.Series, flag: str) -> pd.Series:
+    """values == flag, ignoring surrounding blanks (stripping only the few values that are not bare)."""
+    out = values == flag
+    odd = ~(out | values.isin(("0", "", "2")))
+    if odd.any():
+        out[odd] = values[odd].str.strip() == flag
+    return out
 
 
 def _problem(area: str, co: str, kind: str, detail: str, rows: pd.Index) -> dict:
