@@ -1,9 +1,10 @@
-"""`mcqa` command line: run a params file as papermill executions, report, demo, inspect.
+"""`mcqa` command line: run a params file as papermill executions, report, demo, inspect, validate-enem.
 
     mcqa run params/demo.yaml      # one executed run_model.ipynb + results folder per combination, resumable
     mcqa report                    # execute the analysis notebooks over everything in outputs/
     mcqa demo                      # run the shipped params/demo.yaml, then report
     mcqa inspect                   # open the question inspector in JupyterLab
+    mcqa validate-enem ITENS_PROVA_2023.csv MICRODADOS_ENEM_2023.csv   # our ENEM scores vs INEP's NU_NOTA
 
 A params file lists models, datasets, languages and strategies; `mcqa run` executes their product (see
 run.jobs). Relative output folders are relative to the current directory: `cd /tmp && mcqa demo` writes
@@ -75,7 +76,20 @@ def _main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("demo", help="run the shipped params/demo.yaml on the embedded model, then report")
     d.add_argument("--kernel", default="python3")
     sub.add_parser("inspect", help="open the question inspector notebook in JupyterLab")
+    v = sub.add_parser("validate-enem", help="score every candidate of an INEP microdata file and compare with "
+                       "NU_NOTA per year x area x booklet (table + figure)")
+    v.add_argument("item_params", metavar="ITENS_PROVA_<year>.csv")
+    v.add_argument("microdata", metavar="MICRODADOS_ENEM_<year>.csv")
+    v.add_argument("--out", default="enem_validation", help="folder for the table (CSV, Parquet) and figure")
+    v.add_argument("--area", action="append", choices=("CH", "CN", "LC", "MT"),
+                   help="only this area (repeatable; default: every area in the file)")
+    v.add_argument("--chunksize", type=int, default=100_000, help="rows per chunk (bounds memory)")
     args = ap.parse_args(argv)
+    if args.command == "validate-enem":
+        from mcqa_toolkit.report.enem_validation import validate_enem
+
+        print(validate_enem(args.item_params, args.microdata, args.out, args.area, args.chunksize).text())
+        return 0
     run_notebook = notebooks_dir() / RUN_NOTEBOOK
     if args.command == "run":
         return 1 if run_params(args.params, run_notebook, Path.cwd(), args.dry_run, args.kernel) else 0

@@ -145,6 +145,57 @@ CASES = [
      {"ENEM_2022_LC_CO_PROVA_5.csv": ENEM_HEAD + "Q1,Read: 'Good morning'.,a,b,c,d,e,2022,1,LC,A,portuguese\n",
       "IP.csv": PARAMS_HEAD + "1;LC;10;A;0;1;0;0.2;5;0\n1;LC;11;B;0;1;0;0.2;5;1\n"},
      {"path": "ENEM_2022_LC_CO_PROVA_5.csv", "item_params": "IP.csv"}, ("ENEM_2022_LC_CO_PROVA_5.csv", 1, "foreign_language")),
+    # text that looks like a missing value is text: the error is the real problem next to it, or none at all
+    ("na-mmlu-empty-beside-none", "mmlu", {"physics_test.csv": "Which is not a metal?,None,iron,copper,tin,A\n"
+     "Which is a gas?,NA,null,,nan,B\n"}, {"path": "physics_test.csv"}, ("physics_test.csv", 2, "C")),
+    ("na-mmlu-answer", "mmlu", {"physics_test.csv": "Which is not a metal?,None,iron,copper,tin,NA\n"},
+     {"path": "physics_test.csv"}, ("physics_test.csv", 1, "answer")),
+    ("na-med-empty-beside-none", "medicina", {"m.jsonl": jl(ch(MED, answers=["None", "NA", " ", "null", "nan"]))},
+     {"path": "m.jsonl"}, ("m.jsonl", 1, "answers[2]")),
+    ("na-med-null-option", "medicina", {"m.jsonl": jl(ch(MED, answers=["None", "NA", None, "null", "nan"]))},
+     {"path": "m.jsonl"}, ("m.jsonl", 1, "answers[2]")),
+    ("na-uned-marker-in-d-only", "uned", {"uned_es.csv": UNED_HEAD + UNED_ROW.replace(",,A,", ",NaN,D,")},
+     {"path": "uned_es.csv"}, ("uned_es.csv", 1, "solution")),
+    ("na-uned-empty-a-beside-none-d", "uned", {"uned_es.csv": UNED_HEAD + UNED_ROW.replace("Madrid,", ",").replace(",,A,", ",None,A,")},
+     {"path": "uned_es.csv"}, ("uned_es.csv", 1, "A")),
+    ("na-uned-year-text", "uned", {"uned_es.csv": UNED_HEAD + UNED_ROW.replace("2020", "NaN")}, {"path": "uned_es.csv"},
+     ("uned_es.csv", 1, "year")),
+    ("na-enade-empty-c-beside-none-e", "enade", {"e.csv": ENADE_HEAD + ENADE_ROW.replace("osso", "").replace("dente", "None")},
+     {"path": "e.csv"}, ("e.csv", 1, "alternativa_c")),
+    ("na-enade-letter", "enade", {"e.csv": ENADE_HEAD + ENADE_ROW.replace(",A,False", ",NA,False")}, {"path": "e.csv"},
+     ("e.csv", 1, "gabarito")),
+    ("na-enade-bool", "enade", {"e.csv": ENADE_HEAD + ENADE_ROW.replace(",False", ",NA")}, {"path": "e.csv"},
+     ("e.csv", 1, "tem_imagem")),
+    ("na-course-points", "course_exam", {"c/exams_metadata.json": json.dumps(EXAMS),
+     "c/questions.jsonl": jl(ch(COURSE_Q, points="nan"))}, {"path": "c"}, ("questions.jsonl", 1, "points")),
+    ("na-course-stat", "course_exam", {"c/exams_metadata.json": json.dumps({"exams": [ch(EXAMS["exams"][0], score_avg="NaN")]}),
+     "c/questions.jsonl": jl(COURSE_Q)}, {"path": "c"}, ("exams_metadata.json", 1, "score_avg")),
+    ("na-enem-empty-beside-none", "enem", {ENEM_CSV: ENEM_HEAD + ENEM_ROW.replace(",0,50,100,150,200,", ",None,,NA,null,nan,")},
+     {"path": ENEM_CSV}, (ENEM_CSV, 1, "B")),
+    ("na-enem-number", "enem", {ENEM_CSV: ENEM_HEAD + ENEM_ROW.replace(",91,", ",nan,")}, {"path": ENEM_CSV},
+     (ENEM_CSV, 1, "question_number")),
+    ("na-enem-language", "enem", {ENEM_CSV: ENEM_HEAD + ENEM_ROW.replace("portuguese", "None")}, {"path": ENEM_CSV},
+     (ENEM_CSV, 1, "language")),
+    ("na-enem-json-options", "enem", {"b.json": json.dumps([ch(BLUEX, options=["None", "NA", "", "null", "nan"])])},
+     {"path": "b.json"}, ("b.json", 1, "options[2]")),
+    ("na-enem-jsonl-label", "enem", {"e.jsonl": jl(ch(BLUEX, options=["None", "NA", "N/A", "null", "nan"], label="None"))},
+     {"path": "e.jsonl"}, ("e.jsonl", 1, "label")),
+    ("na-demo-empty-beside-none", "demo", {"d/items/x.jsonl": jl({"id": "x1", "subject": "s", "answer": 0,
+     "irt": {"a": 1, "b": 0, "c": 0.2}, "text": {"en": {"stem": "Pick one", "options": ["None", "NA", "", "nan"]}}})},
+     {"path": "d", "language": "en"}, ("x.jsonl", 1, "text.en.options[2]")),
+    # a booklet code with two item sets (two rows for position 91): the file's answers must pick exactly one
+    ("params-two-sets-both-agree", "enem", {ENEM_CSV: ENEM_HEAD + ENEM_ROW,
+     "IP.csv": PARAMS_HEAD + PARAMS_ROW + PARAMS_ROW.replace("1.5", "0.7")}, {"path": ENEM_CSV, "item_params": "IP.csv"},
+     (ENEM_CSV, "-", "item_set")),
+    ("params-two-sets-none-agree", "enem", {ENEM_CSV: ENEM_HEAD + ENEM_ROW,
+     "IP.csv": PARAMS_HEAD + PARAMS_ROW.replace(";C;", ";A;") + PARAMS_ROW.replace(";C;", ";B;")},
+     {"path": ENEM_CSV, "item_params": "IP.csv"}, (ENEM_CSV, 1, "answer")),
+    ("params-item-set-range", "enem", {ENEM_CSV: ENEM_HEAD + ENEM_ROW,
+     "IP.csv": PARAMS_HEAD + PARAMS_ROW + PARAMS_ROW.replace(";C;", ";B;")},
+     {"path": ENEM_CSV, "item_params": "IP.csv", "item_set": 3}, (ENEM_CSV, "-", "item_set")),
+    ("params-sets-do-not-split", "enem", {ENEM_CSV: ENEM_HEAD + ENEM_ROW,
+     "IP.csv": PARAMS_HEAD + PARAMS_ROW * 3 + PARAMS_ROW.replace("91;", "92;") * 2},
+     {"path": ENEM_CSV, "item_params": "IP.csv"}, ("IP.csv", "-", "CO_POSICAO")),
     ("params-needs-booklet", "enem", {"exam.csv": ENEM_HEAD + ENEM_ROW, "IP.csv": PARAMS_HEAD + PARAMS_ROW},
      {"path": "exam.csv", "item_params": "IP.csv"}, ("exam.csv", 1, "co_prova")),
 ]
@@ -184,3 +235,13 @@ def test_latin1_is_rejected_where_utf8_is_the_format(tmp_path):
     with pytest.raises(DatasetError) as e:
         load("uned", path=p)
     assert (e.value.record, e.value.field) == (2, None) and "undecodable" in e.value.message
+
+
+def test_hub_csv_empty_cell_beside_missing_value_lookalikes(tmp_path):
+    """Through the HF csv builder too, "None"/"NA" cells are text and the empty cell is the error."""
+    p = tmp_path / "uned_es.csv"
+    p.write_text(UNED_HEAD + UNED_ROW.replace("Madrid,Paris,Rome,", "None,NA,,"), encoding="utf-8")
+    with pytest.raises(DatasetError) as e:
+        load("hub", name_or_path="csv", split="train", mapper="uned", mapper_kwargs={"language": "es"},
+             data_files=str(p), cache_dir=str(tmp_path / "cache"))
+    assert (e.value.path, e.value.record, e.value.field) == ("hub:csv[train]", 1, "C")

@@ -1,6 +1,5 @@
 """Every loader on its fixture (our own questions in each real format), the hub path, and the read-only
 real-format samples in ../shared/formats when that directory is present."""
-import csv
 import json
 from pathlib import Path
 
@@ -8,10 +7,8 @@ import pytest
 
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.datasets.course_exam import exam_statistics, parse_options
-from mcqa_toolkit.datasets.enem import area_of, load_item_params, read_itens_prova
 from mcqa_toolkit.datasets.hub import load_hub
 from mcqa_toolkit.datasets.uned import guess_language
-from mcqa_toolkit.items import DatasetError
 
 FIX = Path(__file__).parent / "fixtures"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
@@ -132,88 +129,6 @@ def test_parse_options_takes_last_run():
     assert opts == ("yes", "no", "maybe") and stem == "Steps:\nA. first\nB. second\nThen pick one:"
 
 
-# ---- enem ------------------------------------------------------------------------------------------------------
-
-def test_enem_directory_with_item_params():
-    items = load("enem", path=FIX / "enem" / "exams", item_params=FIX / "enem" / "ITENS_PROVA_2022.csv")
-    assert len(items) == 14
-    q91 = items["ENEM_2022_CN_9102_q91-pt"]
-    assert q91.irt == (1.8, 0.5, 0.15) and q91.meta["co_item"] == 500091 and q91.meta["co_habilidade"] == "17"
-    assert q91.subject == "natural sciences" and q91.meta["area"] == "CN" and q91.exam == "ENEM_2022_CN_9102"
-    assert items["ENEM_2022_CN_9102_q92-pt"].has_image and not q91.has_image
-    assert items["ENEM_2022_CN_9102_q92-en"].has_image  # "Image description:" marker
-    # annulled by INEP only: the exam key is kept in meta, answer and irt cleared
-    q93 = items["ENEM_2022_CN_9102_q93-pt"]
-    assert q93.answer is None and q93.irt is None and q93.meta["annulled"]
-    assert q93.meta["answer_before_annulment"] == "C" and q93.meta["tx_motivo_aban"] == "Exclusão pedagógica"
-    q94 = items["ENEM_2022_CN_9102_q94-en"]  # "ANULADA" in the exam and IN_ITEM_ABAN = 1
-    assert q94.answer is None and q94.meta["tx_gabarito"] == "X"
-    # the translations pair up
-    assert set(items.by_parallel_id()["ENEM_2022_CN_9102_q91"]) == {"pt", "en"}
-
-
-def test_enem_lc_foreign_language_items_match_tp_lingua():
-    items = load("enem", path=FIX / "enem" / "exams" / "pt_ENEM_2022_LC_CO_PROVA_9101.csv",
-                 item_params=FIX / "enem" / "ITENS_PROVA_2022.csv")
-    en1, es1 = items["ENEM_2022_LC_9101_q1_en-pt"], items["ENEM_2022_LC_9101_q1_es-pt"]
-    assert en1.meta["foreign_language"] == "en" and en1.meta["tp_lingua"] == 0 and en1.meta["co_item"] == 600001
-    assert es1.meta["foreign_language"] == "es" and es1.meta["tp_lingua"] == 1 and es1.irt == (0.9, 0.3, 0.22)
-    assert items["ENEM_2022_LC_9101_q2_en-pt"].irt == (1.5, 0.8, 0.12)  # comma decimals in the params file
-    assert "foreign_language" not in items["ENEM_2022_LC_9101_q6-pt"].meta
-    assert "às segundas-feiras" in es1.options[es1.answer]  # latin-1 exam file decoded
-
-
-def test_enem_filters_and_foreign_language_argument(tmp_path):
-    d = FIX / "enem" / "exams"
-    assert {it.language for it in load("enem", path=d, language="en")} == {"en"}
-    assert len(load("enem", path=d, area="LC")) == 6
-    with pytest.raises(DatasetError) as e:
-        load("enem", path=d, area="MT")
-    assert e.value.field == "area"
-    # a booklet CSV with only the Spanish items: the argument says which
-    src = (d / "pt_ENEM_2022_LC_CO_PROVA_9101.csv").read_bytes().decode("latin-1").splitlines()
-    p = tmp_path / "ENEM_2022_LC_CO_PROVA_9101.csv"
-    p.write_text("\n".join([src[0], src[3], src[4]]) + "\n", encoding="utf-8")
-    items = load("enem", path=p, item_params=FIX / "enem" / "ITENS_PROVA_2022.csv", foreign_language="es")
-    assert [it.meta["co_item"] for it in items] == [600101, 600102] and items[0].language == "pt"
-
-
-def test_enem_bluex_json():
-    items = load("enem", path=FIX / "enem" / "bluex_small.json")
-    assert [it.answer_letter for it in items] == ["C", "C", "D"]  # lowercase labels
-    assert items[0].options == ("15", "20", "30", "40", "50")  # clean `options` preferred to `alternatives`
-    assert items[2].options == ("18", "20", "24", "32", "64")  # "A) 18" prefixes dropped
-    assert items[1].has_image and items[1].stem.startswith("Um terreno") and items[1].meta["IU"] is True
-    assert items[0].subject == "mathematics" and items[0].meta["area"] == "MT" and items[0].meta["MR"] is True
-    assert items[0].exam == "ENEM_2022_MT" and items[0].year == 2022
-
-
-def test_enem_2024_style_jsonl():
-    items = load("enem", path=FIX / "enem" / "enem2023_small.jsonl")
-    assert items.ids == ["ENEM_2023_questao_91-pt", "ENEM_2023_questao_92-pt", "ENEM_2023_questao_93-pt"]
-    fig = items[1]
-    assert fig.has_image and fig.stem.startswith("Descrição do gráfico:") and "[[placeholder]]" not in fig.stem
-    assert fig.meta["ledor"] is True and fig.subject == "natural sciences"
-    assert items[2].answer is None and items[2].meta["annulled"]
-
-
-def test_enem_area_layout():
-    assert [area_of(2022, n) for n in (1, 46, 91, 136)] == ["LC", "CH", "CN", "MT"]
-    assert [area_of(2015, n) for n in (1, 46, 91, 136)] == ["CH", "CN", "LC", "MT"]
-    assert area_of(2005, 10) is None
-
-
-def test_itens_prova_latin1_and_no_tp_lingua(tmp_path):
-    df = read_itens_prova(FIX / "enem" / "ITENS_PROVA_2022.csv")
-    assert len(df) == 10 and df["TX_MOTIVO_ABAN"].iloc[2] == "Exclusão pedagógica"
-    assert len(load_item_params(FIX / "enem" / "ITENS_PROVA_2022.csv", co_prova=9101)) == 6
-    assert len(load("enem_params", path=FIX / "enem" / "ITENS_PROVA_2022.csv", co_prova=9102)) == 4
-    p = tmp_path / "ITENS_PROVA_2009.csv"  # the 2009 layout: no TP_LINGUA
-    p.write_text("CO_POSICAO;SG_AREA;CO_ITEM;TX_GABARITO;IN_ITEM_ABAN;NU_PARAM_A;NU_PARAM_B;NU_PARAM_C;CO_PROVA\n"
-                 "91;CN;1;A;0;1.0;0.0;0.2;51\n")
-    assert read_itens_prova(p)["TP_LINGUA"].isna().all()
-
-
 # ---- hub -------------------------------------------------------------------------------------------------------
 
 def test_hub_from_dataset_objects():
@@ -239,7 +154,7 @@ def test_hub_local_files_through_load_dataset(tmp_path):
     assert len(med) == 5 and med["medicina-104"].answer == 3
     uned = load_hub("csv", split="train", mapper="uned", mapper_kwargs={"language": "es"},
                     data_files=str(FIX / "uned" / "uned_es.csv"), cache_dir=str(tmp_path / "cache"))
-    assert [it.n_options for it in uned] == [3, 4, 4]  # the empty D arrives as None
+    assert [it.n_options for it in uned] == [3, 4, 4]  # the empty D arrives as "" (keep_default_na=False)
 
 
 def test_hub_callable_mapper():
@@ -279,27 +194,87 @@ def test_shared_samples_load():
     assert j24[1].has_image and "[[placeholder]]" not in j24[1].stem and j24[0].year == 2024
 
 
-@needs_shared
-@pytest.mark.parametrize("co_prova,area,year", [(1211, "MT", 2023), (1201, "LC", 2023), (1055, "CH", 2022)])
-def test_shared_golden_item_params_attach(tmp_path, co_prova, area, year):
-    """A synthetic exam CSV for a real booklet (placeholder texts, INEP's keys) picks up INEP's parameters."""
-    params = read_itens_prova(SHARED / "reference" / "enem_golden_items.csv")
-    rows = params[params["CO_PROVA"] == co_prova].sort_values(["CO_POSICAO", "TP_LINGUA"])
-    p = tmp_path / f"pt_ENEM_{year}_{area}_CO_PROVA_{co_prova}.csv"
-    with p.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["question", "body", "A", "B", "C", "D", "E", "year", "question_number", "test", "answer", "language"])
-        # English items first, then Spanish (booklet order), then the common ones
-        for _, r in rows.sort_values(["TP_LINGUA", "CO_POSICAO"], na_position="last").iterrows():
-            key = "anulada" if r["TX_GABARITO"] not in "ABCDE" else r["TX_GABARITO"]
-            w.writerow([f"Q{r['CO_POSICAO']}", f"Item de teste {r['CO_POSICAO']}", "a", "b", "c", "d", "e", year,
-                        r["CO_POSICAO"], area, key, "portuguese"])
-    items = load("enem", path=p, item_params=SHARED / "reference" / "enem_golden_items.csv")
-    assert len(items) == len(rows)
-    by_item = {it.meta["co_item"]: it for it in items}
-    for _, r in rows.iterrows():
-        it = by_item[r["CO_ITEM"]]
-        if r["IN_ITEM_ABAN"] == 1:
-            assert it.irt is None and it.answer is None and it.meta["annulled"]
-        else:
-            assert it.irt == pytest.approx((r["NU_PARAM_A"], r["NU_PARAM_B"], r["NU_PARAM_C"]))
+# ---- option texts that look like missing values ----------------------------------------------------------------
+# "None", "NA", "N/A", "null", "nan" are answers in real exams; only an empty cell (or, in UNED's D field only,
+# that format's documented "no fourth option" markers) is missing.
+
+def _options(items):
+    return {it.item_id: it.options for it in items}
+
+
+NA_TEXT_CASES = [
+    ("medicina", {"path": FIX / "medicina" / "medicina_na_texts.jsonl"},
+     {"medicina-201": ("Na", "NaN", "N", "So", "Sd"), "medicina-202": ("Tutte", "Due", "Una", "None", "null"),
+      "medicina-203": ("N/A", "NA", "nan", "none", "NULL")}),
+    ("uned", {"path": FIX / "uned" / "uned_na_texts_es.csv"},
+     {"uned-es-INF_2022_JUN_1_1": ("N/A", "None", "null"),          # D empty: 3 options
+      "uned-es-INF_2022_JUN_1_2": ("0", "None", "False"),           # D "NaN": UNED's own marker, in D only
+      "uned-es-INF_2022_JUN_1_3": ("NA", "OK", "SI", "None"),       # D "None" is a fourth option
+      "uned-es-MAT_2023_SEP_2_1": ("0", "1", "nan", "inf")}),
+    ("uned", {"path": FIX / "uned" / "uned_na_texts_en.json"},
+     {"uned-en-INF_2022_JUN_1_1": ("N/A", "None", "null"), "uned-en-INF_2022_JUN_1_2": ("0", "None", "False"),
+      "uned-en-INF_2022_JUN_1_3": ("NA", "OK", "YES", "None"), "uned-en-MAT_2023_SEP_2_1": ("0", "1", "nan", "inf")}),
+    ("enade", {"path": FIX / "enade" / "enade_na_texts.csv"},
+     {"enade-n1": ("NA", "OK", "SIM", "None", "N/A"), "enade-n2": ("null", "zero", "None", "nenhum"),
+      "enade-n3": ("Na", "NaN", "N", "So")}),
+    ("course_exam", {"path": FIX / "course_exam_na_texts"},
+     {"course-31": ("0", "None", "null", "NaN"), "course-32": ("NA", "nan", "42", "N/A"), "course-33": (),
+      "course-34": ()}),
+    ("enem", {"path": FIX / "enem" / "na_texts" / "pt_ENEM_2022_MT_CO_PROVA_9301.csv"},
+     {"ENEM_2022_MT_9301_q136-pt": ("NA", "OK", "SIM", "None", "N/A"),
+      "ENEM_2022_MT_9301_q137-pt": ("0", "1", "nan", "inf", "null")}),
+    ("enem", {"path": FIX / "enem" / "na_texts" / "bluex_na_texts.json"},
+     {"ENEM_2022_140-pt": ("zero", "NULL", "None", "NaN", "N/A")}),
+    ("enem", {"path": FIX / "enem" / "na_texts" / "enem2023_na_texts.jsonl"},
+     {"ENEM_2023_questao_141-pt": ("NaCl", "NaN", "KCl", "NaOH", "None")}),
+    ("demo", {"path": FIX / "demo_na_texts", "language": "en"}, {"na-1-en": ("0", "None", "null", "NaN")}),
+]
+
+
+@pytest.mark.parametrize("name,kwargs,expected", NA_TEXT_CASES, ids=[f"{c[0]}-{c[1]['path'].name}" for c in NA_TEXT_CASES])
+def test_missing_value_lookalikes_are_option_texts(name, kwargs, expected):
+    items = load(name, **kwargs)
+    assert _options(items) == expected
+    for it in items:
+        _assert_rendered_verbatim(it)
+    if name == "course_exam":
+        assert items["course-34"].answer == "None" and items["course-31"].answer == 1
+
+
+def _assert_rendered_verbatim(item):
+    """Every option reaches the prompt byte for byte: in the option list and as a scored continuation."""
+    from mcqa_toolkit.prompts import load_template, render
+
+    if not item.options or item.answer_type == "truefalse":
+        return
+    template = load_template(item.language if item.language in ("pt", "es", "it", "en") else "en", "default")
+    shown, cloze = render(item, template), render(item, template, with_options=False)
+    for letter, option in zip(item.letters, item.options):
+        assert f"{letter}. {option}\n".encode() in shown.text.encode()
+    assert [c.encode() for c in cloze.continuations] == [f" {o}".encode() for o in item.options]
+
+
+def test_mmlu_release_layout_with_missing_value_lookalikes():
+    """A release-shaped data/ folder (dev, val, test, auxiliary_train) whose options read None, NA, null, nan."""
+    data = FIX / "mmlu_release" / "data"
+    test = load("mmlu", path=data, split="test")
+    assert len(test) == 7 and {it.meta["split"] for it in test} == {"test"}
+    texts = {o for it in test for o in it.options}
+    assert {"None", "NA", "N/A", "null", "nan", "NaN", "none", "NULL"} <= texts
+    assert test["mmlu-computer_basics-test-5"].options[test["mmlu-computer_basics-test-5"].answer] == "None"
+    assert test["mmlu-chemistry_basics-test-2"].options[3] == "Not applicable\n(see the note below)"
+    for it in test:
+        _assert_rendered_verbatim(it)
+    aux = load("mmlu", path=data, split="auxiliary_train")   # story_test.csv is training data, not the test split
+    assert sorted(it.subject for it in aux) == ["reading_quiz", "story_test"] and aux[0].options[3] == "NA"
+    assert len(load("mmlu", path=data)) == 11
+
+
+def test_hub_csv_keeps_missing_value_lookalikes(tmp_path):
+    """The HF csv builder parses with pandas; "None"/"NA"/"null" cells must arrive as text, an empty cell as ""."""
+    uned = load_hub("csv", split="train", mapper="uned", mapper_kwargs={"language": "es"},
+                    data_files=str(FIX / "uned" / "uned_na_texts_es.csv"), cache_dir=str(tmp_path / "cache"))
+    assert _options(uned) == NA_TEXT_CASES[1][2]
+    med = load_hub("json", split="train", mapper="medicina", cache_dir=str(tmp_path / "cache"),
+                   data_files=str(FIX / "medicina" / "medicina_na_texts.jsonl"))
+    assert _options(med) == NA_TEXT_CASES[0][2]

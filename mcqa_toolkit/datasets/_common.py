@@ -113,12 +113,17 @@ def csv_columns(path: str | Path, *, delimiter: str = ",", encodings: Sequence[s
 
 
 def is_missing(value: Any) -> bool:
-    """None, NaN, or an empty/whitespace string."""
+    """None (JSON null), a float NaN (pandas' missing value), or an empty/whitespace string.
+
+    Text is never missing because of what it says: "None", "NA", "N/A", "null" and "nan" are real option
+    texts in real exams (MMLU's "None" options, "NaN" in a chemistry answer). A format whose documentation
+    gives a textual marker of its own (UNED's D option) handles it in its loader, for that field only.
+    """
     if value is None:
         return True
     if isinstance(value, float) and math.isnan(value):
         return True
-    return isinstance(value, str) and value.strip().lower() in ("", "nan", "null", "none")
+    return isinstance(value, str) and not value.strip()
 
 
 def require(rec: Mapping[str, Any], key: str, path: Any, n: Any, *, types: type | tuple = object,
@@ -158,9 +163,12 @@ def parse_float(value: Any, path: Any, n: Any, key: str, *, optional: bool = Fal
             return None
         raise DatasetError(path, n, key, "empty value")
     try:
-        return float(str(value).strip().replace(",", "."))
+        number = float(str(value).strip().replace(",", "."))
     except ValueError:
         raise DatasetError(path, n, key, f"not a number: {value!r}") from None
+    if not math.isfinite(number):  # the text "nan"/"inf" is not a value, and not a blank either
+        raise DatasetError(path, n, key, f"not a finite number: {value!r}")
+    return number
 
 
 def parse_bool(value: Any, path: Any, n: Any, key: str, default: bool | None = None) -> bool:

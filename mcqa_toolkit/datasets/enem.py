@@ -9,8 +9,7 @@ Sources and their quirks:
 - 2024-style JSONL: id ("questao_01"), exam (year), IU, ledor, question with "[[placeholder]]" where a figure
   was, alternatives, label ("Anulado" possible), figures, description. Each placeholder is replaced, in
   order, by the matching image description so text-only models see what blind candidates hear.
-- ITENS_PROVA_<year>.csv: ';'-separated, latin-1 or utf-8; no TP_LINGUA in 2009; annulled items
-  (IN_ITEM_ABAN = 1) have empty NU_PARAM_A/B/C; a CO_PROVA may list two areas (90-100 rows).
+- ITENS_PROVA_<year>.csv (INEP's item parameters): read, split into item sets and attached by `enem_params`.
 
 Rules: subject = area name (AREA_NAMES), area code in meta["area"]. Areas are read from the CSV `test` column;
 for JSON they follow from year and question number (2017+: LC 1-45, CH 46-90, CN 91-135, MT 136-180;
@@ -23,29 +22,25 @@ meta["foreign_language"] 'en'/'es' from, in order: a per-record `foreign_languag
 when the position appears twice in one CSV (booklets print the English items first, then the Spanish
 ones); the `foreign_language` argument. Item parameters are matched on (CO_PROVA, area, position) and,
 when the booklet lists an English and a Spanish item at a position, on TP_LINGUA (0 English, 1 Spanish).
+When a booklet code lists two item sets, the set whose keys agree with the file's answers is used (or the
+`item_set` argument's); meta["item_set"] records it (see `enem_params`).
 """
 from __future__ import annotations
 
-import io
 import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
-import numpy as np
-import pandas as pd
-
 from mcqa_toolkit.datasets._common import (UniqueIds, check_options, concat, is_annulled, is_missing,
                                            items_from_records, iter_csv, iter_json_records, iter_jsonl,
-                                           letter_to_index, parse_bool, parse_int, read_text, require, require_text)
+                                           letter_to_index, parse_bool, parse_int, require, require_text)
+from mcqa_toolkit.datasets.enem_params import (AREAS, TP_LINGUA, ItemParams, load_item_params,  # noqa: F401
+                                               read_itens_prova, split_item_sets)
 from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
 
-ITENS_PROVA_REQUIRED = ("CO_POSICAO", "SG_AREA", "CO_ITEM", "TX_GABARITO", "IN_ITEM_ABAN",
-                        "NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C", "CO_PROVA")
-AREAS = ("CH", "CN", "LC", "MT")
 AREA_NAMES = {"CH": "humanities", "CN": "natural sciences", "LC": "languages", "MT": "mathematics"}
 LANGUAGES = {"portuguese": "pt", "english": "en", "spanish": "es", "pt": "pt", "pt-br": "pt", "en": "en", "es": "es"}
-TP_LINGUA = {"en": 0, "es": 1}
 TAGS = ("IU", "ML", "BK", "CE", "DS", "MR", "TU", "ledor")
 CSV_REQUIRED = ("body", "A", "B", "C", "D", "E", "year", "question_number", "test", "answer")
 EXAM_CSV_NAME = re.compile(r"^(?:(?P<language>pt|en|es)_)?ENEM_(?P<year>\d{4})_(?P<area>CH|CN|LC|MT)_CO_PROVA_"
@@ -55,83 +50,6 @@ IMAGE_MARKERS = re.compile(
     r"|\b(?:image|figure|chart|graph|illustration|picture|table) description\s*:|\bdescription of the [^:.\n]{1,40}:",
     re.IGNORECASE)
 _LETTER_PREFIX = re.compile(r"^\s*([A-E])(?:[).:]|\s)\s*")
-
-
-def read_itens_prova(path: str | Path) -> pd.DataFrame:
-    """Validated ITENS_PROVA rows: one row per (CO_PROVA, item), params as floats (NaN when annulled).
-
-    Adds TP_LINGUA (NaN) when the file lacks it (2009). Raises DatasetError naming the data row
-    (1-based, header excluded) and column of the first bad value.
-    """
-    text = read_text(path, encodings=("utf-8", "latin-1"))
-    first = text.split("\n", 1)[0]
-    if ";" not in first:
-        raise DatasetError(path, "header", None, "expected a ';'-separated INEP ITENS_PROVA file")
-    df = pd.read_csv(io.StringIO(text), sep=";", dtype=str, keep_default_na=False)
-    missing = [c for c in ITENS_PROVA_REQUIRED if c not in df.columns]
-    if missing:
-        raise DatasetError(path, "header", missing[0], f"missing column(s) {missing}")
-    if "TP_LINGUA" not in df.columns:
-        df["TP_LINGUA"] = ""
-    out = pd.DataFrame(index=df.index)
-    for col in ("CO_POSICAO", "CO_ITEM", "CO_PROVA"):
-        out[col] = _int_column(df[col], path, col)
-    out["IN_ITEM_ABAN"] = _int_column(df["IN_ITEM_ABAN"].replace("", "0"), path, "IN_ITEM_ABAN")
-    out["SG_AREA"] = df["SG_AREA"].str.strip()
-    bad = ~out["SG_AREA"].isin(AREAS)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise DatasetError(path, i + 1, "SG_AREA", f"unknown area {df['SG_AREA'].iloc[i]!r}; expected {AREAS}")
-    out["TX_GABARITO"] = df["TX_GABARITO"].str.strip().str.upper()
-    for col in ("NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C"):
-        out[col] = _float_column(df[col], path, col)
-    lingua = df["TP_LINGUA"].str.strip()
-    out["TP_LINGUA"] = _float_column(lingua, path, "TP_LINGUA")
-    for col in ("CO_HABILIDADE", "TX_MOTIVO_ABAN", "TX_COR", "IN_ITEM_ADAPTADO", "NU_ANO"):
-        if col in df.columns:
-            out[col] = df[col]
-    kept = out["IN_ITEM_ABAN"] == 0
-    for col in ("NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C"):
-        nan = kept & out[col].isna()
-        if nan.any():
-            i = int(np.flatnonzero(nan)[0])
-            raise DatasetError(path, i + 1, col, "empty parameter for an item that is not annulled")
-    a_bad = kept & (out["NU_PARAM_A"] <= 0)
-    c_bad = kept & ((out["NU_PARAM_C"] < 0) | (out["NU_PARAM_C"] >= 1))
-    for mask, col, msg in ((a_bad, "NU_PARAM_A", "a must be > 0"), (c_bad, "NU_PARAM_C", "c must be in [0, 1)")):
-        if mask.any():
-            i = int(np.flatnonzero(mask)[0])
-            raise DatasetError(path, i + 1, col, f"{msg}, got {out[col].iloc[i]}")
-    return out
-
-
-def _int_column(s: pd.Series, path, col: str) -> pd.Series:
-    num = pd.to_numeric(s.str.strip(), errors="coerce")
-    bad = num.isna() | (num % 1 != 0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise DatasetError(path, i + 1, col, f"not an integer: {s.iloc[i]!r}")
-    return num.astype("int64")
-
-
-def _float_column(s: pd.Series, path, col: str) -> pd.Series:
-    stripped = s.str.strip().str.replace(",", ".", regex=False)
-    num = pd.to_numeric(stripped, errors="coerce")
-    bad = num.isna() & (stripped != "")
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise DatasetError(path, i + 1, col, f"not a number: {s.iloc[i]!r}")
-    return num.astype("float64")
-
-
-def load_item_params(path: str | Path, co_prova: int | None = None) -> pd.DataFrame:
-    """Validated ITENS_PROVA rows (see `read_itens_prova`), optionally only one booklet's."""
-    df = read_itens_prova(path)
-    if co_prova is not None:
-        df = df[df["CO_PROVA"] == int(co_prova)]
-        if df.empty:
-            raise DatasetError(path, "-", "CO_PROVA", f"no rows for booklet {co_prova}")
-    return df
 
 
 # ---- exam records --------------------------------------------------------------------------------------------
@@ -261,52 +179,6 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, language: str | None
     return _parse_json_record(rec, n, path, language, foreign_language)
 
 
-# ---- item parameters -----------------------------------------------------------------------------------------
-
-class ItemParams:
-    """ITENS_PROVA rows indexed by (CO_PROVA, area, position), for attaching 3PL parameters to exam items."""
-
-    def __init__(self, path: str | Path):
-        self.path, self.df = Path(path), read_itens_prova(path)
-        self.rows: dict[tuple[int, str, int], list[int]] = {}
-        for i, key in enumerate(zip(self.df["CO_PROVA"], self.df["SG_AREA"], self.df["CO_POSICAO"])):
-            self.rows.setdefault(key, []).append(i)
-        self.booklets = set(self.df["CO_PROVA"])
-
-    def attach(self, item: Item, path: Any, n: int) -> Item:
-        """`item` with irt and INEP fields in meta; IN_ITEM_ABAN = 1 -> annulled, no irt, answer None."""
-        co_prova, area, number, fl = (item.meta.get(k) for k in ("co_prova", "area", "number", "foreign_language"))
-        if co_prova is None:
-            raise DatasetError(path, n, "co_prova", "item_params need the booklet code from a file name like "
-                                                    "ENEM_2022_CN_CO_PROVA_1092.csv")
-        if co_prova not in self.booklets:
-            raise DatasetError(path, n, "co_prova", f"booklet {co_prova} not in {self.path.name}")
-        rows = self.rows.get((co_prova, area, number), [])
-        lingua = self.df["TP_LINGUA"].to_numpy()
-        if len(rows) > 1 and not np.isnan(lingua[rows]).any():  # English and Spanish items at one position
-            if fl not in TP_LINGUA:
-                raise DatasetError(path, n, "foreign_language", f"position {number} of booklet {co_prova} has an "
-                                   "English and a Spanish item: say which (foreign_language='en'/'es')")
-            rows = [r for r in rows if lingua[r] == TP_LINGUA[fl]]
-        if len(rows) != 1:
-            raise DatasetError(path, n, "question_number", f"{len(rows) or 'no'} rows in {self.path.name} for booklet "
-                               f"{co_prova}, area {area}, position {number}; expected 1")
-        r = self.df.iloc[rows[0]]
-        if fl in TP_LINGUA and not np.isnan(r["TP_LINGUA"]) and r["TP_LINGUA"] != TP_LINGUA[fl]:
-            raise DatasetError(path, n, "foreign_language", f"{self.path.name} row {rows[0] + 1} is TP_LINGUA "
-                               f"{int(r['TP_LINGUA'])}, not the {fl} item")
-        meta = {**item.meta, "co_item": int(r["CO_ITEM"]), "tx_gabarito": r["TX_GABARITO"], "params_row": rows[0] + 1,
-                "co_habilidade": r.get("CO_HABILIDADE", ""), "tp_lingua": None if np.isnan(r["TP_LINGUA"]) else int(r["TP_LINGUA"])}
-        if r["IN_ITEM_ABAN"] == 1:
-            meta.update(annulled=True, tx_motivo_aban=str(r.get("TX_MOTIVO_ABAN", "")).strip(),
-                        answer_before_annulment=item.answer_letter)
-            return item.with_(irt=None, answer=None, meta=meta)
-        if item.answer is not None and item.answer_letter != r["TX_GABARITO"]:
-            raise DatasetError(path, n, "answer", f"answer {item.answer_letter} differs from TX_GABARITO "
-                               f"{r['TX_GABARITO']!r} ({self.path.name} row {rows[0] + 1})")
-        return item.with_(irt=(r["NU_PARAM_A"], r["NU_PARAM_B"], r["NU_PARAM_C"]), meta=meta)
-
-
 # ---- files ---------------------------------------------------------------------------------------------------
 
 def _csv_rows(path: Path, foreign_language: str | None) -> tuple[list, dict[int, str | None]]:
@@ -326,10 +198,13 @@ def _csv_rows(path: Path, foreign_language: str | None) -> tuple[list, dict[int,
 
 
 def load_enem(path: str | Path, item_params: str | Path | None = None, language: str | None = None,
-              area: str | None = None, foreign_language: str | None = None) -> ItemSet:
+              area: str | None = None, foreign_language: str | None = None,
+              item_set: int | Mapping[int, int] | None = None) -> ItemSet:
     """Load ENEM items from an exam CSV, a directory of exam CSVs, a BLUEX-style JSON list or a JSONL file.
 
     item_params: an ITENS_PROVA csv whose 3PL parameters are attached to exam-CSV items (see `ItemParams`).
+    item_set: for booklet codes that list two item sets, which one (1, 2, or {CO_PROVA: set}); by default the
+    set whose keys agree with the file's answers (an error when both or neither do).
     language: keep only items in this language ('pt'/'en'/'es'); also the language of JSON sources (default 'pt').
     area: keep only this area (CH/CN/LC/MT). foreign_language: 'en'/'es' for foreign-language items whose
     language the file does not tell (see the module docstring). Filters that leave nothing raise DatasetError.
@@ -358,8 +233,9 @@ def load_enem(path: str | Path, item_params: str | Path | None = None, language:
             parse = (lambda rec, n, f=f: parse_record(rec, n, f, language, foreign_language))
         else:
             raise DatasetError(f, "-", None, "expected an exam .csv, a .json list, a .jsonl file or a directory")
-        if params is not None:
-            parse = (lambda rec, n, f=f, p=parse: params.attach(p(rec, n), f, n))
+        if params is not None:  # the whole file first: its answers choose the booklet's item set
+            records = params.attach_all([(n, parse(rec, n)) for n, rec in records], f, item_set)
+            parse = (lambda item, n: item)
         sets.append(items_from_records(records, parse, f, name, ids=ids))
     items = concat(sets, name)
     if language is not None:

@@ -5,6 +5,9 @@ every row through `mmlu.parse_record`, the same function the CSV loader uses, so
 exactly like file records (errors name `hub:<name>[<split>]`, the 1-based row and the field). Local
 files work the same way: `load_hub("json", split="train", mapper="medicina", data_files="test.jsonl")`.
 A ready `Dataset` (or `DatasetDict`, indexed by `split`) can be passed as `dataset=` instead.
+The "csv" builder reads with pandas, which by default turns cells such as "None", "NA", "null" or "nan" into
+missing values; we pass `keep_default_na=False` (unless you set it) so those option texts stay text and only
+an empty cell is missing, as in the file loaders.
 """
 from __future__ import annotations
 
@@ -47,6 +50,8 @@ def load_hub(name_or_path: str, split: str = "test", mapper: str | Mapper = "mml
     if dataset is None:
         import datasets  # the HF library is slow to import; only this loader needs it
 
+        if name_or_path == "csv":
+            load_kwargs.setdefault("keep_default_na", False)
         dataset = datasets.load_dataset(name_or_path, split=split, **load_kwargs)
     elif isinstance(dataset, Mapping):  # a DatasetDict
         if split not in dataset:

@@ -1,9 +1,12 @@
 """MMLU (Hendrycks et al.): headerless CSVs `<subject>_<split>.csv` with question, A, B, C, D, answer letter.
 
-`path` is one such file or a directory searched recursively (the release keeps `data/{dev,val,test}/`).
-The subject and split come from the file name; fields may hold quoted newlines (handled by the CSV
-reader). `parse_record` also accepts the hub layout (`choices` list, integer `answer`, `subject` column),
-so `hub.load_hub(..., mapper="mmlu")` validates rows exactly like the file loader.
+`path` is one such file or a directory searched recursively (the release keeps `data/{dev,val,test}/` and
+`data/auxiliary_train/`, whose files are named after their source, e.g. `race.csv`: split "auxiliary_train",
+subject = file stem). The subject and split come from the file name; fields may hold quoted newlines (handled
+by the CSV reader). Options are text whatever they say: the test split has options reading "None", "NA",
+"N/A" and the like, and only an empty cell is missing. `parse_record` also accepts the hub layout
+(`choices` list, integer `answer`, `subject` column), so `hub.load_hub(..., mapper="mmlu")` validates rows
+exactly like the file loader.
 """
 from __future__ import annotations
 
@@ -55,10 +58,14 @@ def _files(path: Path, split: str | None, subjects: Iterable[str] | None) -> lis
     out = []
     for f in files:
         m = FILE_NAME.match(f.name)
-        if not m:
+        if f.parent.name == "auxiliary_train":
+            subject, file_split = f.stem, "auxiliary_train"
+        elif m:
+            subject, file_split = m["subject"], m["split"]
+        else:
             raise DatasetError(f, "-", None, "file name is not <subject>_<split>.csv (split: dev, val, test)")
-        if (split is None or m["split"] == split) and (wanted is None or m["subject"] in wanted):
-            out.append((f, m["subject"], m["split"]))
+        if (split is None or file_split == split) and (wanted is None or subject in wanted):
+            out.append((f, subject, file_split))
     if not out:
         raise DatasetError(path, "-", None, f"no file matches split={split!r} subjects={sorted(wanted or [])}")
     return out

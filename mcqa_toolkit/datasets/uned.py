@@ -1,22 +1,26 @@
 """UNED-ACCESS 2024 (Spanish university-entrance exams with professional English translations).
 
 Fields (paper, appendix A.1): question, A, B, C, D, solution (letter), year, test_name, code, subject, id.
-D is empty (NaN in CSV, null in JSON) for 3-option subjects. The Spanish and English files share `id`,
+D is empty (NaN in CSV, null in JSON) for 3-option subjects: in that field only, an empty cell, null, NaN and
+the texts "NaN"/"null" (any case, as pandas and JSON exports write them) mean "no fourth option" (`NO_OPTION_D`).
+Every other field, and any other D text ("None", "N/A", ...), is text. The Spanish and English files share `id`,
 so `parallel_id = id` pairs the two languages and `item_id = f"uned-{language}-{id}"` keeps them apart.
 Files: CSV, or JSON as a list of objects, a dict of column lists, or pandas' dict of {row: value} dicts.
 """
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from mcqa_toolkit.datasets._common import (is_missing, items_from_records, iter_csv, iter_json_records,
+from mcqa_toolkit.datasets._common import (items_from_records, iter_csv, iter_json_records,
                                            letter_to_index, parse_int, require, require_text)
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
 REQUIRED = ("question", "A", "B", "C", "solution", "year", "test_name", "code", "subject", "id")
 LANGUAGES = ("es", "en")
+NO_OPTION_D = ("", "nan", "null")  # the release's markers of a 3-option item, lower-cased and stripped
 # file-name tokens that name the language, e.g. UNED_ACCESS_2024_EN.csv, uned-es.json, spanish.csv
 _NAME_TOKENS = {"es": "es", "esp": "es", "spanish": "es", "espanol": "es", "en": "en", "eng": "en", "english": "en"}
 
@@ -26,7 +30,7 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, language: str) -> It
     raw_id = str(require(rec, "id", path, n, types=(str, int))).strip()
     stem = require_text(rec, "question", path, n)
     options = [require_text(rec, k, path, n) for k in "ABC"]
-    if not is_missing(rec.get("D")):
+    if not no_option_d(rec.get("D")):
         options.append(require_text(rec, "D", path, n))
     answer = letter_to_index(require(rec, "solution", path, n, types=str), len(options), path, n, "solution")
     year = parse_int(require(rec, "year", path, n, types=(str, int, float)), path, n, "year")
@@ -36,6 +40,13 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, language: str) -> It
         stem=stem, options=tuple(options), answer=answer, year=year, subject=require_text(rec, "subject", path, n),
         language=language, parallel_id=raw_id, meta={"id": raw_id, "code": code},
     )
+
+
+def no_option_d(value: Any) -> bool:
+    """True when UNED's D field says the item has three options: absent, null, NaN, or a NO_OPTION_D text."""
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and value.strip().lower() in NO_OPTION_D
 
 
 def guess_language(path: str | Path) -> str | None:

@@ -1,8 +1,8 @@
 """Psychometrics for LLM exam results: IRT models, ability, person fit, calibration, ENEM scoring.
 
-Pure numpy/scipy, no I/O except `enem.score_microdata` (which streams INEP's CSV). Response matrices
-are persons x items of 0/1 with NaN = not administered; item parameters are 1-D arrays a, b, c on the
-logistic metric with scaling constant D (1 unless given).
+Pure numpy/scipy, no I/O except `enem.score_microdata` and `enem.iter_microdata` (which stream INEP's CSV).
+Response matrices are persons x items of 0/1 with NaN = not administered; item parameters are 1-D arrays
+a, b, c on the logistic metric with scaling constant D (1 unless given).
 
     from mcqa_toolkit import irt
     est = irt.ability_eap(responses, a, b, c)            # theta, psd
@@ -14,7 +14,7 @@ from mcqa_toolkit.irt.ability import (AbilityEstimate, ability_eap, ability_eap_
 from mcqa_toolkit.irt.calibrate import Calibration, threepl_mml, twopl_mml
 from mcqa_toolkit.irt.compare import (GuessingBaseline, ItemResiduals, expected_correct, item_residuals,
                                       percentile_of, random_guessing_baseline)
-from mcqa_toolkit.irt.enem import ENEM_CONSTANTS, EnemScore, score_answers, score_microdata
+from mcqa_toolkit.irt.enem import ENEM_CONSTANTS, EnemScore, iter_microdata, score_answers, score_microdata
 from mcqa_toolkit.irt.fit import (ItemStatistics, discrimination_index, item_statistics, person_fit_lz,
                                   person_fit_lz_star, point_biserial, proportion_correct, total_score)
 from mcqa_toolkit.irt.models import (b_from_intercept, check_items, irf, irf_1pl, irf_2pl, irf_3pl,
@@ -25,7 +25,7 @@ __all__ = [
     "AbilityEstimate", "ability_eap", "ability_eap_sum_score", "ability_map", "ability_ml", "ability_wle",
     "normal_grid", "Calibration", "twopl_mml", "threepl_mml", "GuessingBaseline", "ItemResiduals",
     "expected_correct", "item_residuals", "percentile_of", "random_guessing_baseline", "ENEM_CONSTANTS",
-    "EnemScore", "score_answers", "score_microdata", "ItemStatistics", "discrimination_index",
+    "EnemScore", "score_answers", "score_microdata", "iter_microdata", "ItemStatistics", "discrimination_index",
     "item_statistics", "person_fit_lz", "person_fit_lz_star", "point_biserial", "proportion_correct",
     "total_score", "b_from_intercept", "check_items", "irf", "irf_1pl", "irf_2pl", "irf_3pl",
     "irf_derivative", "item_information", "standard_error", "test_information", "simulate_3pl",

@@ -1,4 +1,4 @@
-"""Official ENEM scoring, reproducing INEP's NU_NOTA to 0.1: `score_answers` and `score_microdata`.
+"""Official ENEM scoring, reproducing INEP's NU_NOTA to 0.1: `score_answers`, `score_microdata`, `iter_microdata`.
 
 INEP's method (reference/irt_reference.json -> enem.method): 3PL with D = 1 and the published
 NU_PARAM_A/B/C; EAP over 40 equally spaced points on [-4, 4] with N(0, 1) weights normalised over the
@@ -9,247 +9,279 @@ string by position; annulled items (IN_ITEM_ABAN = 1) leave the likelihood; '.' 
 chosen foreign language (TP_LINGUA 0 = English, 1 = Spanish) and the other language's items are not
 administered; 50-character strings (up to 2019) hold both blocks, '9' marking the language not taken.
 A booklet with no answer at all scores 0 (theta and psd are still those of the all-wrong pattern).
+
+Booklet codes with two item sets. Some codes list two rows per (position, language) in ITENS_PROVA (2013:
+187-190; 2020 LC: 691-694): two item sets share the code; `datasets.enem_params.split_item_sets` numbers
+them in file order (the k-th row of a position is set k). The set candidates took is chosen, in order:
+1. the caller's `item_set` (an int, or {CO_PROVA: set} for microdata);
+2. the answer key: the one set whose TX_GABARITO agrees with the candidates' key string (microdata column
+   TX_GABARITO_<area>, `key=` for one string) on every scored, administered item;
+3. nothing tells them apart (no key, a key laid out unlike the answers, or several sets agree):
+   `score_microdata` scores those candidates under each such set, one row per set, and `score_answers`
+   refuses, quoting the score under each set.
+A key that agrees with no set is an error. Results record `item_set` and `item_set_rule`: single (the code
+has one set), given, key, or undetermined.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Iterator, Mapping, NamedTuple
 
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
 
-from mcqa_toolkit.datasets.enem import read_itens_prova
-from mcqa_toolkit.irt.ability import ability_eap, normal_grid
+from mcqa_toolkit.datasets.enem_params import read_itens_prova
+from mcqa_toolkit.irt.enem_booklet import (ENEM_CONSTANTS, ENEM_GRID, RULES, Booklet, KeyMismatch,  # noqa: F401
+                                           booklet_sets, check_area, choose_sets, infer_lingua, layout,
+                                           score_chars, valid_rows)
 
-ENEM_CONSTANTS: dict[str, tuple[float, float]] = {
-    "CH": (112.31, 501.489), "CN": (113.102, 501.144), "LC": (108.086, 499.978), "MT": (129.646, 500.02)}
+_COLUMNS = ["CO_PROVA", "TP_LINGUA", "theta", "psd", "score", "NU_NOTA", "n_correct", "n_scored", "item_set",
+            "item_set_rule"]
+_SCORE_COLUMNS = ["area", *_COLUMNS]
+PROBLEM_COLUMNS = ["area", "CO_PROVA", "problem", "detail", "n_rows", "first_row"]
 
 
-def _readonly(x: np.ndarray) -> np.ndarray:
-    x.flags.writeable = False                    # module constants, never state
-    return x
+class MicrodataChunk(NamedTuple):
+    """One chunk of a microdata file: rows read, scores (score_microdata's columns + area), problems."""
 
-
-ENEM_GRID = tuple(_readonly(v) for v in normal_grid(40, -4.0, 4.0))   # (points, weights): INEP's quadrature
-_VALID = _readonly(np.isin(np.arange(256), np.frombuffer(b"ABCDE.*", dtype=np.uint8)))  # byte -> valid mark
-_BLANK = ord(".")
-_COLUMNS = ["CO_PROVA", "TP_LINGUA", "theta", "psd", "score", "NU_NOTA", "n_correct", "n_scored"]
+    n_rows: int
+    scores: pd.DataFrame
+    problems: pd.DataFrame
 
 
 @dataclass(frozen=True)
 class EnemScore:
-    """One candidate's result: EAP theta and psd, official-scale score, correct and scored item counts."""
+    """One candidate's result: EAP theta and psd, official-scale score, correct and scored item counts, and
+    the booklet's item set the answers were scored with (1 for codes with one set)."""
 
     theta: float
     psd: float
     score: float
     n_correct: int
     n_scored: int
+    item_set: int = 1
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([asdict(self)])
 
 
-@dataclass(frozen=True)
-class _Booklet:
-    """A booklet's items in INEP order: key letters as bytes, language (-1 = common), annulled flag, a, b, c."""
-
-    co_prova: int
-    key: np.ndarray       # (n,) uint8
-    lingua: np.ndarray    # (n,) int: 0 English, 1 Spanish, -1 common
-    scored: np.ndarray    # (n,) bool: not annulled
-    a: np.ndarray
-    b: np.ndarray
-    c: np.ndarray
-
-
-def _check_area(area: str) -> str:
-    key = str(area).strip().upper()
-    if key not in ENEM_CONSTANTS:
-        raise ValueError(f"area = {area!r}: unknown ENEM area; expected one of {sorted(ENEM_CONSTANTS)}")
-    return key
-
-
-def _booklet(items: pd.DataFrame, area: str) -> _Booklet:
-    need = ["CO_POSICAO", "TX_GABARITO", "IN_ITEM_ABAN", "NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C"]
-    missing = [col for col in need if col not in items.columns]
-    if missing:
-        raise ValueError(f"booklet_items lacks column(s) {missing} (expected INEP ITENS_PROVA rows)")
-    if "SG_AREA" in items.columns and (items["SG_AREA"] != area).any():
-        raise ValueError(f"booklet_items has rows of area(s) {sorted(set(items['SG_AREA']) - {area})}, not {area}")
-    booklets = items["CO_PROVA"].unique() if "CO_PROVA" in items.columns else [-1]
-    if len(booklets) != 1:
-        raise ValueError(f"booklet_items holds {len(booklets)} booklets (CO_PROVA {sorted(booklets)}): pass one")
-    lingua = (items["TP_LINGUA"] if "TP_LINGUA" in items.columns else pd.Series(np.nan, items.index))
-    df = items.assign(_L=lingua.fillna(-1).astype(int)).assign(_S=lambda d: d["_L"].where(d["_L"] >= 0, 9))
-    df = df.sort_values(["_S", "CO_POSICAO"], kind="stable")
-    dup = df.duplicated(["_L", "CO_POSICAO"])
-    if dup.any():
-        raise ValueError(f"booklet {booklets[0]}: position CO_POSICAO {df['CO_POSICAO'][dup].iloc[0]} appears "
-                         "twice for the same language; the booklet is ambiguous")
-    scored = df["IN_ITEM_ABAN"].to_numpy() != 1
-    key = df["TX_GABARITO"].astype(str).str.strip().str.upper().str[:1].str.pad(1).to_numpy().astype("S1")
-    return _Booklet(int(booklets[0]), key.view(np.uint8), df["_L"].to_numpy(), scored,
-                    *(df[col].to_numpy(dtype=float) for col in ("NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C")))
-
-
-def _layout(bk: _Booklet, length: int, lingua: int | None) -> np.ndarray:
-    """For each booklet item (n,), the position of its answer in a string of `length`, -1 if not taken."""
-    n, langs = bk.key.size, bk.lingua >= 0
-    if not langs.any():
-        if length != n:
-            raise ValueError(f"answer string has {length} characters but booklet {bk.co_prova} has {n} items")
-        return np.arange(n)
-    if lingua not in (0, 1):
-        raise ValueError(f"foreign_language = {lingua!r}: LC needs TP_LINGUA 0 (English) or 1 (Spanish)")
-    other = bk.lingua == 1 - lingua
-    if length == n:                              # both language blocks present (50 characters)
-        return np.where(other, -1, np.arange(n))
-    if length == n - other.sum():                # chosen language first, then the common items (45)
-        return np.where(other, -1, np.cumsum(~other) - 1)
-    raise ValueError(f"answer string has {length} characters but booklet {bk.co_prova} takes "
-                     f"{n - other.sum()} or {n}")
-
-
-def _score(chars: np.ndarray, bk: _Booklet, src: np.ndarray, area: str,
-           rows: np.ndarray) -> dict[str, np.ndarray]:
-    """Score answer strings of one layout: chars (m, length) uint8 -> per-row arrays (m,)."""
-    taken = src >= 0
-    sheet = chars[:, src[taken]]
-    bad = ~_VALID[sheet]
-    if bad.any():
-        i, j = np.argwhere(bad)[0]
-        raise ValueError(f"answer string of row {rows[i]}: character {bytes([sheet[i, j]])!r} at position "
-                         f"{src[taken][j]}; expected A-E, '.' or '*'")
-    cols = taken & bk.scored
-    u = (chars[:, src[cols]] == bk.key[cols]).astype(np.uint8)
-    est = ability_eap(u, bk.a[cols], bk.b[cols], bk.c[cols], 1.0, *ENEM_GRID)
-    k, d = ENEM_CONSTANTS[area]
-    blank = (sheet == _BLANK).all(axis=1)
-    score = np.where(blank, 0.0, np.round(k * est.theta + d, 1))
-    return {"theta": est.theta, "psd": est.psd, "score": score,
-            "n_correct": u.sum(axis=1, dtype=np.int64), "n_scored": np.full(u.shape[0], int(cols.sum()))}
-
-
-def _infer_lingua(answers: str, bk: _Booklet) -> int | None:
-    if not (bk.lingua >= 0).any() or len(answers) != bk.key.size:
-        return None
-    nines = [all(answers[i] == "9" for i in np.flatnonzero(bk.lingua == lang)) for lang in (0, 1)]
-    if nines[0] != nines[1]:
-        return 1 if nines[0] else 0
-    raise ValueError("cannot tell the foreign language from the answer string ('9' must fill exactly one "
-                     "language block); pass foreign_language=0 (English) or 1 (Spanish)")
-
-
-def score_answers(answers: str, booklet_items: pd.DataFrame, area: str,
-                  foreign_language: int | None = None) -> EnemScore:
+def score_answers(answers: str, booklet_items: pd.DataFrame, area: str, foreign_language: int | None = None,
+                  item_set: int | None = None, key: str | None = None) -> EnemScore:
     """Official ENEM score of one answer string (case-insensitive) for one booklet's ITENS_PROVA rows.
 
     foreign_language: TP_LINGUA, 0 English or 1 Spanish; needed for 45-character LC strings, inferred
-    from the '9' block of 50-character ones.
+    from the '9' block of 50-character ones. item_set / key: which item set, for booklet codes with two
+    (see the module docstring); a key is also checked against the chosen set.
     """
-    area = _check_area(area)
+    area = check_area(area)
     if not isinstance(answers, str):
         raise ValueError(f"answers must be a str, got {type(answers).__name__}")
-    bk = _booklet(booklet_items, area)
+    sets = booklet_sets(booklet_items, area)
     ans = answers.strip().upper()
-    lingua = foreign_language if foreign_language is not None else _infer_lingua(ans, bk)
-    src = _layout(bk, len(ans), lingua)
+    lingua = foreign_language if foreign_language is not None else infer_lingua(ans, sets[0])
+    if key is not None:
+        key = key.strip().upper()
+        try:
+            layout(sets[0], len(key), lingua)
+        except ValueError as err:
+            raise ValueError(f"key: {err}") from None
+    chosen, _ = choose_sets(sets, key, lingua, item_set)
+    src = layout(chosen[0], len(ans), lingua)
     try:
         chars = np.frombuffer(ans.encode("ascii"), dtype=np.uint8)[None, :]
     except UnicodeEncodeError:
         raise ValueError(f"answers {answers!r}: contains a non-ASCII character") from None
-    r = _score(chars, bk, src, area, np.array([0]))
+    results = [(bk, score_chars(chars, bk, src, area, np.array([0]))) for bk in chosen]
+    if len(results) > 1:
+        each = ", ".join(f"set {bk.item_set}: {r['score'][0]:.1f}" for bk, r in results)
+        why = "no key was given" if key is None else "the key agrees with each of them"
+        raise ValueError(f"booklet {chosen[0].co_prova} has {len(sets)} item sets and {why} ({each}); "
+                         "pass item_set= or key= (the candidate's TX_GABARITO)")
+    bk, r = results[0]
     return EnemScore(float(r["theta"][0]), float(r["psd"][0]), float(r["score"][0]),
-                     int(r["n_correct"][0]), int(r["n_scored"][0]))
+                     int(r["n_correct"][0]), int(r["n_scored"][0]), bk.item_set)
 
 
 def score_microdata(microdata_csv: str | Path, item_params_csv: str | Path, area: str,
-                    chunksize: int = 200_000) -> pd.DataFrame:
+                    chunksize: int = 200_000, item_set: int | Mapping[int, int] | None = None,
+                    progress: bool = False) -> pd.DataFrame:
     """Score every present candidate of INEP's MICRODADOS_ENEM_<year>.csv for one area, streaming.
 
     Reads only the area's columns (';', latin-1) in chunks; skips candidates with TP_PRESENCA_<area>
-    != 1. Returns one row per scored candidate, indexed by the 0-based data row of the file:
-    CO_PROVA, TP_LINGUA, theta, psd, score (ours), NU_NOTA (official), n_correct, n_scored.
-    Each chunk is scored per (booklet, string length, language) group, never per candidate. When the
-    file's TX_GABARITO_<area> disagrees with item_params_csv on a scored item, raises ValueError.
+    != 1. Returns one row per scored candidate (per item set when undetermined), indexed by the 0-based
+    data row of the file: CO_PROVA, TP_LINGUA, theta, psd, score (ours), NU_NOTA (official), n_correct,
+    n_scored, item_set, item_set_rule. Bad input (a booklet absent from item_params_csv, a
+    TX_GABARITO_<area> that agrees with no item set, a malformed answer string) raises ValueError.
+    The whole result is held in memory; `iter_microdata` gives it chunk by chunk.
     """
-    area = _check_area(area)
-    if int(chunksize) < 1:
-        raise ValueError(f"chunksize = {chunksize}: must be >= 1")
-    items = read_itens_prova(item_params_csv)
-    items = items[items["SG_AREA"] == area]
-    cols = {f"TX_RESPOSTAS_{area}": "answers", f"TX_GABARITO_{area}": "key", f"CO_PROVA_{area}": "booklet",
-            f"NU_NOTA_{area}": "NU_NOTA", f"TP_PRESENCA_{area}": "present", "TP_LINGUA": "lingua"}
-    header = pd.read_csv(microdata_csv, sep=";", encoding="latin-1", nrows=0).columns
-    missing = [col for col in cols if col not in header and (col != "TP_LINGUA" or area == "LC")]
-    if missing:
-        raise ValueError(f"{microdata_csv}: missing column(s) {missing}")
-    usecols = [col for col in cols if col in header]
-    booklets: dict[int, _Booklet] = {}
-    out = []
-    # object (Python str) columns parse and join faster than Arrow strings; `with` closes on errors too
-    with pd.read_csv(microdata_csv, sep=";", encoding="latin-1", usecols=usecols, dtype=object,
-                     keep_default_na=False, chunksize=int(chunksize)) as reader:
-        for chunk in reader:
-            chunk = chunk.rename(columns=cols)
-            chunk = chunk[chunk["present"].str.strip() == "1"]
-            if chunk.empty:
-                continue
-            # the foreign language only changes the layout of LC strings
-            lang_col = chunk["lingua"].str.strip() if area == "LC" else ""
-            chunk = chunk.assign(lingua=lang_col, length=chunk["answers"].str.len())
-            groups = chunk.groupby(["booklet", "lingua", "length"], sort=False).indices
-            for (co, lang, length), idx in groups.items():
-                group = chunk.iloc[idx]
-                if co not in booklets:
-                    booklets[co] = _microdata_booklet(items, co, area, group.index[0])
-                out.append(_score_group(group, booklets[co], lang, int(length), area))
-    if not out:
+    frames = [c.scores for c in iter_microdata(microdata_csv, item_params_csv, [area], chunksize, item_set,
+                                               strict=True, progress=progress) if len(c.scores)]
+    if not frames:
         return pd.DataFrame(columns=_COLUMNS)
-    df = pd.concat(out).sort_index()[_COLUMNS]
+    df = pd.concat(frames).sort_index(kind="mergesort")[_COLUMNS]
     df.index.name = "row"
     return df
 
 
-def _score_group(group: pd.DataFrame, bk: _Booklet, lang: str, length: int, area: str) -> pd.DataFrame:
-    """Score the candidates of one (booklet, language, string length) group of a chunk at once."""
-    if length == 0:
-        raise ValueError(f"row {group.index[0]}: present candidate with an empty {area} answer string")
-    lingua = int(lang) if lang in ("0", "1") else None
+def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas: list[str] | None = None,
+                   chunksize: int = 200_000, item_set: int | Mapping[int, int] | None = None, strict: bool = True,
+                   progress: bool = False) -> Iterator[MicrodataChunk]:
+    """Stream a microdata file: per chunk, rows read, scores and problems for every area in `areas` (default:
+    every area whose columns the file has). scores: the `score_microdata` columns plus `area`; problems (only
+    with strict=False, else ValueError): rows that could not be scored, per area, booklet and kind
+    (PROBLEM_COLUMNS: problem in "bad booklet code", "absent from item file", "item sets do not split",
+    "empty answer string", "answer string length", "key mismatch", "invalid answer characters").
+    Memory is bounded by `chunksize`; progress=True shows a tqdm bar over the file's bytes.
+    """
+    if int(chunksize) < 1:
+        raise ValueError(f"chunksize = {chunksize}: must be >= 1")
     try:
-        src = _layout(bk, length, lingua)
-    except ValueError as err:                    # name the first row of the group in the message
-        raise ValueError(f"row {group.index[0]}: {err}") from None
-    _check_key(group["key"].unique(), bk, lingua, bk.co_prova, area)
-    chars = np.frombuffer("".join(group["answers"]).encode("latin-1"), dtype=np.uint8)
-    res = _score(chars.reshape(len(group), length), bk, src, area, group.index.to_numpy())
-    return pd.DataFrame({"CO_PROVA": bk.co_prova, "TP_LINGUA": pd.array([lingua] * len(group), "Int64"), **res,
-                         "NU_NOTA": pd.to_numeric(group["NU_NOTA"], errors="coerce")}, index=group.index)
+        header = pd.read_csv(microdata_csv, sep=";", encoding="latin-1", nrows=0).columns
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{microdata_csv}: empty file") from None
+    if areas is None:
+        areas = [a for a in ENEM_CONSTANTS if f"TX_RESPOSTAS_{a}" in header]
+        if not areas:
+            raise ValueError(f"{microdata_csv}: no TX_RESPOSTAS_<area> column; is this an ENEM microdata file?")
+    areas = [check_area(a) for a in areas]
+    needed = [f"{col}_{a}" for a in areas for col in ("TX_RESPOSTAS", "TX_GABARITO", "CO_PROVA", "NU_NOTA",
+                                                      "TP_PRESENCA")] + (["TP_LINGUA"] if "LC" in areas else [])
+    missing = [col for col in needed if col not in header]
+    if missing:
+        raise ValueError(f"{microdata_csv}: missing column(s) {missing}")
+    scorer = _ChunkScorer(read_itens_prova(item_params_csv), item_set, strict)
+    size = Path(microdata_csv).stat().st_size
+    # object (Python str) columns parse and join faster than Arrow strings; `with` closes on errors too
+    with open(microdata_csv, encoding="latin-1", newline="") as fh, \
+            tqdm(total=size, unit="B", unit_scale=True, desc=f"scoring {Path(microdata_csv).name}",
+                 disable=not progress) as bar, \
+            pd.read_csv(fh, sep=";", usecols=needed, dtype=object, keep_default_na=False,
+                        chunksize=int(chunksize)) as reader:
+        for chunk in reader:
+            scores, problems = [], []
+            for area in areas:
+                s, p = scorer.area(chunk, area)
+                scores += s
+                problems += p
+            yield MicrodataChunk(len(chunk), pd.concat(scores) if scores else pd.DataFrame(columns=_SCORE_COLUMNS),
+                                 pd.DataFrame(problems, columns=PROBLEM_COLUMNS))
+            bar.update(fh.buffer.tell() - bar.n)
 
 
-def _microdata_booklet(items: pd.DataFrame, co: str, area: str, row: int) -> _Booklet:
-    try:
-        code = int(co)
-    except ValueError:
-        raise ValueError(f"row {row}: CO_PROVA_{area} = {co!r} is not a booklet code") from None
-    rows = items[items["CO_PROVA"] == code]
-    if rows.empty:
-        raise ValueError(f"row {row}: booklet CO_PROVA_{area} = {code} is not in item_params_csv for {area}")
-    return _booklet(rows, area)
+class _Problem(Exception):
+    """Rows of one group that cannot be scored: a kind (see iter_microdata) and a message."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
 
 
-def _check_key(keys: np.ndarray, bk: _Booklet, lingua: int | None, co: int, area: str) -> None:
-    """The microdata's own answer key must agree with ITENS_PROVA on every scored, administered item."""
-    for key in keys:
+class _ChunkScorer:
+    """Scores the chunks of one microdata file, caching each booklet's item sets across chunks."""
+
+    def __init__(self, items: pd.DataFrame, item_set: int | Mapping[int, int] | None, strict: bool):
+        self.by_area = {a: items[items["SG_AREA"] == a] for a in ENEM_CONSTANTS}
+        self.item_set, self.strict = item_set, strict
+        self.sets: dict[tuple[str, str], list[Booklet] | tuple[str, str]] = {}
+
+    def area(self, chunk: pd.DataFrame, area: str) -> tuple[list[pd.DataFrame], list[dict]]:
+        """One area of a chunk, scored per (booklet, language, string length, key) group, never per row."""
+        cols = {f"TX_RESPOSTAS_{area}": "answers", f"TX_GABARITO_{area}": "key", f"CO_PROVA_{area}": "booklet",
+                f"NU_NOTA_{area}": "NU_NOTA", f"TP_PRESENCA_{area}": "present"}
+        sub = chunk[list(cols)].rename(columns=cols)
+        present = _equals(sub["present"], "1")
+        if not present.any():
+            return [], []
+        sub = sub[present]
+        # the foreign language only changes the layout of LC strings; codes, language and key are stripped
+        # per group (below), not per row: string methods over millions of rows are the slow part
+        lang = chunk.loc[sub.index, "TP_LINGUA"] if area == "LC" else ""
+        sub = sub.assign(lingua=lang, length=sub["answers"].str.len())
+        frames, problems = [], []
+        groups = sub.groupby(["booklet", "lingua", "length", "key"], sort=False).indices
+        for (co, lang, length, key), idx in groups.items():
+            group = sub.iloc[idx]
+            try:
+                f, p = self._group(group, area, co, lang.strip(), int(length), key.strip())
+            except _Problem as err:
+                if self.strict:
+                    raise ValueError(str(err)) from None
+                f, p = [], [_problem(area, co, err.kind, str(err), group.index)]
+            frames += f
+            problems += p
+        return frames, problems
+
+    def _group(self, group: pd.DataFrame, area: str, co: str, lang: str, length: int,
+               key: str) -> tuple[list[pd.DataFrame], list[dict]]:
+        row = group.index[0]
+        sets = self._sets(area, co, row)
+        lingua = int(lang) if lang in ("0", "1") else None
+        if length == 0:
+            raise _Problem("empty answer string", f"row {row}: present candidate with an empty {area} answer string")
         try:
-            src = _layout(bk, len(key), lingua)
+            src = layout(sets[0], length, lingua)
+        except ValueError as err:                # name the first row of the group in the message
+            raise _Problem("answer string length", f"row {row}: {err}") from None
+        forced = self.item_set.get(sets[0].co_prova) if isinstance(self.item_set, Mapping) else self.item_set
+        try:
+            chosen, rule = choose_sets(sets, key, lingua, forced, area)
+        except KeyMismatch as err:
+            raise _Problem("key mismatch", f"row {row}: {err}") from None
+        chars = np.frombuffer("".join(group["answers"]).encode("latin-1"), dtype=np.uint8).reshape(len(group), length)
+        problems = []
+        if not self.strict:                      # drop (and count) rows with marks other than A-E . *
+            ok = valid_rows(chars, src)
+            if not ok.all():
+                bad = group.index[~ok]
+                problems.append(_problem(area, co, "invalid answer characters", f"row {bad[0]}: {area} answer "
+                                         "string with a character other than A-E, '.' or '*'", bad))
+                group, chars = group[ok], chars[ok]
+        nota = pd.to_numeric(group["NU_NOTA"], errors="coerce")
+        if nota.isna().any():                    # a decimal comma, or blanks around the number
+            nota = nota.fillna(pd.to_numeric(group["NU_NOTA"][nota.isna()].str.strip().str.replace(",", "."),
+                                             errors="coerce"))
+        frames = [pd.DataFrame({"area": area, "CO_PROVA": bk.co_prova,
+                                "TP_LINGUA": pd.array([lingua] * len(group), "Int64"),
+                                **score_chars(chars, bk, src, area, group.index.to_numpy()), "NU_NOTA": nota,
+                                "item_set": bk.item_set, "item_set_rule": rule}, index=group.index)
+                  for bk in chosen if len(group)]
+        return frames, problems
+
+    def _sets(self, area: str, co: str, row: int) -> list[Booklet]:
+        """The booklet's item sets, or the _Problem that makes its rows unusable (cached either way)."""
+        if (area, co) not in self.sets:
+            self.sets[area, co] = self._load_sets(area, co, row)
+        entry = self.sets[area, co]
+        if isinstance(entry, tuple):
+            raise _Problem(*entry)
+        return entry
+
+    def _load_sets(self, area: str, co: str, row: int) -> list[Booklet] | tuple[str, str]:
+        try:
+            code = int(co)
         except ValueError:
-            continue                              # a key laid out differently from the answers: not comparable
-        cols = (src >= 0) & bk.scored
-        got = np.frombuffer(key.encode("latin-1"), dtype=np.uint8)[src[cols]]
-        bad = got != bk.key[cols]
-        if bad.any():
-            j = int(np.flatnonzero(cols)[np.argmax(bad)])
-            raise ValueError(f"booklet {co}: TX_GABARITO_{area} says {chr(got[np.argmax(bad)])!r} for item {j} "
-                             f"but item_params_csv says {chr(bk.key[j])!r}; are both files from the same year?")
+            return "bad booklet code", f"row {row}: CO_PROVA_{area} = {co!r} is not a booklet code"
+        rows = self.by_area[area][self.by_area[area]["CO_PROVA"] == code]
+        if rows.empty:
+            return ("absent from item file",
+                    f"row {row}: booklet CO_PROVA_{area} = {code} is not in item_params_csv for {area}")
+        try:
+            return booklet_sets(rows, area)
+        except ValueError as err:
+            return "item sets do not split", f"row {row}: {err}"
+
+
+def _equals(values: pd.Series, flag: str) -> pd.Series:
+    """values == flag, ignoring surrounding blanks (stripping only the few values that are not bare)."""
+    out = values == flag
+    odd = ~(out | values.isin(("0", "", "2")))
+    if odd.any():
+        out[odd] = values[odd].str.strip() == flag
+    return out
+
+
+def _problem(area: str, co: str, kind: str, detail: str, rows: pd.Index) -> dict:
+    return {"area": area, "CO_PROVA": co, "problem": kind, "detail": detail, "n_rows": len(rows),
+            "first_row": int(rows[0])}

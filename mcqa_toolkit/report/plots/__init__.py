@@ -1,7 +1,8 @@
-"""Paper figures: the ENEM paper's Figures 1-5 (`plots.irt`) and the language-gap, position-bias and
-contamination plots (`plots.exam`), all importable from `mcqa_toolkit.report.plots`.
+"""Paper figures: the ENEM paper's Figures 1-5 (`plots.irt`), the language-gap, position-bias and
+contamination plots (`plots.exam`) and the ENEM score validation (`plots.enem`), all importable from
+`mcqa_toolkit.report.plots`.
 
-Every function takes tidy frames made by `measure` and returns a matplotlib
+Every function takes tidy frames made by `measure` (or `irt`) and returns a matplotlib
 `Figure`; none computes a statistic. Sizes fit a paper page (7 in) or column (3.4 in), every font is >= 9 pt
 at the saved size, colours come from seaborn's colour-blind palette with a marker per level so figures
 survive greyscale printing, and legends sit above the panels. Facets: `col` / `row` name a column (or a tuple
@@ -12,6 +13,7 @@ it. `save(fig, directory, name)` writes PNG (300 dpi) and PDF.
     plots.save(fig, "figures", "irt_fig1")
 """
 from mcqa_toolkit.report.plots._layout import COLUMN_WIDTH, PAGE_WIDTH, STYLE, save
+from mcqa_toolkit.report.plots.enem import score_agreement
 from mcqa_toolkit.report.plots.exam import (accuracy_by_position, language_scores, min_k_accuracy, position_distributions,
                                      quality_gap, shuffle_consistency)
 from mcqa_toolkit.report.plots.irt import (accuracy_theta, discrimination_distributions, information_theta, lz_theta,
@@ -19,4 +21,5 @@ from mcqa_toolkit.report.plots.irt import (accuracy_theta, discrimination_distri
 
 __all__ = ["COLUMN_WIDTH", "PAGE_WIDTH", "STYLE", "save", "accuracy_theta", "response_patterns", "lz_theta",
            "information_theta", "discrimination_distributions", "language_scores", "quality_gap",
-           "position_distributions", "accuracy_by_position", "shuffle_consistency", "min_k_accuracy"]
+           "position_distributions", "accuracy_by_position", "shuffle_consistency", "min_k_accuracy",
+           "score_agreement"]
