@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from mcqa_toolkit import irt  # noqa: E402
-from mcqa_toolkit.datasets.enem import read_itens_prova  # noqa: E402
+from mcqa_toolkit.datasets.enem_params import read_itens_prova  # noqa: E402
 
 ITEMS_CSV = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "enem" / "ITENS_PROVA_golden.csv"
 

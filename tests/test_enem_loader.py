@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.datasets.enem import area_of, load_item_params, read_itens_prova
+from mcqa_toolkit.datasets.enem import area_of
+from mcqa_toolkit.datasets.enem_params import load_item_params, read_itens_prova
 from mcqa_toolkit.items import DatasetError
 
 FIX = Path(__file__).parent / "fixtures"

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from mcqa_toolkit import irt
-from mcqa_toolkit.datasets.enem import read_itens_prova
+from mcqa_toolkit.datasets.enem_params import read_itens_prova
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ITEMS_CSV = FIXTURES / "enem" / "ITENS_PROVA_golden.csv"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from mcqa_toolkit import irt
-from mcqa_toolkit.datasets.enem import read_itens_prova
+from mcqa_toolkit.datasets.enem_params import read_itens_prova
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REF = json.loads((FIXTURES / "irt_reference.json").read_text())

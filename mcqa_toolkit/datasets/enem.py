@@ -35,8 +35,7 @@ from typing import Any, Mapping, NamedTuple
 from mcqa_toolkit.datasets._common import (UniqueIds, check_options, concat, is_annulled, is_missing,
                                            items_from_records, iter_csv, iter_json_records, iter_jsonl,
                                            letter_to_index, parse_bool, parse_int, require, require_text)
-from mcqa_toolkit.datasets.enem_params import (AREAS, TP_LINGUA, ItemParams, load_item_params,  # noqa: F401
-                                               read_itens_prova, split_item_sets)
+from mcqa_toolkit.datasets.enem_params import AREAS, TP_LINGUA, ItemParams
 from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
 
 AREA_NAMES = {"CH": "humanities", "CN": "natural sciences", "LC": "languages", "MT": "mathematics"}
