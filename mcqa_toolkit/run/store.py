@@ -8,6 +8,7 @@ A run folder (`outputs/<model>__<dataset>__<language>__<strategy>/`) holds
   summary.json      headline numbers and the job parameters that produced them (resume contract of run.jobs)
   min_k.parquet     Min-K% prob of each question under the run's model (contamination)
   run_model.ipynb   the executed notebook, when the run came from `mcqa run`
+  batch.json        batch-mode state (API batch ids, counts, failures), see run.batch
 Nothing else in the package or the notebooks spells these names. A killed run leaves at most a partial last
 JSONL line; on resume it is dropped (it was never a finished record) and the rest is kept, so re-running
 never loses or duplicates records.
@@ -30,6 +31,7 @@ PROVENANCE = "provenance.json"
 SUMMARY = "summary.json"
 MIN_K = "min_k.parquet"
 NOTEBOOK = "run_model.ipynb"
+BATCH = "batch.json"
 
 
 class RunDir:
@@ -44,6 +46,7 @@ class RunDir:
         self.summary_file = self.dir / SUMMARY
         self.min_k_file = self.dir / MIN_K
         self.notebook = self.dir / NOTEBOOK
+        self.batch_file = self.dir / BATCH
 
     @property
     def name(self) -> str:
@@ -119,6 +122,13 @@ class RunDir:
         """summary.json: headline numbers and the parameters that produced them."""
         _write_json(self.summary_file, {"params": params, **summary})
         return self.summary_file
+
+    def batch_state(self) -> dict[str, Any]:
+        return _read_json(self.batch_file)
+
+    def write_batch_state(self, state: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        _write_json(self.batch_file, state)
 
     def write_min_k(self, table: pd.DataFrame) -> Path:
         table.to_parquet(self.min_k_file, index=False)
