@@ -18,7 +18,7 @@ recorded (item, correct) pairs with `cat_replay`; a single examinee uses row 0.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd

@@ -176,6 +176,8 @@ def sympson_hetter(bank: CatBank, responses: ArrayLike, config: CatConfig, r_max
 
     Classic iteration: simulate with the current K, measure each item's selection rate P(S) (administered
     or rejected), set K = r_max / P(S) where P(S) > r_max else 1. Use the result as CatConfig(exposure=K).
+    The exposure rates average (mean test length) / n_items, so a smaller r_max is out of reach: K keeps
+    shrinking and tests end "exhausted" (a 40-item cap on a 66-item bank needs r_max >= 0.61).
     """
     if not 0 < r_max <= 1:
         raise ValueError(f"r_max = {r_max}: must be in (0, 1]")
