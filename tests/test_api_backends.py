@@ -50,18 +50,21 @@ def test_letters_from_top_k_missing_letters_are_nan():
     assert np.isnan(got.logprobs).sum() >= 2
 
 
-def test_echo_is_split_by_text_offset_in_characters_or_bytes():
+def test_echo_is_split_by_text_offset():
     ctx, cont = "A água ferve a", " 100 graus"
     tokens = ["A", " água", " ferve", " a", " 100", " graus", "."]
     values = [None, -1.0, -2.0, -0.5, -3.0, -0.25, -0.1]
-    for unit in (len, lambda s: len(s.encode("utf-8"))):
-        offsets = np.cumsum([0] + [unit(t) for t in tokens[:-1]]).tolist()
-        r = {"choices": [{"logprobs": {"tokens": tokens, "token_logprobs": values, "text_offset": offsets}}]}
-        got = parse_echo(r, ctx, cont)  # the generated "." starts at the prompt's end and is dropped
-        assert got.logprobs.tolist() == [-3.0, -0.25] and got.n_context_tokens == 4 and got.text == cont
+    offsets = np.cumsum([0] + [len(t) for t in tokens[:-1]]).tolist()
+    r = {"choices": [{"logprobs": {"tokens": tokens, "token_logprobs": values, "text_offset": offsets}}]}
+    got = parse_echo(r, ctx, cont)  # the generated "." starts at the prompt's end and is dropped
+    assert got.logprobs.tolist() == [-3.0, -0.25] and got.n_context_tokens == 4 and got.text == cont
+    whole = parse_echo(r, "", "A água ferve a 100 graus")  # Min-K%: the first token has no log-prob
+    assert whole.logprobs.tolist() == values[1:-1]
     merged = {"choices": [{"logprobs": {"tokens": ["Q", ":(", "B", ")"], "token_logprobs": [None, -1.0, -2.0, -9.0],
                                         "text_offset": [0, 1, 3, 4]}}]}
     assert parse_echo(merged, "Q:", "(B").logprobs.tolist() == [-1.0, -2.0]  # ":(" merges the boundary
+    with pytest.raises(ValueError, match="server ignored echo"):
+        parse_echo({"choices": [{"logprobs": {"token_logprobs": [-1.0], "text_offset": []}}]}, "Q:", " A")
 
 
 def test_online_run_cache_and_api_key_hygiene(server, items, tmp_path, monkeypatch):

@@ -74,43 +74,33 @@ def parse_letters(response: dict[str, Any] | None, continuations: Sequence[str])
                           {"letters_seen": int(np.isfinite(values).sum()), "top_k": len(top), "top_token": best})
 
 
-def _offset_unit(tokens: Sequence[str], offsets: Sequence[int]) -> str:
-    """'char' or 'byte': which length of the tokens their text_offsets advance by."""
-    steps = np.diff(np.asarray(offsets, dtype=np.int64))
-    chars = np.array([len(t) for t in tokens[:-1]])
-    if np.array_equal(steps, chars):
-        return "char"
-    if np.array_equal(steps, np.array([len(t.encode("utf-8")) for t in tokens[:-1]])):
-        return "byte"
-    raise ValueError("text_offset does not advance by the tokens' lengths (neither characters nor bytes)")
-
-
 def parse_echo(response: dict[str, Any] | None, context: str, continuation: str) -> ContinuationLogprobs:
     """Per-token log-probs of the tokens of `continuation` in an echo of context + continuation.
 
-    A token is the continuation's when its span overlaps [len(context), len(context + continuation)); a
-    token that merges the context's end with the continuation's start counts as the continuation's first.
-    A first token without a log-prob (nothing before it) is left out, as a local model without BOS does.
+    Tokens are placed by `text_offset` (characters, as the OpenAI API documents it): a token starting in
+    [len(context), len(context + continuation)) is the continuation's, and so is a token that starts in the
+    context and ends past it (a merge of the boundary); the generated token starts at the prompt's end and
+    is left out. A first token without a log-prob (nothing before it) is skipped, as a local model without
+    BOS does.
     """
     if response is None:
         return ContinuationLogprobs(np.zeros(1), continuation, 0)
     lp = _choice(response).get("logprobs") or {}
-    tokens, values, offsets = lp.get("tokens") or [], lp.get("token_logprobs") or [], lp.get("text_offset") or []
-    if not (len(tokens) == len(values) == len(offsets)) or not tokens:
-        raise ValueError("echo response lacks tokens / token_logprobs / text_offset of equal length")
-    byte = _offset_unit(tokens, offsets) == "byte"
-    measure = (lambda s: len(s.encode("utf-8"))) if byte else len
-    start, end = measure(context), measure(context) + measure(continuation)
+    values, offsets = lp.get("token_logprobs") or [], lp.get("text_offset") or []
+    if len(values) != len(offsets) or not values:
+        raise ValueError("echo response lacks token_logprobs / text_offset of equal length (server ignored echo?)")
+    start, end = len(context), len(context) + len(continuation)
+    nxt = list(offsets[1:]) + [None]
     picked, n_context = [], 0
-    for tok, value, off in zip(tokens, values, offsets):
+    for value, off, following in zip(values, offsets, nxt):
         if off >= end:
-            break  # the generated token (and anything after the prompt)
-        if off + measure(tok) <= start:
+            break  # the generated token
+        if off < start and (following is None or following <= start):
             n_context += 1
             continue
         if value is None:
             if picked or off > start:
-                raise ValueError(f"echo response has no log-prob for continuation token {tok!r}")
+                raise ValueError(f"echo response has no log-prob at text offset {off} of the continuation")
             continue
         picked.append(float(value))
     if not picked:

@@ -56,7 +56,8 @@ def submit(job: Any) -> dict[str, Any]:
 
 def fetch(job: Any) -> dict[str, Any]:
     """Poll the job's batches and store the results of ended ones. state["ready"] is True when every batch
-    has been fetched (the job can then run from the cache); failures are listed in state["failed"]."""
+    has been fetched without failures (the job can then run from the cache); failures are listed in
+    state["failed"] and a new `submit` resubmits exactly them."""
     rd = job.run_dir
     state = rd.batch_state()
     if not state:
@@ -78,7 +79,8 @@ def fetch(job: Any) -> dict[str, Any]:
             stored, failed = api.fetch(entry)
             entry.update(fetched=True, stored=stored, n_failed=len(failed))
             state["failed"] = state.get("failed", []) + failed
-    state["ready"] = all(e.get("fetched") for e in state["batches"])
+    # ready: every batch fetched and nothing failed (failed requests are resubmitted, never sent online silently)
+    state["ready"] = all(e.get("fetched") for e in state["batches"]) and not state.get("failed")
     rd.write_batch_state(state)
     return state
 
