@@ -63,3 +63,19 @@ def test_cli_bad_params_is_one_clear_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("mcqa: error: ") and "unknown key(s) ['languges']" in err and "Traceback" not in err
     assert cli.main(["run", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_shipped_params_files_expand(tmp_path):
+    """Every params file we ship is valid and expands; API model entries become backend options (no key in them)."""
+    from mcqa_toolkit.resources import resource_dir
+
+    files = sorted(resource_dir("params").glob("*.yaml"))
+    assert len(files) >= 10
+    for f in files:
+        js = jobs.expand(jobs.load_params(f), base_dir=tmp_path)
+        assert js, f.name
+        for j in js:
+            assert "api_key" not in j.backend_options and j.parameters()["BACKEND"] == j.backend_options
+    vllm = jobs.expand(jobs.load_params(resource_dir("params") / "vllm.yaml"), base_dir=tmp_path)[0]
+    assert vllm.backend_options["backend"] == "openai" and len(vllm.backend_options["base_url"]) == 2
+    assert vllm.run_dir.name.startswith("gemma-3-27b-pt__enem2023__pt__")
