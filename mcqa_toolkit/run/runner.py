@@ -21,6 +21,7 @@ from mcqa_toolkit.backends.base import Backend, check_capabilities
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.prompts import load_template, render, select_shots, split_shots
 from mcqa_toolkit.prompts.permutations import permutations, stable_seed
+from mcqa_toolkit.run.adaptive import administer
 from mcqa_toolkit.run.records import make_record, run_fields
 from mcqa_toolkit.run.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy
@@ -117,38 +118,54 @@ def run(items: ItemSet, backend: Backend, strategy: Strategy, out_dir: str | Pat
     run_info = run_fields(run_id=store.name, model=backend.name, dataset=dataset, strategy=strategy.name,
                           strategy_hash=strategy.hash, method=strategy.method, normalization=strategy.normalization,
                           shots=strategy.shots, seed=strategy.seed)
-    done = store.done_keys()
     store.write_run_info(prov)
     usage_start = backend.usage()
     # cloze hides the options; loglik follows its style; letter methods must show them
     with_options = {"cloze": False, "loglik": None}.get(strategy.method, True)
-    # A unit (one item, or a block of items for batched greedy generation) is always computed whole, even
-    # when a killed run already wrote some of its records, so float rounding never depends on where the kill
-    # happened; only the missing records are written.
+
+    def prompt_for(it: Item, perm: tuple[int, ...], k: int) -> Any:
+        return render(it, load_template(strategy.language or it.language, strategy.style), shots=shots[it.item_id],
+                      permutation=perm, shuffle=k, chat=strategy.chat, with_options=with_options)
+
+    def records_of(block: list[Item], prompts: list) -> list[dict[str, Any]]:
+        """Score one unit and make its records; tokens and time are shared equally by its prompts."""
+        before, t0 = backend.usage().get("forwarded_tokens", 0), time.perf_counter()
+        scored = _score(backend, block, strategy, prompts)
+        seconds = (time.perf_counter() - t0) / len(prompts)
+        forwarded = (backend.usage().get("forwarded_tokens", 0) - before) / len(prompts)
+        by_id = {it.item_id: it for it in block}
+        return [_record(by_id[pr.item_id], pr, sc, run_info, seconds, forwarded) for pr, sc in zip(prompts, scored)]
+
+    if strategy.adaptive is not None:
+        administer(todo_items, strategy, store, prompt_for, lambda it, pr: records_of([it], [pr])[0], progress)
+    else:
+        _fixed_form(todo_items, strategy, store, prompt_for, records_of, f"{strategy.name} {backend.name}", progress)
+    prov["usage"] = _usage_delta(usage_start, backend.usage())
+    return store.finalize(prov)
+
+
+def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, prompt_for: Any, records_of: Any, label: str,
+                progress: bool) -> None:
+    """Every item x shuffle, unit by unit, skipping finished records.
+
+    A unit (one item, or a block of items for batched greedy generation) is always computed whole, even when
+    a killed run already wrote some of its records, so float rounding never depends on where the kill
+    happened; only the missing records are written.
+    """
+    done = store.done_keys()
     size = strategy.batch_size if strategy.method == "generate" and strategy.temperature == 0 else 1
-    blocks = [list(todo_items)[i:i + size] for i in range(0, len(todo_items), size)]
-    bar = tqdm(total=len(todo_items), desc=f"{strategy.name} {backend.name}", disable=not progress, unit="item")
+    blocks = [list(items)[i:i + size] for i in range(0, len(items), size)]
+    bar = tqdm(total=len(items), desc=label, disable=not progress, unit="item")
     for block in blocks:
         perms = {it.item_id: permutations(it.n_options, strategy.shuffles, seed=strategy.seed, key=it.parallel_id,
                                           keep_original=strategy.keep_original) for it in block}
         if all((it.item_id, k) in done for it in block for k in range(len(perms[it.item_id]))):
             bar.update(len(block))
             continue
-        prompts = [render(it, load_template(strategy.language or it.language, strategy.style),
-                          shots=shots[it.item_id], permutation=p, shuffle=k, chat=strategy.chat,
-                          with_options=with_options)
-                   for it in block for k, p in enumerate(perms[it.item_id])]
-        before, t0 = backend.usage().get("forwarded_tokens", 0), time.perf_counter()
-        scored = _score(backend, block, strategy, prompts)
-        seconds = (time.perf_counter() - t0) / len(prompts)
-        forwarded = (backend.usage().get("forwarded_tokens", 0) - before) / len(prompts)
-        by_id = {it.item_id: it for it in block}
-        store.append(_record(by_id[pr.item_id], pr, sc, run_info, seconds, forwarded)
-                     for pr, sc in zip(prompts, scored) if (pr.item_id, pr.shuffle) not in done)
+        prompts = [prompt_for(it, p, k) for it in block for k, p in enumerate(perms[it.item_id])]
+        store.append(r for r in records_of(block, prompts) if (r["item_id"], r["shuffle"]) not in done)
         bar.update(len(block))
     bar.close()
-    prov["usage"] = _usage_delta(usage_start, backend.usage())
-    return store.finalize(prov)
 
 
 def _check_resume(store: RunDir, prov: dict[str, Any]) -> None:

@@ -33,6 +33,7 @@ class Strategy:
     stop: tuple[str, ...] = ("\n\n",)
     seed: int = 0
     batch_size: int = 8                # greedy generate: items per left-padded batch (execution detail, not hashed)
+    adaptive: dict[str, Any] | None = None  # CAT: {se_target: 0.3, max_items: 20, ...} (irt.CatConfig fields)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -47,6 +48,20 @@ class Strategy:
                              "batch_size >= 1")
         object.__setattr__(self, "shot_ids", tuple(self.shot_ids))
         object.__setattr__(self, "stop", tuple(self.stop))
+        if self.adaptive is not None:
+            self.cat_config()  # one clear error now for an unknown or invalid CAT setting
+
+    def cat_config(self) -> Any:
+        """The irt.CatConfig of an adaptive strategy (ValueError naming a bad key or value)."""
+        from mcqa_toolkit.irt.cat import CatConfig
+
+        if not isinstance(self.adaptive, dict):
+            raise ValueError(f"Strategy.adaptive must be a dict of CAT settings, got {self.adaptive!r}")
+        unknown = sorted(set(self.adaptive) - set(CatConfig.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"Strategy.adaptive: unknown setting(s) {unknown}; "
+                             f"known: {sorted(CatConfig.__dataclass_fields__)}")
+        return CatConfig(**self.adaptive)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -55,6 +70,8 @@ class Strategy:
     def hash(self) -> str:
         """Identifies what is administered; the name and batch size (like device and dtype) are not part of it."""
         fields = {k: v for k, v in self.to_dict().items() if k not in ("name", "batch_size")}
+        if fields["adaptive"] is None:  # added later: leaving it out keeps the hashes of earlier runs
+            del fields["adaptive"]
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
 
     def with_(self, **changes: Any) -> "Strategy":
