@@ -27,6 +27,7 @@ import pandas as pd
 from mcqa_toolkit.datasets._common import (items_from_records, iter_jsonl, parse_float, read_json, require,
                                            require_text)
 from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
+from mcqa_toolkit.resources import demo_dir
 
 TYPES = {"SingleChoice": "single", "MultipleChoice": "multi", "True/False Questions": "truefalse",
          "ShortAnswerQuestion": "short"}
@@ -142,9 +143,10 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, exams: Mapping[str, 
     )
 
 
-def load_course_exam(path: str | Path) -> ItemSet:
-    """Load `<path>/questions.jsonl` linked to `<path>/exams_metadata.json`."""
-    path = Path(path)
+def load_course_exam(path: str | Path | None = None) -> ItemSet:
+    """Load `<path>/questions.jsonl` linked to `<path>/exams_metadata.json`; without a path, the small demo course
+    exam shipped with the package (data/demo/course_exam: invented questions and student statistics)."""
+    path = Path(path) if path is not None else demo_dir() / "course_exam"
     exams = read_exams(path)
     qpath = path / "questions.jsonl"
     return items_from_records(iter_jsonl(qpath), lambda rec, n: parse_record(rec, n, qpath, exams), qpath,

@@ -25,6 +25,8 @@ from mcqa_toolkit.measure.exam_rules import (MEDICINA_POINTS, MEDICINA_WEIGHTS, 
                                              course_exam_points, course_exam_scores, medicina_final, medicina_points,
                                              medicina_score, student_statistics)
 from mcqa_toolkit.measure.frames import DEFAULT_BY
+from mcqa_toolkit.measure.judging import (HUMAN, apply_human_grades, compare_with_human, icc, judge_agreement,
+                                          judgements_frame, quadratic_weighted_kappa)
 from mcqa_toolkit.measure.position import (accuracy_by_position, position_bias, position_distribution,
                                            shuffle_consistency)
 from mcqa_toolkit.measure.scores import accuracy, bootstrap_means, item_scores, kappa, kappa_by_subject, macro_average
@@ -39,6 +41,7 @@ __all__ = [
     "contamination_correlation", "contamination_frame", "min_k_accuracy_correlation", "min_k_prob", "min_k_scores",
     "MEDICINA_POINTS", "MEDICINA_WEIGHTS", "OUTCOMES", "Judge", "compare_to_students", "course_exam_points",
     "course_exam_scores", "student_statistics", "medicina_final", "medicina_points", "medicina_score",
-    "DEFAULT_BY", "accuracy_by_position", "position_bias", "position_distribution", "shuffle_consistency",
+    "DEFAULT_BY", "HUMAN", "apply_human_grades", "compare_with_human", "icc", "judge_agreement", "judgements_frame",
+    "quadratic_weighted_kappa", "accuracy_by_position", "position_bias", "position_distribution", "shuffle_consistency",
     "accuracy", "bootstrap_means", "item_scores", "kappa", "kappa_by_subject", "macro_average", "summarize_run",
 ]

@@ -65,7 +65,7 @@ _LABEL = r"(?i:\b(?:(?:final|correct)\s+)?(?:answers?|respostas?|respuestas?|ris
 
 
 def _letter_list(letters: str) -> str:
-    one = f"(?<![\\w'’])[{re.escape(letters)}](?![\\w'’])"
+    one = f"[(\\[*]*(?<![\\w'’])[{re.escape(letters)}](?![\\w'’])[)\\]*]*"  # "A", "(A)", "**A**"
     return f"{one}(?:{_SEP}{one})*"
 
 
