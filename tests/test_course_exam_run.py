@@ -255,3 +255,17 @@ def test_report_table_figure_and_comparison(items, tmp_path):
     entry = data["scripted / other"]["exams"]["db_systems_spring_2024_final"]
     assert (entry["llm_score"], entry["student_avg"], entry["n_error"]) == (7.5, 19.75, 1)
     assert data["scripted / other"]["overall"]["n_error"] == 1
+
+
+def test_inspector_shows_responses_of_every_type(items, tmp_path):
+    from mcqa_toolkit.report.inspector import responses_frame, responses_html
+
+    df = _run(items, tmp_path, Strategy.generate(max_new_tokens=20))
+    shown = {i: responses_frame(df[df["item_id"] == i], items[i]).iloc[0] for i in ("course-102", "course-103",
+                                                                                    "course-104", "course-108")}
+    assert shown["course-102"]["response"] == "A,C" and shown["course-102"]["points_earned"] == 2.0
+    assert shown["course-103"]["response"] == "T F T" and shown["course-103"]["status"] == "correct"
+    assert shown["course-104"]["response"].startswith("The handshake")
+    assert shown["course-108"]["response"] == "" and shown["course-108"]["status"] == "unanswered"
+    html = responses_html(responses_frame(df[df["item_id"] == "course-102"], items["course-102"]))
+    assert "A,C (2/8, partial)" in html

@@ -110,7 +110,7 @@ class LLMJudge:
     name: str = ""
     language: str = "en"
     path: str | Path | None = None
-    max_new_tokens: int = 160
+    max_new_tokens: int = 96
     template: dict[str, str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
