@@ -124,7 +124,8 @@ def test_course_exam_notebook_scores_exams_against_students(tmp_path):
     cmp = load_course_exam_runs(results).comparison().set_index("exam")
     assert headline["has_course_exam"] and headline["n_error"] == {"scripted / generate_0shot": 1.0}
     key = "scripted / generate_0shot / db_systems_spring_2024_final"
-    assert headline["model_score"][key] == pytest.approx(cmp.loc["db_systems_spring_2024_final", "model_score"], abs=1e-4)
+    want = cmp.loc["db_systems_spring_2024_final", "model_score"]
+    assert headline["model_score"][key] == pytest.approx(want, abs=1e-4)
     for ext in ("png", "pdf"):
         assert (tmp_path / "figures" / f"course_exam_students.{ext}").stat().st_size > 1000
     assert (tmp_path / "latex" / "course_exam_scores.tex").read_text().startswith("\\begin{table}")

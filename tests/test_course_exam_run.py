@@ -113,8 +113,10 @@ def test_every_question_of_every_type_yields_a_graded_record(items, tmp_path):
         "course-105": "correct", "course-106": "incorrect", "course-107": "correct", "course-108": "unanswered",
         "course-109": "error", "course-110": "incorrect"}
     assert first.loc["course-102", ["points_earned", "points_possible"]].tolist() == [2.0, 8.0]
-    assert first.loc["course-102", "response"] == "[0, 2]" and first.loc["course-103", "response"] == "[true, false, true]"
-    assert first.loc["course-104", "points_earned"] == 3.0 and json.loads(first.loc["course-104", "response"]).startswith("The")
+    assert first.loc["course-102", "response"] == "[0, 2]"
+    assert first.loc["course-103", "response"] == "[true, false, true]"
+    assert first.loc["course-104", "points_earned"] == 3.0
+    assert json.loads(first.loc["course-104", "response"]).startswith("The")
     assert first.loc["course-105", "response"] == "[0]" and first.loc["course-110", "points_earned"] == 0
     assert first.loc["course-107", "extraction_rule"] == "json:bare_letters"
     assert json.loads(first.loc["course-107", "extra"])["explanation"] == "both agree"

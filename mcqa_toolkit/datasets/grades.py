@@ -23,7 +23,8 @@ def read_human_grades(path: str | Path) -> pd.DataFrame:
     (shuffle as int), grader when present."""
     rows = []
     for n, row in iter_csv(path, required=("item_id", "points")):
-        out = {"item_id": require_text(row, "item_id", path, n), "points": parse_float(row["points"], path, n, "points")}
+        out = {"item_id": require_text(row, "item_id", path, n),
+               "points": parse_float(row["points"], path, n, "points")}
         for key in KEYS:
             if key in row:
                 out[key] = parse_int(row[key], path, n, key) if key == "shuffle" else require_text(row, key, path, n)

@@ -25,7 +25,8 @@ def summarize_run(records: pd.DataFrame) -> dict[str, Any]:
         "accuracy": None, "accuracy_ci_low": None, "accuracy_ci_high": None, "kappa": None,
         "answered": int(status.isin(ANSWERED).sum()), **{s: int((status == s).sum()) for s in STATUSES},
         "records_by_type": {str(k): int(v) for k, v in records.groupby("answer_type").size().items()},
-        "points_earned": float(graded["points_earned"].sum()), "points_possible": float(graded["points_possible"].sum()),
+        "points_earned": float(graded["points_earned"].sum()),
+        "points_possible": float(graded["points_possible"].sum()),
     }
     single = single_answer(records)
     if (single["answer"] >= 0).any():

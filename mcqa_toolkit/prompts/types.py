@@ -30,7 +30,8 @@ _FIELDS: dict[str, dict[str, set[str]]] = {
     "single": {**_BASE, "option": {"letter", "text"}},
     "multi": {**_BASE, "option": {"letter", "text"}, "yes_no_question": {"letter", "text"}, "yes_word": set(),
               "no_word": set(), "yes_no_cue": set()},
-    "truefalse": {**_BASE, "yes_no_question": {"number", "text"}, "yes_word": set(), "no_word": set(), "yes_no_cue": set()},
+    "truefalse": {**_BASE, "yes_no_question": {"number", "text"}, "yes_word": set(), "no_word": set(),
+                  "yes_no_cue": set()},
     "short": dict(_BASE),
 }
 _COMMON = {"structured": {"example"}, "structured_cue": set()}

@@ -36,7 +36,7 @@ def _statements_split(item: Item) -> bool:
 
 def ask_path(item: Item, strategy: Strategy) -> str:
     """letters | generate | yes_no (see the module docstring)."""
-    kind, _ = question_kind(item)
+    question_kind(item)  # a choice question kept in its stem must name its letters: refused here, before any work
     if item.answer_type == "single" and not strategy.structured:
         return "letters"
     if item.answer_type in ("multi", "truefalse") and strategy.method != "generate":

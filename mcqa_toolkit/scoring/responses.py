@@ -47,8 +47,8 @@ class Reading:
 
 _SEP = r"\s*(?:,|;|/|&|\+|\band\b|\be\b|\by\b|\bed\b)?\s*"
 _LIST_PHRASES: tuple[tuple[str, str, str], ...] = (
-    ("labels_pt", "pt", r"(?i:\b(?:respostas?|alternativas?|op[çc](?:[ãa]o|[õo]es)|letras?)(?:\s+(?:corretas?|certas?"
-                        r"|finais|final))?\s*(?:[:：]|\s(?:s[ãa]o|é|seriam|seria)\s*:?))"),
+    ("labels_pt", "pt", r"(?i:\b(?:respostas?|alternativas?|op[çc](?:[ãa]o|[õo]es)|letras?)"
+                        r"(?:\s+(?:corretas?|certas?|finais|final))?\s*(?:[:：]|\s(?:s[ãa]o|é|seriam|seria)\s*:?))"),
     ("labels_es", "es", r"(?i:\b(?:respuestas?|opci(?:[óo]n|ones)|alternativas?|letras?)(?:\s+(?:correctas?|finales"
                         r"|final))?\s*(?:[:：]|\s(?:son|es|ser[íi]an|ser[íi]a)\s*:?))"),
     ("labels_it", "it", r"(?i:\b(?:rispost[ae]|opzion[ei]|alternativ[ae]|letter[ae])(?:\s+(?:corrett[ae]|esatt[ae]"

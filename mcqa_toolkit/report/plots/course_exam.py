@@ -41,8 +41,8 @@ def student_comparison(comparison: pd.DataFrame, hue: str | Sequence[str] = ("mo
         peak = dens.max() if dens.max() > 0 else 1.0
         for k, r in enumerate(p.frame.sort_values("system_label").itertuples(index=False)):
             y = peak * (0.15 + 0.12 * k)
-            p.ax.scatter([r.model_score], [y], marker=markers[r.system_label], color=colors[r.system_label], s=36, zorder=3,
-                         edgecolors="white", linewidths=0.4)
+            p.ax.scatter([r.model_score], [y], marker=markers[r.system_label], color=colors[r.system_label], s=36,
+                         zorder=3, edgecolors="white", linewidths=0.4)
             if np.isfinite(r.percentile):
                 p.ax.annotate(f"pct {r.percentile:.0f}", (r.model_score, y), xytext=(4, 3),
                               textcoords="offset points", fontsize=9)
