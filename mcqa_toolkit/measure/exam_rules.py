@@ -1,6 +1,9 @@
 """Exam scoring rules on result frames: the Italian medical entrance test (+1.5 / -0.4 / 0, subject weights,
 x60) and the MIT course exams (exact single choice and true/false, partial credit for multiple choice, a judge
 for short answers) with the comparison to the students' published statistics.
+
+The course-exam rule for one response (`course_exam_points`) lives in scoring.rules, where the record factory
+grades every record as it is made; here the records' points are summed per exam and compared with the students.
 """
 from __future__ import annotations
 
