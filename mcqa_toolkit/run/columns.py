@@ -62,4 +62,4 @@ ANSWERED = ("correct", "partial", "incorrect")   # a response was read and grade
 LEGACY_STATUSES = ("answered", "unanswered", "refused")  # records written before the per-type schema
 
 METHODS = ("first_token", "loglik", "generate", "cloze")
-NORMALIZATIONS = ("sum", "token", "char", "byte", "pmi")
+from mcqa_toolkit.scoring.loglik import NORMALIZATIONS  # noqa: E402,F401  (sum | token | char | byte | pmi)
