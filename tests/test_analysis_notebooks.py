@@ -35,6 +35,7 @@ EXPECTED = {  # notebook -> (headline keys, figures, LaTeX files)
                           "position_shuffle_consistency"], ["position_bias"]),
     "14_contamination": ({"has_min_k", "pearson_r", "pearson_p"}, ["contamination_min_k_accuracy"],
                          ["contamination_min_k"]),
+    "16_course_exam": ({"has_course_exam", "model_score", "percentile", "points_earned", "n_error"}, [], []),
 }
 EXTRA_PARAMETERS = {"10_tables": {"N_BOOT": 50}, "12_language_gap": {"N_BOOT": 50}}
 
@@ -80,6 +81,10 @@ def test_notebook_writes_figures_tables_and_headline(name, synthetic_dir, record
         assert headline["n_persons"] == 24 and headline["n_items_without_irt"] == 0
     if name == "14_contamination":
         assert headline["has_min_k"] and all(r < 0 for r in headline["pearson_r"].values())
+    if name == "16_course_exam":  # the synthetic results hold no course-exam run: said, and skipped
+        assert headline == {"has_course_exam": False, "model_score": {}, "percentile": {}, "points_earned": {},
+                            "n_error": {}}
+        assert "course-exam analysis skipped" in (tmp_path / f"{name}.ipynb").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +107,27 @@ def test_notebooks_report_what_they_skip(name, degenerate, tmp_path):
         assert headline == {"has_min_k": False, "pearson_r": {}, "pearson_p": {}}
         assert "Contamination analysis skipped" in nb
     shutil.rmtree(tmp_path / "figures", ignore_errors=True)
+
+
+def test_course_exam_notebook_scores_exams_against_students(tmp_path):
+    from test_course_exam_run import ScriptedJudge, ScriptedModel
+
+    from mcqa_toolkit.datasets import load
+    from mcqa_toolkit.report.course_exam import load_course_exam_runs
+    from mcqa_toolkit.run import Strategy, run
+    from mcqa_toolkit.scoring.judge import LLMJudge
+
+    results = tmp_path / "results"
+    run(load("course_exam"), ScriptedModel(), Strategy.generate(max_new_tokens=20), results / "scripted_run",
+        dataset="course_exam", judges=[LLMJudge(ScriptedJudge())], progress=False)
+    headline = _execute("16_course_exam", results, tmp_path)
+    cmp = load_course_exam_runs(results).comparison().set_index("exam")
+    assert headline["has_course_exam"] and headline["n_error"] == {"scripted / generate_0shot": 1.0}
+    key = "scripted / generate_0shot / db_systems_spring_2024_final"
+    want = cmp.loc["db_systems_spring_2024_final", "model_score"]
+    assert headline["model_score"][key] == pytest.approx(want, abs=1e-4)
+    for ext in ("png", "pdf"):
+        assert (tmp_path / "figures" / f"course_exam_students.{ext}").stat().st_size > 1000
+    assert (tmp_path / "latex" / "course_exam_scores.tex").read_text().startswith("\\begin{table}")
+    data = json.loads((tmp_path / "latex" / "comparison.json").read_text())
+    assert set(data["scripted / generate_0shot"]["exams"]) == set(cmp.index)
