@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats as sps
 from test_backends import LookupBackend

@@ -43,6 +43,7 @@ EXPECTED = {  # notebook -> (headline keys, figures, LaTeX files)
                      "anchor_mae_theta", "has_adaptive_runs", "items_saved_pct", "tokens_saved_pct", "theta_rmse"},
                     ["adaptive_length_by_se", "adaptive_population_cat_vs_full", "adaptive_anchor_error"],
                     ["adaptive_length_by_se", "adaptive_anchor_error"]),
+    "16_course_exam": ({"has_course_exam", "model_score", "percentile", "points_earned", "n_error"}, [], []),
 }
 ADAPTIVE_SMALL = {"POPULATION_SIZE": 300, "SE_TARGETS": [0.4, 0.5], "MAX_ITEMS": 25, "ANCHOR_PERSONS": 100,
                   "ANCHOR_KS": [5, 10], "ANCHOR_FOLDS": 4, "ANCHOR_CALIBRATION": {"model": "2pl", "a_prior": [0.0, 0.5]}}
@@ -94,6 +95,10 @@ def test_notebook_writes_figures_tables_and_headline(name, synthetic_dir, record
         _check_adaptive_population(headline)
         assert not headline["has_adaptive_runs"] and headline["items_saved_pct"] == {}
         assert "No adaptive runs under" in (tmp_path / f"{name}.ipynb").read_text()
+    if name == "16_course_exam":  # the synthetic results hold no course-exam run: said, and skipped
+        assert headline == {"has_course_exam": False, "model_score": {}, "percentile": {}, "points_earned": {},
+                            "n_error": {}}
+        assert "course-exam analysis skipped" in (tmp_path / f"{name}.ipynb").read_text()
 
 
 def _check_adaptive_population(headline: dict) -> None:
@@ -157,3 +162,25 @@ def test_adaptive_notebook_compares_model_runs_with_their_full_form(tmp_path):
     assert (tmp_path / "latex" / "adaptive_model_cat_vs_full.tex").read_text().startswith("\\begin{table}")
     nb = (tmp_path / "15_adaptive.ipynb").read_text()
     assert "sections 2, 3 and 5 are skipped" in nb and "enem_4shot_cat" in nb
+def test_course_exam_notebook_scores_exams_against_students(tmp_path):
+    from test_course_exam_run import ScriptedJudge, ScriptedModel
+
+    from mcqa_toolkit.datasets import load
+    from mcqa_toolkit.report.course_exam import load_course_exam_runs
+    from mcqa_toolkit.run import Strategy, run
+    from mcqa_toolkit.scoring.judge import LLMJudge
+
+    results = tmp_path / "results"
+    run(load("course_exam"), ScriptedModel(), Strategy.generate(max_new_tokens=20), results / "scripted_run",
+        dataset="course_exam", judges=[LLMJudge(ScriptedJudge())], progress=False)
+    headline = _execute("16_course_exam", results, tmp_path)
+    cmp = load_course_exam_runs(results).comparison().set_index("exam")
+    assert headline["has_course_exam"] and headline["n_error"] == {"scripted / generate_0shot": 1.0}
+    key = "scripted / generate_0shot / db_systems_spring_2024_final"
+    want = cmp.loc["db_systems_spring_2024_final", "model_score"]
+    assert headline["model_score"][key] == pytest.approx(want, abs=1e-4)
+    for ext in ("png", "pdf"):
+        assert (tmp_path / "figures" / f"course_exam_students.{ext}").stat().st_size > 1000
+    assert (tmp_path / "latex" / "course_exam_scores.tex").read_text().startswith("\\begin{table}")
+    data = json.loads((tmp_path / "latex" / "comparison.json").read_text())
+    assert set(data["scripted / generate_0shot"]["exams"]) == set(cmp.index)

@@ -192,3 +192,16 @@ def _prompts(items, shuffles=1):
 
     return [render(it, load_template("pt", "default"), permutation=p, shuffle=k)
             for it in items for k, p in enumerate(permutations(it.n_options, shuffles, seed=0, key=it.parallel_id))]
+
+
+def test_usage_counts_billed_tokens_and_cost(server, items, tmp_path):
+    """Tokens are the server's usage fields of requests actually sent; cost = tokens x USD per 1M tokens."""
+    b = openai_backend(server, tmp_path, probe=False, price={"input": 2.0, "output": 8.0})
+    b.generate(_prompts(items), max_new_tokens=5)
+    bodies = server.calls("/v1/completions")
+    sent = [completion(r.json)["usage"] for r in bodies]
+    u = b.usage()
+    assert u["prompt_tokens"] == sum(x["prompt_tokens"] for x in sent) and u["completion_tokens"] == 6 * len(sent)
+    assert u["cost_usd"] == pytest.approx((u["prompt_tokens"] * 2.0 + u["completion_tokens"] * 8.0) / 1e6)
+    b.generate(_prompts(items), max_new_tokens=5)  # cached: nothing more billed
+    assert b.usage()["cost_usd"] == u["cost_usd"] and b.usage()["cache_hits"] == len(items)

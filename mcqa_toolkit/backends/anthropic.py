@@ -18,25 +18,15 @@ from typing import Any, Sequence
 from mcqa_toolkit.backends.base import (Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs,
                                         check_capabilities)
 from mcqa_toolkit.backends.cache import RequestCache
-from mcqa_toolkit.backends.http import RequestSender, RetryPolicy
+from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, TokenMeter, classify_status
 
 MESSAGES_PATH = "/v1/messages"
 
 
 def classify(e: BaseException) -> tuple[bool, float | None]:
-    """(retryable, Retry-After seconds): 408/409/429/5xx/529 (overloaded), timeouts, connection errors."""
     import anthropic
 
-    if isinstance(e, (anthropic.APITimeoutError, anthropic.APIConnectionError)):
-        return True, None
-    if isinstance(e, anthropic.APIStatusError):
-        after = e.response.headers.get("retry-after") if e.response is not None else None
-        try:
-            seconds = float(after) if after is not None else None
-        except ValueError:
-            seconds = None
-        return e.status_code in (408, 409, 429) or e.status_code >= 500, seconds
-    return False, None
+    return classify_status(e, (anthropic.APITimeoutError, anthropic.APIConnectionError), anthropic.APIStatusError)
 
 
 def message_body(model: str, prompt: Any, *, max_tokens: int, temperature: float,
@@ -84,12 +74,11 @@ class AnthropicBackend:
         if not os.environ.get(api_key_env):
             raise ValueError(f"anthropic backend: environment variable {api_key_env} (api_key_env) is not set")
         self.model, self.name, self.api_key_env, self.base_url = model, name or model, api_key_env, base_url
-        self.timeout, self.price = timeout, price
+        self.timeout, self.meter = timeout, TokenMeter(price)
         self.sender = RequestSender(self.kind, model, self._send, classify, cache=RequestCache(cache_dir, cache),
                                     concurrency=concurrency, policy=RetryPolicy(retries, backoff, timeout=timeout),
                                     progress=progress)
         self._client: Any = None
-        self._tokens = {"prompt_tokens": 0, "completion_tokens": 0}
 
     async def _send(self, endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
         import anthropic
@@ -99,8 +88,7 @@ class AnthropicBackend:
                                                     max_retries=0, timeout=self.timeout)
         response = await self._client.post(MESSAGES_PATH, cast_to=object, body=body)
         usage = response.get("usage") or {}
-        self._tokens["prompt_tokens"] += int(usage.get("input_tokens") or 0)
-        self._tokens["completion_tokens"] += int(usage.get("output_tokens") or 0)
+        self.meter.add(usage.get("input_tokens") or 0, usage.get("output_tokens") or 0)
         return response
 
     @property
@@ -117,12 +105,7 @@ class AnthropicBackend:
                 "capabilities": self.capabilities.as_dict(), "packages": {"anthropic": sdk}}
 
     def usage(self) -> dict[str, float]:
-        out: dict[str, float] = {**self.sender.counters, **self._tokens}
-        out["forwarded_tokens"] = self._tokens["prompt_tokens"] + self._tokens["completion_tokens"]
-        if self.price:
-            out["cost_usd"] = (self._tokens["prompt_tokens"] * self.price.get("input", 0.0)
-                               + self._tokens["completion_tokens"] * self.price.get("output", 0.0)) / 1e6
-        return out
+        return self.meter.usage(self.sender.counters)
 
     def letter_logprobs(self, prompts: Sequence[Any]) -> list[LetterLogprobs]:
         check_capabilities(self, "first_token")  # always raises: the Messages API has no log-probabilities

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from mcqa_toolkit.backends.cache import RequestCache, request_key
 
-__all__ = ["RetryPolicy", "RequestSender", "ApiError"]
+__all__ = ["RetryPolicy", "RequestSender", "ApiError", "classify_status", "TokenMeter"]
 
 
 class ApiError(RuntimeError):
@@ -52,6 +52,44 @@ class _LoopThread:
 
     def run(self, coro: Awaitable[Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+
+def classify_status(e: BaseException, transient: tuple[type, ...], status_error: type) -> tuple[bool, float | None]:
+    """(retryable, Retry-After seconds) for an SDK exception: the SDK's `transient` errors (timeouts,
+    connection errors) and HTTP 408/409/429/5xx (incl. Anthropic's 529 "overloaded") are retried."""
+    if isinstance(e, transient):
+        return True, None
+    if isinstance(e, status_error):
+        response = getattr(e, "response", None)
+        after = response.headers.get("retry-after") if response is not None else None
+        try:
+            seconds = float(after) if after is not None else None
+        except ValueError:
+            seconds = None
+        return e.status_code in (408, 409, 429) or e.status_code >= 500, seconds
+    return False, None
+
+
+class TokenMeter:
+    """Prompt and completion tokens the provider billed (requests actually sent), and their cost when a
+    `price` {"input": USD per 1M tokens, "output": ...} is given."""
+
+    def __init__(self, price: dict[str, float] | None = None):
+        self.price = price
+        self.prompt_tokens = self.completion_tokens = 0
+
+    def add(self, prompt_tokens: int, completion_tokens: int) -> None:
+        self.prompt_tokens += int(prompt_tokens)
+        self.completion_tokens += int(completion_tokens)
+
+    def usage(self, counters: dict[str, int]) -> dict[str, float]:
+        out: dict[str, float] = {**counters, "prompt_tokens": self.prompt_tokens,
+                                 "completion_tokens": self.completion_tokens,
+                                 "forwarded_tokens": self.prompt_tokens + self.completion_tokens}
+        if self.price:
+            out["cost_usd"] = (self.prompt_tokens * self.price.get("input", 0.0)
+                               + self.completion_tokens * self.price.get("output", 0.0)) / 1e6
+        return out
 
 
 # send(endpoint, body) -> response dict; classify(exception) -> (retryable, retry_after seconds or None)

@@ -2,7 +2,8 @@
 the `server` extra) serving the Gemma-3-270M GGUF on 127.0.0.1, with `--logits_all true` (log-probs of
 prompt tokens, needed by echo) and Gemma's chat format. Used by the server tests and the throughput
 benchmark. Health is awaited in a bounded loop; the server runs in its own process group and is always
-killed on exit, with its log shown when it fails to start."""
+killed on exit (and, on Linux, when the process that started it dies, however it dies), with its log shown
+when it fails to start."""
 from __future__ import annotations
 
 import json
@@ -18,6 +19,16 @@ from pathlib import Path
 from typing import Iterator
 
 STARTUP_SECONDS = 180
+
+
+def _die_with_parent() -> None:
+    """In the server process: get SIGTERM when the process that started it dies, even by SIGKILL (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def free_port() -> int:
@@ -45,7 +56,8 @@ def llama_server(log_dir: Path, n_ctx: int = 4096, n_threads: int = 2) -> Iterat
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "gemma-3-270m",
            "--host", "127.0.0.1", "--port", str(port), "--logits_all", "true", "--chat_format", "gemma",
            "--n_ctx", str(n_ctx), "--n_threads", str(n_threads), "--verbose", "false"]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + STARTUP_SECONDS

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from mcqa_toolkit.backends.base import (Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs,
                                         split_trailing_space)
 from mcqa_toolkit.backends.cache import RequestCache
-from mcqa_toolkit.backends.http import RequestSender, RetryPolicy
+from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, TokenMeter, classify_status
 from mcqa_toolkit.backends.openai_wire import (echo_body, generate_body, letter_body, parse_echo,
                                                parse_generation, parse_letters, usage_tokens)
 
@@ -38,19 +38,9 @@ def _public_url(url: str) -> str:
 
 
 def classify(e: BaseException) -> tuple[bool, float | None]:
-    """(retryable, Retry-After seconds): 408/409/429/5xx, timeouts and connection errors are retried."""
     import openai
 
-    if isinstance(e, (openai.APITimeoutError, openai.APIConnectionError)):
-        return True, None
-    if isinstance(e, openai.APIStatusError):
-        after = e.response.headers.get("retry-after") if e.response is not None else None
-        try:
-            seconds = float(after) if after is not None else None
-        except ValueError:
-            seconds = None
-        return e.status_code in (408, 409, 429) or e.status_code >= 500, seconds
-    return False, None
+    return classify_status(e, (openai.APITimeoutError, openai.APIConnectionError), openai.APIStatusError)
 
 
 class OpenAIBackend:
@@ -73,7 +63,7 @@ class OpenAIBackend:
         if api_key_env is not None and not os.environ.get(api_key_env):
             raise ValueError(f"openai backend: environment variable {api_key_env} (api_key_env) is not set")
         self.model, self.name, self.base_urls, self.api_key_env = model, name or model, urls, api_key_env
-        self.top_logprobs, self.prefill, self.probe_server, self.price = top_logprobs, prefill, probe, price
+        self.top_logprobs, self.prefill, self.probe_server = top_logprobs, prefill, probe
         self.timeout = timeout
         self.sender = RequestSender(self.kind, model, self._send, classify, cache=RequestCache(cache_dir, cache),
                                     concurrency=concurrency, policy=RetryPolicy(retries, backoff, timeout=timeout),
@@ -81,7 +71,7 @@ class OpenAIBackend:
         self._clients: list[Any] = []
         self._next = itertools.count()
         self._caps: Capabilities | None = None
-        self._tokens = {"prompt_tokens": 0, "completion_tokens": 0}
+        self.meter = TokenMeter(price)
 
     # ---- transport ---------------------------------------------------------------------------------------
     async def _send(self, endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -93,9 +83,7 @@ class OpenAIBackend:
                                                 timeout=self.timeout) for u in self.base_urls]
         client = self._clients[next(self._next) % len(self._clients)]
         response = await client.post(PATHS[endpoint], cast_to=object, body=body)
-        prompt_tokens, completion_tokens = usage_tokens(response)
-        self._tokens["prompt_tokens"] += prompt_tokens
-        self._tokens["completion_tokens"] += completion_tokens
+        self.meter.add(*usage_tokens(response))
         return response
 
     def _call(self, requests: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any] | None]:
@@ -142,12 +130,7 @@ class OpenAIBackend:
                 "capabilities": self.capabilities.as_dict(), "packages": {"openai": sdk}}
 
     def usage(self) -> dict[str, float]:
-        out: dict[str, float] = {**self.sender.counters, **self._tokens}
-        out["forwarded_tokens"] = self._tokens["prompt_tokens"] + self._tokens["completion_tokens"]
-        if self.price:
-            out["cost_usd"] = (self._tokens["prompt_tokens"] * self.price.get("input", 0.0)
-                               + self._tokens["completion_tokens"] * self.price.get("output", 0.0)) / 1e6
-        return out
+        return self.meter.usage(self.sender.counters)
 
     # ---- the protocol's three calls ----------------------------------------------------------------------
     def _chat_messages(self, prompt: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:

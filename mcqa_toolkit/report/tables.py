@@ -225,3 +225,24 @@ def adaptive_runs_table(savings: pd.DataFrame, rows: Sequence[str] = ("model", "
     counts = ("shuffles", "items CAT", "items full", "tokens CAT", "tokens full")
     return Table(t, best=None, formats={**{c: ".0f" for c in counts}, "items saved %": ".1f",
                                         "tokens saved %": ".1f"}, **kw)
+def exam_score_table(comparison: pd.DataFrame, rows: str | Sequence[str] = ("model", "strategy"), **kw) -> Table:
+    """`compare_to_students()` output as one block per exam (its `exam_name` when present): per system the points
+    earned of the points graded, the score on the exam's scale, the students' mean, median and SD, z and the
+    (normal-approximation) percentile; the best score of each exam bold."""
+    rows = [rows] if isinstance(rows, str) else list(rows)
+    need = [*rows, "exam", "points_earned", "points_graded", "model_score", "score_avg", "score_median",
+            "score_standard_deviation", "z", "percentile"]
+    missing = [c for c in need if c not in comparison.columns]
+    if missing:
+        raise ValueError(f"frame lacks column(s) {missing}; it has {list(comparison.columns)}")
+    if comparison.empty:
+        raise ValueError("frame is empty: nothing to tabulate")
+    f = comparison.assign(exam=comparison.get("exam_name", comparison["exam"]),
+                          system=comparison[rows].astype(str).agg(" / ".join, axis=1))
+    names = {"points_earned": "points", "points_graded": "of", "model_score": "score", "score_avg": "student mean",
+             "score_median": "student median", "score_standard_deviation": "student SD", "z": "z",
+             "percentile": "percentile"}
+    values = f.set_index(["exam", "system"])[list(names)].rename(columns=names).astype(float)
+    best = {c: ("max" if c == "score" else None) for c in values.columns}
+    fmt = {c: ".1f" for c in values.columns} | {"z": ".2f", "percentile": ".0f"}
+    return Table(values, best=best, formats=fmt, groups="exam", **kw)

@@ -25,13 +25,15 @@ from mcqa_toolkit.run.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy, build_strategy
 
 PARAM_KEYS = {"output_dir", "models", "datasets", "languages", "strategies", "limit", "seed", "shuffles", "shots",
-              "device", "dtype", "min_k", "kernel"}
+              "device", "dtype", "min_k", "kernel", "judges", "judge_combine"}
 # the notebook parameters that must match for a finished run folder to count as this job (and the backend kind)
-RESUME_KEYS = ("MODEL", "DATASET", "DATASET_ARGS", "LANGUAGE", "STRATEGY", "SHOTS", "SHUFFLES", "SEED", "LIMIT")
+RESUME_KEYS = ("MODEL", "DATASET", "DATASET_ARGS", "LANGUAGE", "STRATEGY", "SHOTS", "SHUFFLES", "SEED", "LIMIT",
+               "JUDGES", "JUDGE_COMBINE")
 
 
 def load_items(dataset: str, dataset_args: dict[str, Any] | None = None, language: str | None = None) -> ItemSet:
-    """Items of a registered dataset, restricted to `language` (demo: loaded in that language only)."""
+    """Items of a registered dataset (every question type), restricted to `language` (demo: loaded in that
+    language only)."""
     args = dict(dataset_args or {})
     if dataset == "demo" and language is not None:
         args.setdefault("language", language)
@@ -40,7 +42,7 @@ def load_items(dataset: str, dataset_args: dict[str, Any] | None = None, languag
         items = items.filter(language=language)
         if not len(items):
             raise ValueError(f"dataset {dataset!r} has no items in language {language!r}")
-    return items.filter(answer_type="single")
+    return items
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class Job:
     dtype: str | None = None
     min_k: bool = True
     backend_options: dict[str, Any] = field(default_factory=dict)  # {backend: openai, base_url: ..., ...}; {} = hf
+    judges: list[Any] | None = None  # judge models of short answers (names/paths/backend dicts); None: no judge
+    judge_combine: str | None = None  # mean | majority (None: mean)
 
     @property
     def run_dir(self) -> RunDir:
@@ -72,7 +76,8 @@ class Job:
                 "DATASET_ARGS": self.dataset_args,
                 "LANGUAGE": self.language, "STRATEGY": self.strategy, "OUTPUT_DIR": str(self.out_dir),
                 "SHOTS": self.shots, "SHUFFLES": self.shuffles, "SEED": self.seed, "LIMIT": self.limit,
-                "DEVICE": self.device, "DTYPE": self.dtype, "MIN_K": self.min_k}
+                "DEVICE": self.device, "DTYPE": self.dtype, "MIN_K": self.min_k, "JUDGES": self.judges,
+                "JUDGE_COMBINE": self.judge_combine}
 
     @classmethod
     def from_parameters(cls, **params: Any) -> "Job":
@@ -94,6 +99,16 @@ class Job:
         from mcqa_toolkit.backends import load_backend
 
         return load_backend({"model": self.model, **self.backend_options}, device=self.device, dtype=self.dtype)
+
+    def judging(self, backend: Any) -> dict[str, Any]:
+        """run()'s judges= and combine= arguments: an LLMJudge per entry of `judges` (an entry naming the run's
+        own model reuses its loaded backend) and the combination rule."""
+        from mcqa_toolkit.backends import load_backend
+        from mcqa_toolkit.scoring.judge import LLMJudge
+
+        judges = [LLMJudge(backend if spec == self.model else load_backend(spec, device=self.device, dtype=self.dtype),
+                           name=model_label(spec)) for spec in (self.judges or [])]
+        return {"judges": judges, "combine": self.judge_combine or "mean"}
 
     def measure_min_k(self, backend: Any, items: ItemSet, records: pd.DataFrame) -> pd.DataFrame:
         """Min-K% prob of the evaluated questions, written to the run folder."""
@@ -157,6 +172,10 @@ def load_params(path: str | Path) -> dict[str, Any]:
     for key in ("models", "datasets", "strategies"):
         if not params.get(key) or not isinstance(params[key], list):
             raise ValueError(f"{p}: '{key}' must be a non-empty list")
+    if params.get("judges") is not None and (not isinstance(params["judges"], list) or not params["judges"]):
+        raise ValueError(f"{p}: 'judges' must be a non-empty list of models (or left out)")
+    if params.get("judge_combine") not in (None, "mean", "majority"):
+        raise ValueError(f"{p}: 'judge_combine' must be mean or majority, got {params['judge_combine']!r}")
     return params
 
 
@@ -165,7 +184,8 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
     out = Path(params.get("output_dir", "outputs"))
     if base_dir is not None and not out.is_absolute():
         out = base_dir / out
-    options = {k: params.get(k) for k in ("limit", "seed", "shuffles", "shots", "device", "dtype")}
+    options = {k: params.get(k) for k in ("limit", "seed", "shuffles", "shots", "device", "dtype", "judges",
+                                          "judge_combine")}
     wanted_min_k = params.get("min_k") is None or bool(params["min_k"])
     jobs: list[Job] = []
     min_k_done: set[tuple] = set()  # Min-K% depends on model and items only: measure it once per combination
@@ -176,8 +196,11 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
         name = "__".join(_slug(str(x)) for x in (model_label(model), label, lang or "all", _strategy_name(st)))
         key = (model_label(model), label, lang)
         entry = dict(model) if isinstance(model, dict) else {"model": model}
-        jobs.append(Job(str(entry.pop("model")), ds["name"], dict(ds.get("args") or {}), lang, st, out / name,
-                        **options, min_k=wanted_min_k and key not in min_k_done, backend_options=entry))
+        args = dict(ds.get("args") or {})
+        if base_dir is not None and isinstance(args.get("path"), str) and not Path(args["path"]).is_absolute():
+            args["path"] = str(base_dir / args["path"])  # relative to where `mcqa run` runs, not the notebook's cwd
+        jobs.append(Job(str(entry.pop("model")), ds["name"], args, lang, st, out / name, **options,
+                        min_k=wanted_min_k and key not in min_k_done, backend_options=entry))
         min_k_done.add(key)
     names = [j.run_dir.name for j in jobs]
     dup = sorted({n for n in names if names.count(n) > 1})

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from mcqa_toolkit.run.columns import COLUMNS
+from mcqa_toolkit.run.columns import COLUMNS, LEGACY_STATUSES
 
 RECORDS_JSONL = "records.jsonl"
 RECORDS_PARQUET = "records.parquet"
@@ -101,7 +101,7 @@ class RunDir:
     def load(self) -> pd.DataFrame:
         """The run's records: Parquet when complete, else what the JSONL holds so far."""
         if self.is_complete():
-            return pd.read_parquet(self.parquet)
+            return conform(pd.read_parquet(self.parquet))
         return records_frame(self.read_records())
 
     # ---- the JSON side files ---------------------------------------------------------------------------
@@ -140,11 +140,32 @@ def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame.from_records(records)
     if df.empty:
         return pd.DataFrame(columns=list(COLUMNS) + ["extra"])
+    return conform(df)
+
+
+def conform(df: pd.DataFrame) -> pd.DataFrame:
+    """A records frame (legacy records upgraded) with the schema's columns first; missing columns raise."""
+    df = upgrade_legacy(df)
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"records lack column(s) {missing}")
     rest = [c for c in df.columns if c not in COLUMNS]
     return df[list(COLUMNS) + rest]
+
+
+def upgrade_legacy(df: pd.DataFrame) -> pd.DataFrame:
+    """Records written before the per-type schema (single-answer only; status answered | unanswered | refused,
+    no points) in the current schema: answered becomes correct / incorrect from `correct`, the response is the
+    choice, one point per keyed item (0 for an annulled one). Frames already in the schema pass unchanged."""
+    if "points_earned" in df.columns or not set(df.get("status", pd.Series(dtype=str))) <= set(LEGACY_STATUSES):
+        return df
+    answered = df["status"] == "answered"
+    keyed = df["answer"] >= 0
+    return df.assign(
+        answer_type="single", response=[json.dumps(int(c)) if c >= 0 else "null" for c in df["choice"]],
+        points_possible=keyed.astype(float), points_earned=(df["correct"].astype(bool) & keyed).astype(float),
+        status=df["status"].where(~answered, df["correct"].map({True: "correct", False: "incorrect"})),
+        judgements="")
 
 
 def run_dirs(outputs_dir: str | Path) -> list[RunDir]:

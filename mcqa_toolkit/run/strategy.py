@@ -34,6 +34,7 @@ class Strategy:
     seed: int = 0
     batch_size: int = 8                # greedy generate: items per left-padded batch (execution detail, not hashed)
     adaptive: dict[str, Any] | None = None  # CAT: {se_target: 0.3, max_items: 20, ...} (irt.CatConfig fields)
+    structured: bool = False           # generate: ask for a JSON reply {"answer", "explanation"} (course-exam style)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -46,6 +47,8 @@ class Strategy:
         if self.shuffles < 1 or self.shots < 0 or self.max_new_tokens < 1 or self.temperature < 0 or self.batch_size < 1:
             raise ValueError("Strategy needs shuffles >= 1, shots >= 0, max_new_tokens >= 1, temperature >= 0, "
                              "batch_size >= 1")
+        if self.structured and self.method != "generate":
+            raise ValueError("Strategy.structured asks for a JSON reply: it needs method='generate'")
         object.__setattr__(self, "shot_ids", tuple(self.shot_ids))
         object.__setattr__(self, "stop", tuple(self.stop))
         if self.adaptive is not None:
@@ -68,10 +71,10 @@ class Strategy:
 
     @property
     def hash(self) -> str:
-        """Identifies what is administered; the name and batch size (like device and dtype) are not part of it."""
-        fields = {k: v for k, v in self.to_dict().items() if k not in ("name", "batch_size")}
-        if fields["adaptive"] is None:  # added later: leaving it out keeps the hashes of earlier runs
-            del fields["adaptive"]
+        """Identifies what is administered; the name and batch size (like device and dtype) are not part of it.
+        Fields added after the first release count only when set (`_LATER`), so earlier hashes stay valid."""
+        fields = {k: v for k, v in self.to_dict().items()
+                  if k not in ("name", "batch_size") and _LATER.get(k, object()) != v}
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
 
     def with_(self, **changes: Any) -> "Strategy":
@@ -96,6 +99,9 @@ class Strategy:
     def generate(cls, shots: int = 0, shuffles: int = 1, **kw: Any) -> "Strategy":
         return cls(name=kw.pop("name", f"generate_{shots}shot"), method="generate", shots=shots, shuffles=shuffles,
                    **kw)
+
+
+_LATER = {"structured": False, "adaptive": None}  # field -> default that leaves the hash unchanged
 
 
 # Named strategies from the seeds. ENADE S1-S6 (enade-qa README): generation 0/1/2-shot, zero-shot shuffled
