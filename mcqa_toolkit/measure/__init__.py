@@ -7,6 +7,7 @@
     compare       language gap, correlations, paired McNemar, item attributes vs discrimination
     contamination Min-K% prob and its correlation with accuracy
     abilities     records -> response matrices -> irt: theta, psd, l_z, DI, information, central regions
+    adaptive      CAT length per SE target, CAT vs full-test theta (population and paired model runs), anchors by k
     summary       one run's headline numbers
 
 Everything is importable from `mcqa_toolkit.measure`; no file I/O, printing or plotting here, and no torch.

@@ -5,7 +5,8 @@ model one item at a time: the next item is the most informative at the model's c
 its own answers so far, using the items' human 3PL parameters (Item.irt). Each shuffle is one examinee
 (one CAT, its own seed; the item is shown in that shuffle's option order, as in a full run). Every record
 carries, in `extra["cat"]`, its position in the CAT, theta and SE after the answer, the stopping rule once it
-fired, and the bank size. A killed run resumes mid-CAT: the recorded answers of each shuffle are replayed in
+fired, the bank size, and `full_form_hash`: the strategy_hash of the same strategy without `adaptive`, i.e.
+of the fixed-form run it is compared with (measure.adaptive.pair_adaptive_runs). A killed run resumes mid-CAT: the recorded answers of each shuffle are replayed in
 order (irt.cat_replay), which reproduces the same next item.
 """
 from __future__ import annotations
@@ -56,6 +57,7 @@ def administer(items: ItemSet, strategy: Any, store: Any, render_one: Callable[.
     index = {it.item_id: j for j, it in enumerate(items)}
     past = _past(store, index)
     limit = config.max_items or len(items)
+    full_form_hash = strategy.with_(adaptive=None).hash
     bar = tqdm(total=strategy.shuffles * limit, desc=f"{strategy.name} CAT", disable=not progress, unit="item")
     for k in range(strategy.shuffles):
         answered = past.get(k, [])
@@ -72,7 +74,7 @@ def administer(items: ItemSet, strategy: Any, store: Any, render_one: Callable[.
             state = cat_update(state, j, int(bool(record["correct"])))
             extra = {**json.loads(record["extra"]), "cat": {
                 "position": len(state.items), "theta": state.theta, "se": state.psd, "stop": state.stop,
-                "n_bank": bank.n_items}}
+                "n_bank": bank.n_items, "full_form_hash": full_form_hash}}
             store.append([{**record, "extra": json.dumps(extra, default=float)}])
             bar.update(1)
         bar.update(limit - len(state.items))
