@@ -210,6 +210,9 @@ def test_model_cat_vs_full_one_errorbar_per_shuffle(adaptive):
     (ax,) = _check_figure(plots.model_cat_vs_full(adaptive["frame"]), 1)
     assert len(ax.containers) == 2 and all(len(c.lines[0].get_xdata()) == 3 for c in ax.containers)
     assert "English" in ax.get_title()
+    two = pd.concat([adaptive["frame"], adaptive["frame"].assign(language="pt")])  # shared axes (the sample runs')
+    panels = _check_figure(plots.model_cat_vs_full(two), 2)
+    assert all(a.get_aspect() == 1.0 for a in panels)
 
 
 def test_adaptive_savings_bars_and_negative_savings(adaptive):
