@@ -89,7 +89,7 @@ def test_generate_and_min_k(server_url, items, short_items, tmp_path):
     b = backend(server_url, tmp_path)
     df = run(items[:3], b, strategy("S1", max_new_tokens=6), tmp_path / "gen", progress=False)
     assert len(df) == 3 and (df["generated_text"].str.len() > 0).all()
-    assert set(df["status"]) <= {"answered", "unanswered", "refused"}
+    assert set(df["status"]) <= {"correct", "incorrect", "unanswered", "refused"}
     from mcqa_toolkit.scoring.min_k import min_k_table
 
     mk = min_k_table(b, short_items[:2])
