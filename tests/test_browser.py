@@ -27,7 +27,8 @@ import nbformat
 import pytest
 
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.report.inspector_views import PNG_DPI, probs_figure, responses_frame
+from mcqa_toolkit.report.inspector_views import PNG_DPI, probs_figure
+from mcqa_toolkit.report.responses import responses_frame
 from mcqa_toolkit.run import load_results
 
 pytestmark = pytest.mark.browser

@@ -1,4 +1,4 @@
-"""One kernel for a whole grid (run.session, run.jobs): notebooks forget each other, the model is loaded once and
+"""One kernel for a whole grid (run.session, run.grid): notebooks forget each other, the model is loaded once and
 renewed per run, records are exactly those of a fresh load, a killed `mcqa run` resumes, the cheapest runs go
 first, and the kernel talks over IPC (no "running over TCP without encryption" warning)."""
 from __future__ import annotations
@@ -20,7 +20,7 @@ from papermill.exceptions import PapermillExecutionError
 from mcqa_toolkit import cli
 from mcqa_toolkit.backends import load_backend
 from mcqa_toolkit.resources import notebooks_dir
-from mcqa_toolkit.run import jobs, run
+from mcqa_toolkit.run import grid, jobs, run
 from mcqa_toolkit.run.store import RunDir
 from mcqa_toolkit.run.strategy import build_strategy
 
@@ -122,13 +122,14 @@ def test_records_of_a_renewed_backend_equal_a_fresh_load(tiny_model_dir, tmp_pat
 def test_schedule_runs_cheapest_first_model_by_model():
     params = {"models": ["m1", "m2"], "datasets": ["demo"], "languages": ["pt", "en"],
               "strategies": ["S1", {"base": "enem_4shot", "shuffles": 5}, "S5", "nope"]}
-    order = jobs.schedule(jobs.expand(params))
+    order = grid.schedule(jobs.expand(params))
     assert [j.model for j in order] == ["m1"] * 8 + ["m2"] * 8  # each model is loaded once
     first = order[:8]
     assert [j.language for j in first] == ["pt", "en"] * 4  # every language of a strategy early
-    costs = [jobs.estimated_cost(j) for j in first]
+    costs = [grid.estimated_cost(j) for j in first]
     assert costs == sorted(costs) and costs[0] == 0 and first[0].strategy == "nope"  # fails at once, first
-    assert first[-1].strategy == "S1" and costs[-1] > costs[-3]  # generation (12 new tokens) last
+    # 5 shuffles of a 4-shot prompt cost more than 12 generated tokens (batched) + Min-K%: the letters run last
+    assert first[-1].strategy == {"base": "enem_4shot", "shuffles": 5} and costs[-1] > costs[-3]
 
 
 def _grid(tmp_path: Path, model_dir: Path, out: str) -> Path:
@@ -154,13 +155,13 @@ def test_killed_mcqa_run_resumes_with_the_records_of_an_uninterrupted_one(tmp_pa
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
-    grid = jobs.expand(jobs.load_params(params))
-    assert not all(j.is_complete() for j in grid), "the grid finished before the kill; nothing was tested"
-    assert jobs.run_params(params, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
-    assert all(j.is_complete() for j in grid)
+    killed = jobs.expand(jobs.load_params(params))
+    assert not all(j.is_complete() for j in killed), "the grid finished before the kill; nothing was tested"
+    assert grid.run_params(params, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
+    assert all(j.is_complete() for j in killed)
     clean = _grid(tmp_path, tiny_model_dir, "clean")
-    assert jobs.run_params(clean, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
-    for job in grid:
+    assert grid.run_params(clean, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
+    for job in killed:
         resumed, uninterrupted = RunDir(job.out_dir).load(), RunDir(tmp_path / "clean" / job.out_dir.name).load()
         volatile = ["seconds", "n_forwarded_tokens"]  # a resumed run re-encodes its run prefix
         pd.testing.assert_frame_equal(resumed.drop(columns=volatile), uninterrupted.drop(columns=volatile))

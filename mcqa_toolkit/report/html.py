@@ -3,7 +3,7 @@
 `write_html_report` gathers what `mcqa run` and the analysis notebooks left behind and renders it with the
 jinja2 template `templates/report.html.j2`:
   - one row per run (model x dataset x strategy x language: accuracy with its 95% CI, kappa, unanswered,
-    Min-K%) with a link to the run's executed notebook, and the headline pivot (report.overview);
+    points earned / possible (every question type), Min-K%) with a link to the run's executed notebook, and the headline pivot (report.overview);
   - every table the analysis notebooks saved (`<latex>/<name>.csv`, captions from the `.tex` files);
   - the notebooks' headline numbers (`<latex>/<notebook>_headline.json`) as one tidy table;
   - every figure (`<figures>/*.png`), embedded as a data URI, downscaled to at most MAX_FIGURE_WIDTH pixels;
@@ -32,7 +32,7 @@ from mcqa_toolkit.report.overview import headline_table, runs_frame
 MAX_FIGURE_WIDTH = 1600  # pixels; the notebooks save 300 dpi PNGs, far more than a screen shows
 SCREEN_SCALE = 1.5  # figures are shown at 1.5x their printed size (paper figures are 3.5-7 inches wide)
 SECTIONS = {"tables": "10 · Tables", "irt": "11 · IRT", "gap": "12 · Language gap", "position": "13 · Position bias",
-            "contamination": "14 · Contamination"}
+            "contamination": "14 · Contamination", "adaptive": "15 · Adaptive testing", "course": "16 · Course exam"}
 _UNESCAPE = [(r"\textbackslash{}", "\\"), (r"\textasciitilde{}", "~"), (r"\textasciicircum{}", "^"),
              (r"\textless{}", "<"), (r"\textgreater{}", ">"), (r"\&", "&"), (r"\%", "%"), (r"\$", "$"),
              (r"\#", "#"), (r"\_", "_"), (r"\{", "{"), (r"\}", "}")]

@@ -15,13 +15,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from mcqa_toolkit.items import Item, ItemSet
+from mcqa_toolkit.report.inspector_views import (FILTER_FIELDS, OUTCOMES, filter_items, item_html,
+                                                 outcome_by_item, parallel_html, png_output, probs_figure)
+from mcqa_toolkit.report.responses import responses_frame, responses_html
 
 # The value of a dropdown's "all" / "any" entry. Not None: ipywidgets treats a None value as "nothing
 # selected", so the browser would show an empty box instead of "all" (tests/test_browser.py caught it).
 ALL = ""
-from mcqa_toolkit.report.inspector_views import (FILTER_FIELDS, OUTCOMES, filter_items, item_html,
-                                                 outcome_by_item, parallel_html, png_output, probs_figure,
-                                                 responses_frame, responses_html)
 
 
 class QuestionInspector:

@@ -14,7 +14,8 @@ import pandas as pd
 from mcqa_toolkit.run.store import run_dirs
 
 RUN_COLUMNS = ("model", "dataset", "language", "strategy", "n_items", "shuffles", "accuracy", "accuracy_ci_low",
-               "accuracy_ci_high", "kappa", "unanswered", "min_k_prob_mean", "run_dir", "notebook")
+               "accuracy_ci_high", "kappa", "unanswered", "points_earned", "points_possible", "min_k_prob_mean",
+               "run_dir", "notebook")
 
 
 def runs_frame(results_dir: str | Path) -> pd.DataFrame:
@@ -29,17 +30,26 @@ def runs_frame(results_dir: str | Path) -> pd.DataFrame:
             "model": (prov.get("model") or {}).get("model", ""), "dataset": prov.get("dataset", ""),
             "language": summary.get("params", {}).get("LANGUAGE") or "all",
             "strategy": strategy.get("name", ""),
-            **{k: summary.get(k) for k in RUN_COLUMNS[4:12]},
+            **{k: summary.get(k) for k in RUN_COLUMNS[4:14]},
             "run_dir": rd.dir, "notebook": rd.notebook if rd.notebook.exists() else None})
     frame = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
     return frame.sort_values(["model", "dataset", "strategy", "language"], kind="stable").reset_index(drop=True)
+
+
+def _headline_cell(run: pd.Series) -> str:
+    """ "accuracy (kappa)"; a run without single-answer items (no accuracy) shows its points instead."""
+    if pd.notna(run["accuracy"]):
+        return f"{run['accuracy']:.3f} ({run['kappa']:+.2f})" if pd.notna(run["kappa"]) else f"{run['accuracy']:.3f}"
+    if pd.notna(run["points_possible"]) and run["points_possible"]:
+        return f"{run['points_earned']:g}/{run['points_possible']:g} pts"
+    return "n/a"
 
 
 def headline_table(runs: pd.DataFrame, languages: list[str] | None = None) -> pd.DataFrame:
     """model x dataset x strategy rows, one "accuracy (kappa)" column per language, params order of languages."""
     if runs.empty:
         return pd.DataFrame()
-    cells = runs.assign(cell=[f"{a:.3f} ({k:+.2f})" for a, k in zip(runs["accuracy"], runs["kappa"])])
+    cells = runs.assign(cell=[_headline_cell(r) for _, r in runs.iterrows()])
     table = cells.pivot_table(index=["model", "dataset", "strategy"], columns="language", values="cell",
                               aggfunc="first")
     order = [lang for lang in (languages or []) if lang in table.columns]

@@ -1,6 +1,5 @@
 """Jobs: a params file (models x datasets x languages x strategies) expanded into run folders, the resume
-contract, the steps `notebooks/run_model.ipynb` runs for one job, and the grid's execution: every job's
-notebook is executed by papermill in one shared kernel (run.session), cheapest strategies first.
+contract, and the steps `notebooks/run_model.ipynb` runs for one job (run.grid executes the notebooks).
 
 A job is complete when its run folder holds a finished run (records.parquet + provenance with complete=True)
 AND a summary.json written with the same job parameters (RESUME_KEYS); anything else is (re-)executed, and
@@ -12,7 +11,7 @@ import itertools
 import re
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +24,15 @@ from mcqa_toolkit.run.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy, build_strategy
 
 PARAM_KEYS = {"output_dir", "models", "datasets", "languages", "strategies", "limit", "seed", "shuffles", "shots",
-              "device", "dtype", "min_k", "kernel"}
-# the notebook parameters that must match for a finished run folder to count as this job
-RESUME_KEYS = ("MODEL", "DATASET", "DATASET_ARGS", "LANGUAGE", "STRATEGY", "SHOTS", "SHUFFLES", "SEED", "LIMIT")
+              "device", "dtype", "min_k", "kernel", "judges", "judge_combine"}
+# the notebook parameters that must match for a finished run folder to count as this job (and the backend kind)
+RESUME_KEYS = ("MODEL", "DATASET", "DATASET_ARGS", "LANGUAGE", "STRATEGY", "SHOTS", "SHUFFLES", "SEED", "LIMIT",
+               "JUDGES", "JUDGE_COMBINE")
 
 
 def load_items(dataset: str, dataset_args: dict[str, Any] | None = None, language: str | None = None) -> ItemSet:
-    """Items of a registered dataset, restricted to `language` (demo: loaded in that language only)."""
+    """Items of a registered dataset (every question type), restricted to `language` (demo: loaded in that
+    language only)."""
     args = dict(dataset_args or {})
     if dataset == "demo" and language is not None:
         args.setdefault("language", language)
@@ -40,14 +41,14 @@ def load_items(dataset: str, dataset_args: dict[str, Any] | None = None, languag
         items = items.filter(language=language)
         if not len(items):
             raise ValueError(f"dataset {dataset!r} has no items in language {language!r}")
-    return items.filter(answer_type="single")
+    return items
 
 
 @dataclass(frozen=True)
 class Job:
     """One model x dataset x language x strategy combination and its run folder."""
 
-    model: Any                       # a model name/path, or a backend entry dict (see backends.load_backend)
+    model: str                       # model name/path (hf) or the served model's name (API backends)
     dataset: str
     dataset_args: dict[str, Any]
     language: str | None
@@ -60,6 +61,9 @@ class Job:
     device: str | None = None
     dtype: str | None = None
     min_k: bool = True
+    backend_options: dict[str, Any] = field(default_factory=dict)  # {backend: openai, base_url: ..., ...}; {} = hf
+    judges: list[Any] | None = None  # judge models of short answers (names/paths/backend dicts); None: no judge
+    judge_combine: str | None = None  # mean | majority (None: mean)
 
     @property
     def run_dir(self) -> RunDir:
@@ -67,15 +71,18 @@ class Job:
 
     def parameters(self) -> dict[str, Any]:
         """The run notebook's parameters for this job (papermill injects them)."""
-        return {"MODEL": self.model, "DATASET": self.dataset, "DATASET_ARGS": self.dataset_args,
+        return {"MODEL": self.model, "BACKEND": self.backend_options, "DATASET": self.dataset,
+                "DATASET_ARGS": self.dataset_args,
                 "LANGUAGE": self.language, "STRATEGY": self.strategy, "OUTPUT_DIR": str(self.out_dir),
                 "SHOTS": self.shots, "SHUFFLES": self.shuffles, "SEED": self.seed, "LIMIT": self.limit,
-                "DEVICE": self.device, "DTYPE": self.dtype, "MIN_K": self.min_k}
+                "DEVICE": self.device, "DTYPE": self.dtype, "MIN_K": self.min_k, "JUDGES": self.judges,
+                "JUDGE_COMBINE": self.judge_combine}
 
     @classmethod
     def from_parameters(cls, **params: Any) -> "Job":
         """The job a run notebook was given (its UPPER_CASE parameters)."""
         fields = {k.lower(): v for k, v in params.items()}
+        fields["backend_options"] = dict(fields.pop("backend", None) or {})
         out = fields.pop("output_dir")  # None: a fresh temporary folder (tests re-execute the notebook)
         fields["out_dir"] = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mcqa_run_"))
         return cls(**fields)
@@ -92,7 +99,18 @@ class Job:
         loaded again when it was loaded from the same model entry (backends.load_backend)."""
         from mcqa_toolkit.backends import load_backend
 
-        return load_backend(self.model, reuse=reuse, device=self.device, dtype=self.dtype)
+        return load_backend({"model": self.model, **self.backend_options}, reuse=reuse, device=self.device,
+                            dtype=self.dtype)
+
+    def judging(self, backend: Any) -> dict[str, Any]:
+        """run()'s judges= and combine= arguments: an LLMJudge per entry of `judges` (an entry naming the run's
+        own model reuses its loaded backend) and the combination rule."""
+        from mcqa_toolkit.backends import load_backend
+        from mcqa_toolkit.scoring.judge import LLMJudge
+
+        judges = [LLMJudge(backend if spec == self.model else load_backend(spec, device=self.device, dtype=self.dtype),
+                           name=model_label(spec)) for spec in (self.judges or [])]
+        return {"judges": judges, "combine": self.judge_combine or "mean"}
 
     def measure_min_k(self, backend: Any, items: ItemSet, records: pd.DataFrame) -> pd.DataFrame:
         """Min-K% prob of the evaluated questions, written to the run folder."""
@@ -105,7 +123,8 @@ class Job:
     def write_summary(self, summary: dict[str, Any], strategy: Strategy) -> Path:
         """summary.json with the parameters that make this run folder count as this job (resume contract)."""
         params = {k: v for k, v in self.parameters().items() if k in RESUME_KEYS}
-        return self.run_dir.write_summary(summary, {**params, "strategy_hash": strategy.hash})
+        return self.run_dir.write_summary(summary, {**params, "BACKEND_KIND": self.backend_options.get("backend", "hf"),
+                                                    "strategy_hash": strategy.hash})
 
     def is_complete(self) -> bool:
         """A finished run made with the same parameters (else it is re-executed)."""
@@ -113,7 +132,8 @@ class Job:
         if not (rd.is_complete() and rd.summary_file.exists()):
             return False
         done, want = rd.summary().get("params", {}), self.parameters()
-        return all(done.get(k) == want.get(k) for k in RESUME_KEYS)
+        kind = done.get("BACKEND_KIND", "hf") == self.backend_options.get("backend", "hf")
+        return kind and all(done.get(k) == want.get(k) for k in RESUME_KEYS)
 
 
 def _slug(text: str) -> str:
@@ -154,6 +174,10 @@ def load_params(path: str | Path) -> dict[str, Any]:
     for key in ("models", "datasets", "strategies"):
         if not params.get(key) or not isinstance(params[key], list):
             raise ValueError(f"{p}: '{key}' must be a non-empty list")
+    if params.get("judges") is not None and (not isinstance(params["judges"], list) or not params["judges"]):
+        raise ValueError(f"{p}: 'judges' must be a non-empty list of models (or left out)")
+    if params.get("judge_combine") not in (None, "mean", "majority"):
+        raise ValueError(f"{p}: 'judge_combine' must be mean or majority, got {params['judge_combine']!r}")
     return params
 
 
@@ -162,7 +186,8 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
     out = Path(params.get("output_dir", "outputs"))
     if base_dir is not None and not out.is_absolute():
         out = base_dir / out
-    options = {k: params.get(k) for k in ("limit", "seed", "shuffles", "shots", "device", "dtype")}
+    options = {k: params.get(k) for k in ("limit", "seed", "shuffles", "shots", "device", "dtype", "judges",
+                                          "judge_combine")}
     wanted_min_k = params.get("min_k") is None or bool(params["min_k"])
     jobs: list[Job] = []
     min_k_done: set[tuple] = set()  # Min-K% depends on model and items only: measure it once per combination
@@ -172,8 +197,12 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
         label = ds.get("label", ds["name"])
         name = "__".join(_slug(str(x)) for x in (model_label(model), label, lang or "all", _strategy_name(st)))
         key = (model_label(model), label, lang)
-        jobs.append(Job(model, ds["name"], dict(ds.get("args") or {}), lang, st, out / name, **options,
-                        min_k=wanted_min_k and key not in min_k_done))
+        entry = dict(model) if isinstance(model, dict) else {"model": model}
+        args = dict(ds.get("args") or {})
+        if base_dir is not None and isinstance(args.get("path"), str) and not Path(args["path"]).is_absolute():
+            args["path"] = str(base_dir / args["path"])  # relative to where `mcqa run` runs, not the notebook's cwd
+        jobs.append(Job(str(entry.pop("model")), ds["name"], args, lang, st, out / name, **options,
+                        min_k=wanted_min_k and key not in min_k_done, backend_options=entry))
         min_k_done.add(key)
     names = [j.run_dir.name for j in jobs]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -182,79 +211,4 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
     return jobs
 
 
-# Relative wall time of one record (item x shuffle) by method, and of Min-K% per item, measured on Gemma-3-270M
-# on 2 CPU cores (the demo's strategies, one language): `mcqa run` starts with the cheapest runs so that the
-# first numbers are on screen early. Cloze scores every token of every option (an LM-head call per token);
-# generation costs about one unit per new token.
-METHOD_COST = {"first_token": 12.0, "cloze": 17.0, "loglik": 17.0, "generate": 1.2}  # generate: x max_new_tokens
-MIN_K_COST = 24.0
-
-
-def estimated_cost(job: Job) -> float:
-    """A job's relative cost per item, for ordering only (a strategy that fails to build sorts first: it
-    fails at once)."""
-    try:
-        st = job.build_strategy()
-    except ValueError:
-        return 0.0
-    per_record = METHOD_COST[st.method] * (st.max_new_tokens if st.method == "generate" else 1)
-    return per_record * st.shuffles + (MIN_K_COST if job.min_k else 0.0)
-
-
-def schedule(jobs: list[Job]) -> list[Job]:
-    """Execution order: model by model (each model is loaded once), cheapest strategies first, and within
-    a strategy the languages in params order, so the first results cover every language early."""
-    models = list(dict.fromkeys(model_label(j.model) for j in jobs))
-    return sorted(jobs, key=lambda j: (models.index(model_label(j.model)), estimated_cost(j)))
-
-
-def execute(job: Job, notebook: Path, session: Any) -> None:
-    """Execute the run notebook for one job in a `run.session.KernelSession`; the executed copy is kept in
-    the run folder."""
-    job.out_dir.mkdir(parents=True, exist_ok=True)
-    session.execute(notebook, job.run_dir.notebook, job.parameters(), cwd=notebook.parent)
-
-
-def _result_line(job: Job) -> str:
-    s = job.run_dir.summary()
-    return f"accuracy {s.get('accuracy', float('nan')):.3f}  kappa {s.get('kappa', float('nan')):+.3f}  " \
-           f"({s.get('n_items', 0)} items x {s.get('shuffles', 0)} shuffles)"
-
-
-def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool = False,
-               kernel: str = "python3") -> int:
-    """Execute every incomplete combination of a params file in one kernel (run.session), printing each
-    run's headline numbers as it finishes; failures are collected and reported at the end without stopping
-    the others. Returns the number of failures."""
-    from mcqa_toolkit.run.session import KernelSession
-
-    params = load_params(path)
-    jobs = expand(params, base_dir=base_dir)
-    todo = schedule([j for j in jobs if not j.is_complete()])
-    print(f"{len(jobs)} combinations, {len(jobs) - len(todo)} already complete, {len(todo)} to run", flush=True)
-    if dry_run or not todo:
-        for j in todo:
-            print("  would run", j.run_dir.name)
-        return 0
-    failures: list[tuple[Job, str]] = []
-    t0 = time.time()
-    with KernelSession(params.get("kernel") or kernel, cwd=notebook.parent, keep=("backend",)) as session:
-        for n, job in enumerate(todo, start=1):
-            t = time.time()
-            try:
-                execute(job, notebook, session)
-                result = _result_line(job)
-            except Exception as e:  # papermill raises PapermillExecutionError with the cell's traceback
-                last = str(e).strip().splitlines()[-1] if str(e).strip() else ""
-                failures.append((job, f"{type(e).__name__}: {last}"))
-                result = "failed (see below)"
-            print(f"[{n:>{len(str(len(todo)))}}/{len(todo)}] {time.time() - t:5.0f} s  {job.run_dir.name:<40} "
-                  f"{result}", flush=True)
-    print(f"done in {time.time() - t0:.0f} s: {len(todo) - len(failures)} ran, {len(failures)} failed")
-    for job, msg in failures:
-        print(f"  FAILED {job.run_dir.name}: {msg}\n    see {job.run_dir.notebook}")
-    return len(failures)
-
-
-__all__ = ["Job", "load_items", "load_params", "expand", "model_label", "execute", "run_params", "schedule",
-           "estimated_cost", "RESUME_KEYS", "PARAM_KEYS"]
+__all__ = ["Job", "load_items", "load_params", "expand", "model_label", "RESUME_KEYS", "PARAM_KEYS"]
