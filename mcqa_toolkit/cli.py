@@ -108,7 +108,7 @@ def _main(argv: list[str] | None = None) -> int:
                      help="also write the self-contained results page (default PATH: <results>/report.html)")
     d = sub.add_parser("demo", help="run the shipped params/demo.yaml on the embedded model, then report")
     d.add_argument("--full", action="store_true",
-                   help="the full-size demo (params/demo_full.yaml: every question, more shuffles; ~15+ min)")
+                   help="the full-size demo (params/demo_full.yaml: every question, more shuffles; ~30 min on 2 cores)")
     d.add_argument("--kernel", default="python3")
     sub.add_parser("inspect", help="open the question inspector notebook in JupyterLab")
     v = sub.add_parser("validate-enem", help="score every candidate of an INEP microdata file and compare with "

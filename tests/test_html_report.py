@@ -89,7 +89,9 @@ def test_html_report_is_one_self_contained_file(results):
     with Image.open(results / "figures" / "tables_line.png") as original:
         printed = original.width  # a 7 in figure at 300 dpi, cropped to its tight bounding box
     with Image.open(io.BytesIO(base64.b64decode(src))) as img:
-        assert printed > MAX_FIGURE_WIDTH == img.width  # downscaled
+        factor = -(-printed // MAX_FIGURE_WIDTH)
+        assert factor > 1 and img.width == -(-printed // factor) <= MAX_FIGURE_WIDTH  # shrunk by an integer factor
+        assert img.mode == "RGB" and img.getpixel((0, 0)) == (255, 255, 255)  # opaque, white background
     assert int(width) == round(printed * 96 * SCREEN_SCALE / 300)
     assert 'data-sort="0.2"' in html and "m / S5 / pt" in html  # the notebooks' headline numbers
     assert "a5fd3b62230aa5ec" in html  # the weights' sha256 from the runs' provenance

@@ -44,6 +44,24 @@ def _outputs(path: Path) -> list[str]:
 
 
 @pytest.mark.notebooks
+def test_session_kernel_defaults_numpy_to_one_blas_thread(tmp_path, monkeypatch):
+    """torch owns the cores; spinning OpenBLAS threads slowed runs inside `mcqa demo` down (run.session)."""
+    from mcqa_toolkit.run.session import KernelSession
+
+    nb = _notebook(tmp_path / "env.ipynb", "import os\nprint(os.environ.get('OPENBLAS_NUM_THREADS'))")
+    seen = []
+    for value in (None, "2"):  # unset: the session's default; set by the caller: kept
+        if value is None:
+            monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+        else:
+            monkeypatch.setenv("OPENBLAS_NUM_THREADS", value)
+        with KernelSession(cwd=tmp_path) as session:
+            session.execute(nb, tmp_path / "out.ipynb")
+        seen.append(_outputs(tmp_path / "out.ipynb")[0])
+    assert seen == ["1\n", "2\n"]
+
+
+@pytest.mark.notebooks
 def test_session_runs_notebooks_in_one_kernel_that_forgets(tmp_path):
     from mcqa_toolkit.run.session import KernelSession
 

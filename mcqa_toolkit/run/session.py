@@ -11,12 +11,17 @@ for the same model), its output history is dropped and its execution counter res
 notebook reads as if it had had a kernel of its own. A kernel that died (out of memory, say) is restarted
 before the next notebook.
 
+The kernel gets OPENBLAS_NUM_THREADS=1 unless the caller's environment sets it: torch already uses every core,
+and numpy's OpenBLAS threads, which keep spinning after each small matrix product, then slowed the model's runs
+down up to five-fold on 2 cores (the same run notebook took 8 s alone and 56 s inside `mcqa demo`).
+
 The kernel talks over IPC sockets in a private temporary folder: no TCP ports are opened, which is also why
 ipykernel no longer warns "Kernel is running over TCP without encryption".
 """
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -29,6 +34,7 @@ from papermill.clientwrap import PapermillNotebookClient
 from papermill.engines import NBClientEngine, papermill_engines
 
 ENGINE = "mcqa_kernel_session"
+KERNEL_ENV = {"OPENBLAS_NUM_THREADS": "1"}  # defaults for the kernel's environment (see the module docstring)
 _LOG = logging.getLogger("papermill")
 
 
@@ -93,7 +99,8 @@ class KernelSession:
         self._dir = tempfile.mkdtemp(prefix="mcqa_kernel_")
         self.km = AsyncKernelManager(kernel_name=self.kernel_name, transport="ipc",
                                      connection_file=str(Path(self._dir) / "kernel.json"))
-        run_sync(self.km.start_kernel)(cwd=self.cwd, extra_arguments=["--HistoryManager.hist_file=:memory:"])
+        run_sync(self.km.start_kernel)(cwd=self.cwd, env={**KERNEL_ENV, **os.environ},
+                                       extra_arguments=["--HistoryManager.hist_file=:memory:"])
         self.kc = self.km.client()
         self.kc.start_channels()
         try:
@@ -144,4 +151,4 @@ class KernelSession:
                                    km=self.km, kc=self.kc)
 
 
-__all__ = ["KernelSession", "ENGINE"]
+__all__ = ["KernelSession", "ENGINE", "KERNEL_ENV"]
