@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast install bench clean-outputs lab
+.PHONY: demo demo-full test test-fast install chromium bench clean-outputs lab
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,17 +17,31 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF 
 # torch is pinned exactly and installed first so that nothing pulls a CUDA build.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet -e ".[test,server]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet -e ".[test,server,lab]"
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 >/dev/null
 	touch $(STAMP)
 
 install: $(STAMP)
 
+# Debian's Chromium for the browser tests (tests/test_browser.py drives it with Playwright; Playwright's own
+# browser download does not work here). Installed only when missing, so a second `make test` costs nothing;
+# without recommends (printing, udev, GL drivers: not needed headless), plus fonts for the screenshots.
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+chromium:
+	@[ -x "$(CHROMIUM)" ] || { echo "installing Debian's chromium for the browser tests"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq \
+	  --no-install-recommends chromium fonts-liberation fonts-dejavu-core >/dev/null; }
+
+# the short demo (params/demo.yaml); demo-full runs params/demo_full.yaml (every question, more shuffles)
 demo: $(STAMP)
 	$(BIN)/mcqa demo
 
+demo-full: $(STAMP)
+	$(BIN)/mcqa demo --full
+
 # numpy's BLAS threads only slow the small IRT matrix products down when torch shares the 2 cores
-test: $(STAMP)
+test: $(STAMP) chromium
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q
 
 # unit tier only: no real model, no notebook kernels (target under 90 s)
@@ -39,7 +53,6 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/scoring_throughput.py
 
 lab: $(STAMP)
-	$(BIN)/pip install --quiet -e ".[lab]"
 	$(BIN)/jupyter lab notebooks/
 
 clean-outputs:

@@ -2,14 +2,14 @@
 
     mcqa run params/demo.yaml      # one executed run_model.ipynb + results folder per combination, resumable
     mcqa run params/x.yaml --batch-submit | --batch-fetch    # API batch mode (cheaper, slower)
-    mcqa report                    # execute the analysis notebooks over everything in outputs/
-    mcqa demo                      # run the shipped params/demo.yaml, then report
+    mcqa report [--html]           # execute the analysis notebooks over everything in outputs/ (+ results page)
+    mcqa demo [--full]             # run the shipped params/demo.yaml (demo_full.yaml), then report
     mcqa inspect                   # open the question inspector in JupyterLab
     mcqa validate-enem ITENS_PROVA_2023.csv MICRODADOS_ENEM_2023.csv   # our ENEM scores vs INEP's NU_NOTA
 
 A params file lists models, datasets, languages and strategies; `mcqa run` executes their product (see
-run.jobs). Relative output folders are relative to the current directory: `cd /tmp && mcqa demo` writes
-/tmp/outputs, /tmp/figures and /tmp/latex.
+run.jobs) in one kernel (run.session). Relative output folders are relative to the current directory:
+`cd /tmp && mcqa demo` writes /tmp/outputs/demo, /tmp/figures/demo and /tmp/latex/demo.
 """
 from __future__ import annotations
 
@@ -18,10 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from mcqa_toolkit.resources import notebooks_dir, params_file
-from mcqa_toolkit.run.jobs import run_params
+from mcqa_toolkit.run.grid import run_params
 
 RUN_NOTEBOOK = "run_model.ipynb"
 REPORT_NOTEBOOKS = ("10_tables.ipynb", "11_irt.ipynb", "12_language_gap.ipynb", "13_position_bias.ipynb",
@@ -29,9 +27,11 @@ REPORT_NOTEBOOKS = ("10_tables.ipynb", "11_irt.ipynb", "12_language_gap.ipynb", 
 
 
 def report(results_dir: str | Path = "outputs", figures_dir: str | Path = "figures", latex_dir: str | Path = "latex",
-           dataset: str = "demo", kernel: str = "python3") -> int:
-    """Execute the analysis notebooks over every run in `results_dir`; executed copies go to results_dir/_report."""
-    import papermill as pm
+           dataset: str = "demo", kernel: str = "python3", html: str | Path | None = None) -> int:
+    """Execute the analysis notebooks over every run in `results_dir`, one after another in one kernel;
+    executed copies go to results_dir/_report. With `html`, also write the static results page there
+    (report.html). Returns the number of notebooks that failed."""
+    from mcqa_toolkit.run.session import KernelSession
 
     res, fig, tex = (Path(x).resolve() for x in (results_dir, figures_dir, latex_dir))
     if not res.is_dir():
@@ -39,17 +39,42 @@ def report(results_dir: str | Path = "outputs", figures_dir: str | Path = "figur
     executed = res / "_report"
     executed.mkdir(parents=True, exist_ok=True)
     failures = 0
-    for name in tqdm(REPORT_NOTEBOOKS, desc="report", unit="notebook"):
-        try:
-            pm.execute_notebook(str(notebooks_dir() / name), str(executed / name), kernel_name=kernel,
-                                cwd=str(notebooks_dir()), progress_bar=False,
-                                parameters={"RESULTS_DIR": str(res), "FIGURES_DIR": str(fig), "LATEX_DIR": str(tex),
-                                            "DATASET": dataset})
-        except Exception as e:
-            failures += 1
-            print(f"  FAILED {name}: {type(e).__name__}; see {executed / name}")
-    print(f"figures in {fig}, LaTeX in {tex}, executed notebooks in {executed}")
+    params = {"RESULTS_DIR": str(res), "FIGURES_DIR": str(fig), "LATEX_DIR": str(tex), "DATASET": dataset}
+    with KernelSession(kernel, cwd=notebooks_dir()) as session:
+        for name in REPORT_NOTEBOOKS:
+            t0 = time.time()
+            try:
+                session.execute(notebooks_dir() / name, executed / name, params, cwd=notebooks_dir())
+                status = "ok"
+            except Exception as e:
+                failures += 1
+                status = f"FAILED ({type(e).__name__}); see {executed / name}"
+            print(f"  report {name:<24} {time.time() - t0:4.0f} s  {status}", flush=True)
+    if html is not None:
+        from mcqa_toolkit.report.html import write_html_report
+
+        print(f"HTML report (self-contained, figures embedded): {write_html_report(html, res, fig, tex)}")
+    print(f"figures in {fig}, LaTeX tables in {tex}, executed notebooks in {executed}")
     return failures
+
+
+def demo(full: bool = False, kernel: str = "python3") -> int:
+    """Run the shipped demo grid (params/demo.yaml, or demo_full.yaml) on the embedded model, then the report;
+    print the headline table and where everything is. Returns the number of failures."""
+    from mcqa_toolkit.report.overview import headline_text
+    from mcqa_toolkit.run.jobs import load_params
+
+    t0 = time.time()
+    name = "demo_full" if full else "demo"
+    params = load_params(params_file(name))
+    results = Path(params.get("output_dir", "outputs"))
+    failed = run_params(params_file(name), notebooks_dir() / RUN_NOTEBOOK, Path.cwd(), kernel=kernel)
+    figures, latex = Path("figures") / name, Path("latex") / name
+    failed += report(results, figures, latex, "demo", kernel, html=results / "report.html")
+    print("\n" + headline_text(results, params.get("languages")))
+    print(f"\ndemo finished in {time.time() - t0:.0f} s{f' with {failed} failure(s)' if failed else ''}. "
+          f"Figures: {figures.resolve()}/*.png; open {(results / 'report.html').resolve()} in a browser.")
+    return failed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,7 +104,11 @@ def _main(argv: list[str] | None = None) -> int:
     rep.add_argument("--latex", default="latex")
     rep.add_argument("--dataset", default="demo")
     rep.add_argument("--kernel", default="python3")
+    rep.add_argument("--html", nargs="?", const="", default=None, metavar="PATH",
+                     help="also write the self-contained results page (default PATH: <results>/report.html)")
     d = sub.add_parser("demo", help="run the shipped params/demo.yaml on the embedded model, then report")
+    d.add_argument("--full", action="store_true",
+                   help="the full-size demo (params/demo_full.yaml: every question, more shuffles; ~30 min on 2 cores)")
     d.add_argument("--kernel", default="python3")
     sub.add_parser("inspect", help="open the question inspector notebook in JupyterLab")
     v = sub.add_parser("validate-enem", help="score every candidate of an INEP microdata file and compare with "
@@ -101,13 +130,10 @@ def _main(argv: list[str] | None = None) -> int:
         batch = "submit" if args.batch_submit else "fetch" if args.batch_fetch else None
         return 1 if run_params(args.params, run_notebook, Path.cwd(), args.dry_run, args.kernel, batch) else 0
     if args.command == "report":
-        return 1 if report(args.results, args.figures, args.latex, args.dataset, args.kernel) else 0
+        html = None if args.html is None else (args.html or Path(args.results) / "report.html")
+        return 1 if report(args.results, args.figures, args.latex, args.dataset, args.kernel, html) else 0
     if args.command == "demo":
-        t0 = time.time()
-        failed = run_params(params_file("demo"), run_notebook, Path.cwd(), kernel=args.kernel)
-        failed += report("outputs", "figures", "latex", "demo", args.kernel)
-        print(f"demo finished in {time.time() - t0:.0f} s")
-        return 1 if failed else 0
+        return 1 if demo(args.full, args.kernel) else 0
     import subprocess
 
     return subprocess.call([sys.executable, "-m", "jupyter", "lab", str(notebooks_dir() / "inspect_questions.ipynb")])

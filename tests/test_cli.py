@@ -7,7 +7,7 @@ import yaml
 
 from mcqa_toolkit import cli
 from mcqa_toolkit.resources import notebooks_dir
-from mcqa_toolkit.run import jobs
+from mcqa_toolkit.run import grid, jobs
 from mcqa_toolkit.run.store import load_results
 
 
@@ -36,7 +36,7 @@ def test_expand_and_validation(tmp_path):
 @pytest.mark.notebooks
 def test_run_resume_and_failures(tmp_path, tiny_model_dir, capsys):
     p = _params(tmp_path, tiny_model_dir, [{"base": "enem_1shot", "shuffles": 2}, "S9_does_not_exist"])
-    failed = jobs.run_params(p, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path)
+    failed = grid.run_params(p, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path)
     out = capsys.readouterr().out
     assert failed == 2 and out.count("FAILED") == 2 and "unknown strategy 'S9_does_not_exist'" in out
     runs = sorted((tmp_path / "out").glob("*__enem_1shot"))
@@ -50,7 +50,7 @@ def test_run_resume_and_failures(tmp_path, tiny_model_dir, capsys):
         assert len(pd.read_parquet(run / "min_k.parquet")) == 2
     mtimes = [(r / "records.parquet").stat().st_mtime for r in runs]
     p2 = _params(tmp_path, tiny_model_dir, [{"base": "enem_1shot", "shuffles": 2}])
-    assert jobs.run_params(p2, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
+    assert grid.run_params(p2, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
     assert "2 already complete, 0 to run" in capsys.readouterr().out
     assert [(r / "records.parquet").stat().st_mtime for r in runs] == mtimes
     assert set(load_results(tmp_path / "out")["language"]) == {"pt", "en"}

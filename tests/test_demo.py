@@ -35,3 +35,12 @@ def test_population_is_reproducible_and_matches_the_3pl():
     z = np.random.default_rng(0).standard_normal(200_000)[:, None]
     expected = (c + (1 - c) / (1 + np.exp(-a * (z - b)))).mean(axis=0)
     np.testing.assert_allclose(proportion_correct(pop.responses.astype(float)), expected, atol=0.015)
+
+
+def test_per_subject_keeps_the_first_questions_of_every_subject():
+    short = load("demo", language="pt", per_subject=2)
+    assert len(short) == 12 and short.summary().loc["total", "total"] == 12
+    assert {it.item_id for it in short if it.subject == "biology"} == {"demo-bio-01-pt", "demo-bio-02-pt"}
+    assert len(load("demo", per_subject=11)) == 264  # every question
+    with pytest.raises(ValueError, match="per_subject"):
+        load("demo", per_subject=0)

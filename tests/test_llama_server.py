@@ -27,7 +27,7 @@ from mcqa_toolkit.backends.llama_server import llama_server
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.resources import notebooks_dir
-from mcqa_toolkit.run import Strategy, jobs, run, strategy
+from mcqa_toolkit.run import Strategy, grid, jobs, run, strategy
 
 pytestmark = pytest.mark.server
 VOLATILE = ["seconds", "n_forwarded_tokens", "run_id"]
@@ -142,7 +142,7 @@ def test_mcqa_run_with_the_server_backend_kill_and_rerun(server_url, tmp_path):
     proc.wait(timeout=30)
     assert jsonl.exists(), "the run was killed before it wrote a record"
     notebook = notebooks_dir() / "run_model.ipynb"
-    assert jobs.run_params(params, notebook, tmp_path) == 0
+    assert grid.run_params(params, notebook, tmp_path) == 0
     run_dir = jsonl.parent
     records = pd.read_parquet(run_dir / "records.parquet")
     assert len(records) == 8 and not records.duplicated(["item_id", "shuffle"]).any()
@@ -157,7 +157,7 @@ def test_mcqa_run_with_the_server_backend_kill_and_rerun(server_url, tmp_path):
     (run_dir / "records.parquet").unlink()
     (run_dir / "provenance.json").unlink()
     (run_dir / "run.json").unlink()
-    assert jobs.run_params(params, notebook, tmp_path) == 0
+    assert grid.run_params(params, notebook, tmp_path) == 0
     prov = json.loads((run_dir / "provenance.json").read_text())
     assert prov["usage"]["http_requests"] == 0 and prov["usage"]["cache_hits"] == 8
     again = pd.read_parquet(run_dir / "records.parquet")

@@ -2,6 +2,8 @@
 no pyplot state; single model/language inputs work; save() writes PNG and PDF."""
 from __future__ import annotations
 
+import io
+
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
@@ -210,9 +212,18 @@ def test_model_cat_vs_full_one_errorbar_per_shuffle(adaptive):
     (ax,) = _check_figure(plots.model_cat_vs_full(adaptive["frame"]), 1)
     assert len(ax.containers) == 2 and all(len(c.lines[0].get_xdata()) == 3 for c in ax.containers)
     assert "English" in ax.get_title()
-    two = pd.concat([adaptive["frame"], adaptive["frame"].assign(language="pt")])  # shared axes (the sample runs')
-    panels = _check_figure(plots.model_cat_vs_full(two), 2)
-    assert all(a.get_aspect() == 1.0 for a in panels)
+
+
+def test_model_cat_vs_full_one_panel_per_language(adaptive):
+    """The demo grid: one adaptive strategy in four languages, panels sharing both axes."""
+    one = adaptive["frame"]
+    # a CAT theta range unlike the full-test one, so that equal aspect has to adjust the panels
+    frame = pd.concat([one.assign(language=lang, theta_cat=one["theta_cat"] * 4 + k)
+                       for k, lang in enumerate(("pt", "es", "it", "en"))])
+    fig = plots.model_cat_vs_full(frame)
+    panels = _check_figure(fig, 4)
+    assert all(ax.get_aspect() == 1.0 for ax in panels)
+    fig.savefig(io.BytesIO(), format="png", dpi=100)  # what plots.save does
 
 
 def test_adaptive_savings_bars_and_negative_savings(adaptive):

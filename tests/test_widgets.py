@@ -111,6 +111,20 @@ def test_navigation_on_demo(demo, human_p):
     assert {it.subject for it in ins.filtered} == {"physics"} and ins.counter.value.startswith("1 / ")
 
 
+def test_filters_show_all_not_an_empty_box(demo, results):
+    """ipywidgets shows a Dropdown whose value is None as an empty box: "all" must be a real selection."""
+    ins = QuestionInspector(demo, results)
+    dropdowns = [*ins.filter_widgets.values(), ins.outcome_dropdown]
+    assert [(dd.index, dd.label) for dd in dropdowns] == [(0, "all")] * 4 + [(0, "any")]
+    ins.set_filter(language="pt", outcome="mixed")
+    assert ins.filter_widgets["language"].label == "pt" and len(ins.filtered) == 22
+    ins.set_filter(language=None, outcome=None)
+    assert [(dd.index, dd.label) for dd in dropdowns] == [(0, "all")] * 4 + [(0, "any")]
+    assert len(ins.filtered) == 264
+    ins.filter_widgets["year"].index = 0  # what picking "all" in the browser does
+    assert ins.filter_widgets["year"].label == "all" and len(ins.filtered) == 264
+
+
 def test_jump_to_id(demo):
     ins = QuestionInspector(demo)
     ins.jump_text.value = "demo-che-02-es"  # what pressing Enter in the box does
@@ -180,3 +194,21 @@ def test_notebook_runs_with_papermill(tmp_path):
     assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in cells[-3].outputs)
     headline = eval(cells[-1].outputs[0]["data"]["text/plain"])  # the recorded dict of headline numbers
     assert headline == {"items": 264, "shown": 66, "languages": ["en", "es", "it", "pt"], "records": 0}
+
+
+def test_toggle_a_models_results(demo, results):
+    ins = QuestionInspector(demo, results).set_filter(language="pt")
+    panels = lambda: [ax for ax in ins.figure.axes if ax.axison]  # noqa: E731
+    assert ins.shown_runs == [("model-a", "S1"), ("model-b", "S1")] and len(panels()) == 2
+    ins.run_toggles[("model-b", "S1")].value = False  # what clicking the toggle button does
+    assert ins.shown_runs == [("model-a", "S1")] and "model-b" not in ins.responses.value
+    assert "model-a · S1" in ins.responses.value and len(panels()) == 1
+    assert ins.run_toggles[("model-b", "S1")].icon == "" and ins.run_toggles[("model-a", "S1")].icon == "check"
+    ins.next()  # a hidden run stays hidden on the next question
+    assert "model-b" not in ins.responses.value and len(panels()) == 1
+    ins.show("model-a", shown=False)
+    assert "Every run is hidden" in ins.responses.value and ins.figure is None and ins.plot.outputs == ()
+    ins.show("model-b", "S1")
+    assert "model-b · S1" in ins.responses.value and "model-a" not in ins.responses.value
+    with pytest.raises(ValueError, match="no results of 'model-z'"):
+        ins.show("model-z")

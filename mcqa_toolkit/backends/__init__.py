@@ -22,11 +22,13 @@ REGISTRY: dict[str, str] = {
 }
 
 
-def load_backend(spec: str | dict[str, Any] | Backend, **overrides: Any) -> Backend:
+def load_backend(spec: str | dict[str, Any] | Backend, reuse: Any = None, **overrides: Any) -> Backend:
     """A Backend from a model name/path (local transformers model) or a dict {backend: kind, model: ..., ...}.
 
     `overrides` (e.g. device, dtype from a notebook) fill keys the entry does not set; None values are ignored.
-    An already-built Backend is returned unchanged.
+    An already-built Backend is returned unchanged. `reuse`: a backend loaded earlier in this process (e.g.
+    by the previous run notebook in a `mcqa run` kernel); when it was loaded from the same entry its weights
+    are reused through `reuse.renew()` (fresh caches and counters) instead of being loaded again.
     """
     if isinstance(spec, Backend):
         return spec
@@ -39,6 +41,9 @@ def load_backend(spec: str | dict[str, Any] | Backend, **overrides: Any) -> Back
         raise ValueError(f"unknown backend {kind!r}; known: {sorted(REGISTRY)}")
     if "model" not in entry:
         raise ValueError(f"backend entry {spec!r} needs a 'model'")
+    wanted = {"backend": kind, "device": None, "dtype": None, **entry}
+    if reuse is not None and hasattr(reuse, "renew") and getattr(reuse, "spec", None) == wanted:
+        return reuse.renew()
     module, factory = REGISTRY[kind].split(":")
     return getattr(importlib.import_module(module), factory)(entry.pop("model"), **entry)
 

@@ -26,8 +26,12 @@ def _demo_dir(path: str | Path | None) -> Path:
     return Path(path) if path is not None else demo_dir()
 
 
-def load_demo(language: str | list[str] | None = None, path: str | Path | None = None) -> ItemSet:
-    """Demo items in one language, several, or all four (None). Item ids are `<parallel_id>-<language>`."""
+def load_demo(language: str | list[str] | None = None, path: str | Path | None = None,
+              per_subject: int | None = None) -> ItemSet:
+    """Demo items in one language, several, or all four (None). Item ids are `<parallel_id>-<language>`.
+    `per_subject`: keep only the first N questions of each subject (in file order; the short `make demo`)."""
+    if per_subject is not None and per_subject < 1:
+        raise ValueError(f"per_subject must be a positive number of questions, got {per_subject}")
     langs = LANGUAGES if language is None else ((language,) if isinstance(language, str) else tuple(language))
     unknown = [lg for lg in langs if lg not in LANGUAGES]
     if unknown:
@@ -37,7 +41,9 @@ def load_demo(language: str | list[str] | None = None, path: str | Path | None =
         raise FileNotFoundError(f"no demo item files in {_demo_dir(path) / 'items'}")
     items, ids = [], UniqueIds("demo", "id")
     for f in files:
-        for n, rec in iter_jsonl(f):
+        for k, (n, rec) in enumerate(iter_jsonl(f)):
+            if per_subject is not None and k >= per_subject:
+                break
             pid = ids.add(require_text(rec, "id", f, n), f"{f.name}:{n}")
             subject = require_text(rec, "subject", f, n)
             answer = require(rec, "answer", f, n, types=int)

@@ -1,157 +1,27 @@
 """QuestionInspector: browse an exam item by item in JupyterLab, with translations, IRT and model responses.
 
-The pure functions (`filter_items`, `outcome_by_item`, `item_html`, `parallel_html`, `responses_frame`,
-`responses_html`, `probs_figure`) decide what is shown; `QuestionInspector` only wires them to ipywidgets,
-so everything except the pixels is testable without a browser. The bar chart is drawn on a bare matplotlib
-`Figure` (never pyplot) and stored as PNG in an `Output` widget, which works with or without a kernel.
+The pure functions of `report.inspector_views` decide what is shown; `QuestionInspector` only wires them to
+ipywidgets, so everything except the pixels is testable without a browser (tests/test_browser.py checks the
+pixels: the widget rendered by JupyterLab in headless Chromium). The bar chart is stored as PNG in an
+`Output` widget, which works with or without a kernel.
 """
 from __future__ import annotations
 
-import base64
-import io
-import math
 from html import escape
-from typing import Any, Mapping
+from typing import Any
 
 import ipywidgets as w
-import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.report.responses import responses_frame, responses_html  # noqa: F401  (part of the API)
+from mcqa_toolkit.report.inspector_views import (FILTER_FIELDS, OUTCOMES, filter_items, item_html,
+                                                 outcome_by_item, parallel_html, png_output, probs_figure)
+from mcqa_toolkit.report.responses import responses_frame, responses_html
 
-OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")
-KEY_STYLE = "background:#DCEBF7;border-left:4px solid #0072B2;font-weight:bold;"
-OUTCOMES = {"correct": "correct in every shuffle", "incorrect": "wrong in every shuffle",
-            "mixed": "right in some shuffles only"}
-ANNULLED_HTML = ('<div class="mcqa-annulled" style="border:2px dashed #D55E00;padding:4px 8px;margin:4px 0">'
-                 "<b>ANNULLED</b>: no key (annulled by the exam authority); it counts as wrong for every model "
-                 "and is usually left out of scores.</div>")
-FILTER_FIELDS = {"source": "Dataset", "language": "Language", "subject": "Subject", "year": "Year"}
-MAX_GROUPED_SHUFFLES = len(OKABE_ITO)  # beyond this, bars show the mean and dots the single shuffles
-
-
-def filter_items(items: ItemSet, outcomes: pd.Series | None = None, outcome: str | None = None,
-                 **criteria: Any) -> ItemSet:
-    """Items matching every non-None criterion and, when `outcome` is given, whose `outcomes[item_id]` equals it."""
-    kept = items.filter(**{k: v for k, v in criteria.items() if v is not None})
-    if outcome is None:
-        return kept
-    allowed = set(outcomes.index[outcomes == outcome]) if outcomes is not None else set()
-    return kept.filter(lambda it: it.item_id in allowed)
-
-
-def outcome_by_item(results: pd.DataFrame, model: str, strategy: str) -> pd.Series:
-    """item_id -> 'correct' (all shuffles right) | 'incorrect' (none right) | 'mixed', for one model/strategy."""
-    sub = results[(results["model"] == model) & (results["strategy"] == strategy)]
-    share = sub["correct"].astype(float).groupby(sub["item_id"]).mean()
-    return pd.Series(np.select([share == 1, share == 0], ["correct", "incorrect"], "mixed"), index=share.index,
-                     name="outcome")
-
-
-def _key_marks(item: Item) -> list[tuple[bool, str]]:
-    """(is highlighted, badge) per option: the key(s), or the truth value of each true/false statement."""
-    ans = item.answer
-    if item.answer_type == "truefalse" and isinstance(ans, tuple):
-        return [(bool(v), "✔ true" if v else "✘ false") for v in ans]
-    keys = {ans} if isinstance(ans, int) else set(ans) if isinstance(ans, tuple) else set()
-    return [(i in keys, "✔ key" if i in keys else "") for i in range(item.n_options)]
-
-
-def _options_html(item: Item) -> str:
-    if item.answer_type == "short":
-        key = escape(str(item.answer))
-        return f'<p><b>Expected answer:</b> <span class="mcqa-key" style="{KEY_STYLE}">{key}</span></p>'
-    rows = [f'<li class="mcqa-option{" mcqa-key" if is_key else ""}" style="list-style:none;padding:2px 6px;'
-            f'{KEY_STYLE if is_key else ""}"><b>{letter})</b> {escape(text)} '
-            f'<span style="color:#0072B2">{badge}</span></li>'
-            for letter, text, (is_key, badge) in zip(item.letters, item.options, _key_marks(item))]
-    return '<ul style="padding-left:0;margin:4px 0">' + "".join(rows) + "</ul>"
-
-
-def _annulled_html(item: Item) -> str:
-    return "" if item.answer is not None else ANNULLED_HTML
-
-
-def item_html(item: Item, human_p: float | None = None) -> str:
-    """The item as HTML: header, stem, options with the key highlighted, IRT parameters and human p."""
-    head = " · ".join(escape(str(x)) for x in (item.source, item.exam, item.year, item.subject, item.language)
-                      if x not in (None, ""))
-    notes = [f"type {item.answer_type}", f"{item.points:g} point(s)"]
-    if item.has_image:
-        notes.append("<b>has an image not shown here</b>")
-    irt = ("3PL a = {:.2f}, b = {:.2f}, c = {:.2f}".format(*item.irt) if item.irt else "IRT parameters: unknown")
-    p = f"human proportion correct: {human_p:.3f}" if human_p is not None else "human proportion correct: unknown"
-    meta = ", ".join(f"{escape(str(k))}: {escape(str(v))}" for k, v in item.meta.items() if len(str(v)) <= 80)
-    return (f'<div class="mcqa-item"><h3 style="margin:2px 0">{escape(item.item_id)}</h3>'
-            f'<div style="color:#555">{head} · {" · ".join(notes)}</div>{_annulled_html(item)}'
-            f'<p class="mcqa-stem" style="white-space:pre-wrap">{escape(item.stem)}</p>{_options_html(item)}'
-            f'<div class="mcqa-params"><b>{irt}</b> · <b>{p}</b>'
-            f'{" · " + meta if meta else ""}</div></div>')
-
-
-def parallel_html(group: Mapping[str, Item], current_language: str = "") -> str:
-    """The translations of one question side by side (one column per language), the key highlighted."""
-    if len(group) < 2:
-        return "<i>No translations of this question in the loaded items.</i>"
-    cols = []
-    for lang, it in group.items():
-        shown = " (shown above)" if lang == current_language else ""
-        cols.append(f'<div class="mcqa-translation" style="flex:1;min-width:220px;border:1px solid #ccc;'
-                    f'padding:4px 8px"><b>{escape(lang)}</b>{shown} <small>{escape(it.item_id)}</small>'
-                    f'{_annulled_html(it)}<p style="white-space:pre-wrap">{escape(it.stem)}</p>'
-                    f'{_options_html(it)}</div>')
-    return '<div style="display:flex;gap:8px;flex-wrap:wrap">' + "".join(cols) + "</div>"
-
-
-def probs_figure(frame: pd.DataFrame, item: Item) -> Figure:
-    """Option probabilities per shuffle in original option order: one panel per model · strategy.
-
-    Up to 8 shuffles are grouped bars (Okabe-Ito colours, one legend below); more are a mean bar with one dot
-    per shuffle. A grey band, not a colour, marks the key so it survives colour-blindness and print.
-    """
-    runs = list(frame.groupby(["model", "strategy"], sort=False))
-    ncols = min(len(runs), 2)
-    nrows = math.ceil(len(runs) / ncols)
-    fig = Figure(figsize=(max(5.4 * ncols, 7.0), 2.9 * nrows + 0.9), layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True).ravel()
-    x, marks = np.arange(item.n_options), _key_marks(item)
-    for ax, ((model, strategy), g) in zip(axes, runs):
-        probs = g[[f"p_{c}" for c in item.letters]].to_numpy(dtype=float)
-        for i, (is_key, _) in enumerate(marks):
-            if is_key:
-                ax.axvspan(i - 0.45, i + 0.45, color="#BBBBBB", alpha=0.35, lw=0)
-        if np.isnan(probs).all():
-            ax.text(0.5, 0.5, "no option probabilities\n(generation method)", ha="center", va="center",
-                    transform=ax.transAxes)
-        elif len(g) <= MAX_GROUPED_SHUFFLES:
-            width = 0.8 / len(g)
-            for k, (shuffle, row) in enumerate(zip(g["shuffle"], probs)):
-                ax.bar(x - 0.4 + width * (k + 0.5), row, width, color=OKABE_ITO[k], label=f"shuffle {shuffle}")
-        else:
-            ax.bar(x, np.nanmean(probs, axis=0), 0.6, color="#56B4E9", label="mean over shuffles")
-            jitter = np.random.default_rng(0).uniform(-0.2, 0.2, probs.shape)
-            ax.scatter(x + jitter, probs, s=8, color="#000000", alpha=0.6, label="one shuffle")
-        ax.set_xticks(x, [f"{c}\n({b.split()[-1]})" if b else c for c, (_, b) in zip(item.letters, marks)])
-        ax.set_ylim(0, 1)
-        ax.set_title(f"{model} · {strategy}", fontsize=10)
-    for ax in axes[len(runs):]:
-        ax.set_axis_off()
-    for ax in axes[::ncols]:
-        ax.set_ylabel("option probability")
-    handles, labels = max((ax.get_legend_handles_labels() for ax in axes), key=lambda hl: len(hl[0]))
-    if handles:
-        fig.legend(handles, labels, loc="outside lower center", ncols=min(len(handles), 8), fontsize=8, frameon=False)
-    fig.suptitle(f"{item.item_id}: option probabilities per shuffle (original option order)", fontsize=11)
-    return fig
-
-
-def _png_output(fig: Figure, label: str) -> dict[str, Any]:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90)
-    return {"output_type": "display_data", "metadata": {},
-            "data": {"image/png": base64.b64encode(buf.getvalue()).decode(), "text/plain": label}}
+# The value of a dropdown's "all" / "any" entry. Not None: ipywidgets treats a None value as "nothing
+# selected", so the browser would show an empty box instead of "all" (tests/test_browser.py caught it).
+ALL = ""
 
 
 class QuestionInspector:
@@ -181,17 +51,23 @@ class QuestionInspector:
         self.filter_widgets: dict[str, w.Dropdown] = {}
         for field, label in FILTER_FIELDS.items():
             values = sorted({getattr(it, field) for it in self.items} - {None, ""}, key=str)
-            self.filter_widgets[field] = w.Dropdown(options=[("all", None)] + [(str(v), v) for v in values],
-                                                    value=None, description=label, style=style, layout=lay)
+            self.filter_widgets[field] = w.Dropdown(options=[("all", ALL)] + [(str(v), v) for v in values],
+                                                    value=ALL, description=label, style=style, layout=lay)
         controls = list(self.filter_widgets.values())
         self.run_dropdown = self.outcome_dropdown = None
+        self.run_toggles: dict[tuple[str, str], w.ToggleButton] = {}
         if self.results is not None:
             pairs = self.results[["model", "strategy"]].drop_duplicates().itertuples(index=False)
             runs = [(f"{m} · {s}", (m, s)) for m, s in pairs]
+            for label, run in runs:  # show or hide one model · strategy in the responses table and chart
+                self.run_toggles[run] = w.ToggleButton(value=True, description=label, icon="check",
+                                                       tooltip=f"show or hide the results of {label}",
+                                                       layout=w.Layout(width="auto"))
+                self.run_toggles[run].observe(self._on_toggle, names="value")
             self.run_dropdown = w.Dropdown(options=runs, value=runs[0][1], description="Model · strategy",
                                            style=style, layout=lay)
-            self.outcome_dropdown = w.Dropdown(options=[("any", None)] + [(v, k) for k, v in OUTCOMES.items()],
-                                               value=None, description="Outcome", style=style, layout=lay)
+            self.outcome_dropdown = w.Dropdown(options=[("any", ALL)] + [(v, k) for k, v in OUTCOMES.items()],
+                                               value=ALL, description="Outcome", style=style, layout=lay)
             controls += [self.run_dropdown, self.outcome_dropdown]
         for c in controls:
             c.observe(lambda _change: self._apply_filters() if not self._hold else None, names="value")
@@ -212,10 +88,30 @@ class QuestionInspector:
             w.HBox([self.prev_button, self.counter, self.next_button, self.jump_text, self.go_button]),
             self.message, self.question, w.HTML("<h4>Translations</h4>"), self.translations]
         if self.results is not None:
-            parts += [w.HTML("<h4>Model responses</h4>"), self.responses, self.plot]
+            toggles = w.HBox([w.Label("Show:"), *self.run_toggles.values()], layout=w.Layout(flex_flow="row wrap"))
+            parts += [w.HTML("<h4>Model responses</h4>"), toggles, self.responses, self.plot]
         self.widget = w.VBox(parts)
 
+    def _on_toggle(self, change: dict[str, Any]) -> None:
+        change["owner"].icon = "check" if change["new"] else ""
+        self._render()
+
     # ---- state -----------------------------------------------------------------------------------
+    @property
+    def shown_runs(self) -> list[tuple[str, str]]:
+        """The (model, strategy) runs whose results are shown (all of them until one is toggled off)."""
+        return [run for run, toggle in self.run_toggles.items() if toggle.value]
+
+    def show(self, model: str, strategy: str | None = None, shown: bool = True) -> "QuestionInspector":
+        """Show (or hide, `shown=False`) a model's results: every strategy of it, or just `strategy`."""
+        runs = [r for r in self.run_toggles if r[0] == model and strategy in (None, r[1])]
+        if not runs:
+            raise ValueError(f"no results of {model!r}{f' · {strategy!r}' if strategy else ''}; runs: "
+                             f"{list(self.run_toggles)}")
+        for run in runs:
+            self.run_toggles[run].value = shown
+        return self
+
     @property
     def current(self) -> Item | None:
         """The item on screen, None when the filters leave nothing."""
@@ -228,16 +124,17 @@ class QuestionInspector:
             raise ValueError(f"unknown filter(s) {sorted(unknown)}")
         if self.results is None and {"model", "strategy", "outcome"} & set(criteria):
             raise ValueError("model/strategy/outcome filters need results")
-        wanted = [(self.filter_widgets[f], v) for f, v in criteria.items() if f in FILTER_FIELDS]
+        wanted = [(self.filter_widgets[f], ALL if v is None else v) for f, v in criteria.items() if f in FILTER_FIELDS]
         if "model" in criteria or "strategy" in criteria:
             model, strategy = self.run_dropdown.value
             wanted.append((self.run_dropdown, (criteria.get("model", model), criteria.get("strategy", strategy))))
         if "outcome" in criteria:
-            wanted.append((self.outcome_dropdown, criteria["outcome"]))
+            wanted.append((self.outcome_dropdown, ALL if criteria["outcome"] is None else criteria["outcome"]))
         for dropdown, value in wanted:
             allowed = [v for _, v in dropdown.options]
             if value not in allowed:
-                raise ValueError(f"{dropdown.description} {value!r} is not one of {allowed}")
+                shown = [None if v == ALL else v for v in allowed]
+                raise ValueError(f"{dropdown.description} {value!r} is not one of {shown}")
         self._hold = True  # one refresh for all the changes, not one per dropdown
         try:
             for dropdown, value in wanted:
@@ -247,8 +144,13 @@ class QuestionInspector:
         self._apply_filters()
         return self
 
+    @staticmethod
+    def _value(dropdown: w.Dropdown) -> Any:
+        """A filter dropdown's value, None for "all" / "any"."""
+        return None if isinstance(dropdown.value, str) and dropdown.value == ALL else dropdown.value
+
     def _apply_filters(self) -> None:
-        outcome = self.outcome_dropdown.value if self.outcome_dropdown is not None else None
+        outcome = self._value(self.outcome_dropdown) if self.outcome_dropdown is not None else None
         outcomes = None
         if outcome is not None:
             run = self.run_dropdown.value
@@ -257,7 +159,7 @@ class QuestionInspector:
             outcomes = self._outcomes[run]
         previous = self.current
         self.filtered = filter_items(self.items, outcomes, outcome,
-                                     **{f: dd.value for f, dd in self.filter_widgets.items()})
+                                     **{f: self._value(dd) for f, dd in self.filter_widgets.items()})
         self._pos = 0
         if previous is not None:  # stay on the same question (or its translation) when it survives the filters
             same = [i for i, it in enumerate(self.filtered) if it.item_id == previous.item_id] or \
@@ -314,8 +216,8 @@ class QuestionInspector:
         self.next_button.disabled = item is None or self._pos >= n - 1
         self.figure, self.plot.outputs = None, ()
         if item is None:
-            active = [f"{k} = {dd.value}" for k, dd in self.filter_widgets.items() if dd.value is not None]
-            if self.outcome_dropdown is not None and self.outcome_dropdown.value is not None:
+            active = [f"{k} = {dd.value}" for k, dd in self.filter_widgets.items() if self._value(dd) is not None]
+            if self.outcome_dropdown is not None and self._value(self.outcome_dropdown) is not None:
                 active.append(f"outcome = {self.outcome_dropdown.value} for {' · '.join(self.run_dropdown.value)}")
             self.question.value = (f'<div class="mcqa-empty"><b>No item matches the current filters</b> '
                                    f'({escape(", ".join(active))}). Set a filter back to “all” to widen it.</div>')
@@ -324,11 +226,17 @@ class QuestionInspector:
         self.question.value = item_html(item, self._human_p(item))
         self.translations.value = parallel_html(self._groups.get(item.parallel_id, {}), item.language)
         if self.results is not None:
-            frame = responses_frame(self._by_item.get(item.item_id), item)
+            records, shown = self._by_item.get(item.item_id), set(self.shown_runs)
+            if not shown:
+                self.responses.value = "<i>Every run is hidden: switch one on under “Show”.</i>"
+                return
+            if records is not None:
+                records = records[[run in shown for run in zip(records["model"], records["strategy"])]]
+            frame = responses_frame(records, item)
             self.responses.value = responses_html(frame, self.run_dropdown.value)
             if not frame.empty:
                 self.figure = probs_figure(frame, item)
-                self.plot.outputs = (_png_output(self.figure, f"option probabilities of {item.item_id}"),)
+                self.plot.outputs = (png_output(self.figure, f"option probabilities of {item.item_id}"),)
 
     def display(self) -> None:
         """Show the inspector in the notebook (same as leaving it as the last expression of a cell)."""

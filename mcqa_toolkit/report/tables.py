@@ -100,12 +100,24 @@ class Table:
         lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
         return "\n".join(lines) + "\n"
 
+    def to_tidy(self) -> pd.DataFrame:
+        """The numbers as a flat frame: index levels as columns, then each value column followed by its
+        error as `<column> ±` when there are errors (unrounded; for CSV and the HTML report)."""
+        out = self.values.copy()
+        if self.errors is not None:
+            for col in [c for c in self.values.columns if c in self.errors.columns]:
+                out.insert(out.columns.get_loc(col) + 1, f"{col} ±", self.errors[col].reindex(out.index))
+        out.columns = [str(c) for c in out.columns]
+        return out.reset_index()
+
     def save(self, directory: str | Path, name: str) -> Path:
-        """Write `<directory>/<name>.tex` (directory created) and return its path."""
+        """Write `<directory>/<name>.tex` and the same numbers as `<name>.csv` (to_tidy; the HTML report reads
+        them) in `directory` (created); returns the .tex path."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{name}.tex"
         path.write_text(self.to_latex())
+        self.to_tidy().to_csv(out / f"{name}.csv", index=False)
         return path
 
 

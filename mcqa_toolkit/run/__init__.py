@@ -6,7 +6,9 @@
     records    the record factory: every column derived, every record graded by the exam rule
     store      RunDir: every file name of a run folder; load_results / load_min_k over many run folders
     columns    the record column contract
-    jobs       params file -> jobs (run folders), resume contract, papermill execution
+    jobs       params file -> jobs (run folders), resume contract, the steps of the run notebook
+    grid       `mcqa run`: every incomplete job's run notebook, cheapest first, in one kernel (session)
+    session    KernelSession: one Jupyter kernel that executes many papermill notebooks in turn
 """
 from mcqa_toolkit.run.runner import plan_shots, run
 from mcqa_toolkit.run.store import RunDir, load_min_k, load_results

@@ -1,5 +1,5 @@
 """Jobs: a params file (models x datasets x languages x strategies) expanded into run folders, the resume
-contract, and the steps `notebooks/run_model.ipynb` runs for one job (executed by papermill).
+contract, and the steps `notebooks/run_model.ipynb` runs for one job (run.grid executes the notebooks).
 
 A job is complete when its run folder holds a finished run (records.parquet + provenance with complete=True)
 AND a summary.json written with the same job parameters (RESUME_KEYS); anything else is (re-)executed, and
@@ -17,7 +17,6 @@ from typing import Any
 
 import pandas as pd
 import yaml
-from tqdm.auto import tqdm
 
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import ItemSet
@@ -95,10 +94,13 @@ class Job:
     def build_strategy(self) -> Strategy:
         return build_strategy(self.strategy, shots=self.shots, shuffles=self.shuffles, seed=self.seed)
 
-    def backend(self) -> Any:
+    def backend(self, reuse: Any = None) -> Any:
+        """The job's backend; `reuse` (the previous job's backend in the same kernel) is renewed instead of
+        loaded again when it was loaded from the same model entry (backends.load_backend)."""
         from mcqa_toolkit.backends import load_backend
 
-        return load_backend({"model": self.model, **self.backend_options}, device=self.device, dtype=self.dtype)
+        return load_backend({"model": self.model, **self.backend_options}, reuse=reuse, device=self.device,
+                            dtype=self.dtype)
 
     def judging(self, backend: Any) -> dict[str, Any]:
         """run()'s judges= and combine= arguments: an LLMJudge per entry of `judges` (an entry naming the run's
@@ -209,58 +211,4 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
     return jobs
 
 
-def execute(job: Job, notebook: Path, kernel: str = "python3") -> None:
-    """Execute the run notebook for one job with papermill; the executed copy is kept in the run folder."""
-    import papermill as pm
-
-    job.out_dir.mkdir(parents=True, exist_ok=True)
-    pm.execute_notebook(str(notebook), str(job.run_dir.notebook), parameters=job.parameters(), kernel_name=kernel,
-                        cwd=str(notebook.parent), progress_bar=False)
-
-
-def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool = False, kernel: str = "python3",
-               batch: str | None = None) -> int:
-    """Execute every incomplete combination of a params file; failures are collected and reported at the end
-    without stopping the others. Returns the number of failures.
-
-    batch="submit" submits each run's missing requests to its backend's batch API (no notebook runs);
-    batch="fetch" stores the results of ended batches and executes the runs whose batches have all ended
-    (they then run from the request cache). See run.batch.
-    """
-    if batch not in (None, "submit", "fetch"):
-        raise ValueError(f"batch must be None, 'submit' or 'fetch', got {batch!r}")
-    params = load_params(path)
-    jobs = expand(params, base_dir=base_dir)
-    todo = [j for j in jobs if not j.is_complete()]
-    print(f"{len(jobs)} combinations, {len(jobs) - len(todo)} already complete, {len(todo)} to run")
-    if dry_run:
-        for j in todo:
-            print("  would run", j.run_dir.name)
-        return 0
-    failures: list[tuple[Job, str]] = []
-    t0 = time.time()
-    for job in tqdm(todo, desc=f"runs ({batch or 'online'})", unit="run"):
-        try:
-            if batch is not None and not _batch_step(job, batch):
-                continue
-            execute(job, notebook, params.get("kernel") or kernel)
-        except Exception as e:  # papermill raises PapermillExecutionError with the cell's traceback
-            last = str(e).strip().splitlines()[-1] if str(e).strip() else ""
-            failures.append((job, f"{type(e).__name__}: {last}"))
-    print(f"done in {time.time() - t0:.0f} s: {len(todo) - len(failures)} processed, {len(failures)} failed")
-    for job, msg in failures:
-        print(f"  FAILED {job.run_dir.name}: {msg}\n    see {job.run_dir.notebook}")
-    return len(failures)
-
-
-def _batch_step(job: Job, mode: str) -> bool:
-    """Submit or fetch one job's batch and print its state; True when the job should now run from the cache."""
-    from mcqa_toolkit.run import batch
-
-    state = batch.submit(job) if mode == "submit" else batch.fetch(job)
-    tqdm.write(batch.describe(job.run_dir.name, state))
-    return mode == "fetch" and bool(state.get("ready"))
-
-
-__all__ = ["Job", "load_items", "load_params", "expand", "model_label", "execute", "run_params", "RESUME_KEYS",
-           "PARAM_KEYS"]
+__all__ = ["Job", "load_items", "load_params", "expand", "model_label", "RESUME_KEYS", "PARAM_KEYS"]

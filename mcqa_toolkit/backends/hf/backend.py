@@ -25,11 +25,18 @@ _PACKAGES = ("torch", "transformers", "tokenizers")
 class HFBackend:
     """A loaded `LM` (model + tokenizer) as a Backend. One per model; pass it around (no globals)."""
 
-    def __init__(self, lm: LM, **engine_options: Any):
+    def __init__(self, lm: LM, spec: dict[str, Any] | None = None, **engine_options: Any):
         self.lm = lm
         self.name = lm.name
+        self.spec = spec  # the load_backend entry it was loaded from (None when built around a given model)
         self.engine = PrefixScorer(lm, **engine_options)
+        self._engine_options = engine_options
         self._generated = {"generated_tokens": 0, "generation_padded": 0}
+
+    def renew(self) -> "HFBackend":
+        """A backend on the same loaded weights with empty caches and counters, as good as a fresh load: the
+        KV-prefix cache and the token accounting start over, so records do not depend on earlier runs."""
+        return HFBackend(self.lm, self.spec, **self._engine_options)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -115,5 +122,6 @@ def load(name_or_path: str = "gemma-3-270m", device: Any = None, dtype: Any = No
     """Load a causal LM (embedded Gemma-3-270M, HF id, local directory or .gguf) as an HFBackend."""
     from mcqa_toolkit.backends.hf.loading import load_model
 
-    return HFBackend(load_model(name_or_path, device=device, dtype=dtype, **kwargs))
+    spec = {"backend": "hf", "model": name_or_path, "device": device, "dtype": dtype, **kwargs}
+    return HFBackend(load_model(name_or_path, device=device, dtype=dtype, **kwargs), spec)
 

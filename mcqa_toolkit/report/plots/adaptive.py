@@ -121,7 +121,8 @@ def model_cat_vs_full(frame: pd.DataFrame, col: str | Sequence[str] | None = ("s
         for lv, g in p.frame.groupby(hue, sort=True):
             p.ax.errorbar(g["theta_full"], g["theta_cat"], xerr=g["psd_full"], yerr=g["se_cat"], fmt=markers[lv],
                           color=colors[lv], ms=4.5, lw=0.9, capsize=2, alpha=0.85)
-        p.ax.set_aspect("equal", adjustable="box")  # shared axes allow only "box"
+        # "box": the panels share both axes, which matplotlib refuses to combine with adjustable="datalim"
+        p.ax.set_aspect("equal", adjustable="box")
     _label_outer(fig, panels, "θ, full test (EAP ± posterior SD)", "θ, CAT (EAP ± SE)")
     handles = _hue_handles(levels, colors, markers) + [Line2D([], [], color="0.4", ls="--", lw=0.9,
                                                               label="identity")]
