@@ -1,6 +1,7 @@
 """`mcqa` command line: run a params file as papermill executions, report, demo, inspect, validate-enem.
 
     mcqa run params/demo.yaml      # one executed run_model.ipynb + results folder per combination, resumable
+    mcqa run params/x.yaml --batch-submit | --batch-fetch    # API batch mode (cheaper, slower)
     mcqa report                    # execute the analysis notebooks over everything in outputs/
     mcqa demo                      # run the shipped params/demo.yaml, then report
     mcqa inspect                   # open the question inspector in JupyterLab
@@ -24,7 +25,7 @@ from mcqa_toolkit.run.jobs import run_params
 
 RUN_NOTEBOOK = "run_model.ipynb"
 REPORT_NOTEBOOKS = ("10_tables.ipynb", "11_irt.ipynb", "12_language_gap.ipynb", "13_position_bias.ipynb",
-                    "14_contamination.ipynb")
+                    "14_contamination.ipynb", "15_adaptive.ipynb", "16_course_exam.ipynb")
 
 
 def report(results_dir: str | Path = "outputs", figures_dir: str | Path = "figures", latex_dir: str | Path = "latex",
@@ -67,6 +68,11 @@ def _main(argv: list[str] | None = None) -> int:
     r.add_argument("params")
     r.add_argument("--dry-run", action="store_true")
     r.add_argument("--kernel", default="python3")
+    mode = r.add_mutually_exclusive_group()
+    mode.add_argument("--batch-submit", action="store_true", help="submit each run's requests to its backend's "
+                      "batch API (openai, anthropic) instead of running it")
+    mode.add_argument("--batch-fetch", action="store_true", help="fetch ended batches into the request cache and "
+                      "run the runs whose batches have all ended")
     rep = sub.add_parser("report", help="execute the analysis notebooks over outputs/")
     rep.add_argument("--results", default="outputs")
     rep.add_argument("--figures", default="figures")
@@ -92,7 +98,8 @@ def _main(argv: list[str] | None = None) -> int:
         return 0
     run_notebook = notebooks_dir() / RUN_NOTEBOOK
     if args.command == "run":
-        return 1 if run_params(args.params, run_notebook, Path.cwd(), args.dry_run, args.kernel) else 0
+        batch = "submit" if args.batch_submit else "fetch" if args.batch_fetch else None
+        return 1 if run_params(args.params, run_notebook, Path.cwd(), args.dry_run, args.kernel, batch) else 0
     if args.command == "report":
         return 1 if report(args.results, args.figures, args.latex, args.dataset, args.kernel) else 0
     if args.command == "demo":

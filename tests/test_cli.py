@@ -63,3 +63,41 @@ def test_cli_bad_params_is_one_clear_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("mcqa: error: ") and "unknown key(s) ['languges']" in err and "Traceback" not in err
     assert cli.main(["run", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_shipped_params_files_expand(tmp_path):
+    """Every params file we ship is valid and expands; API model entries become backend options (no key in them)."""
+    from mcqa_toolkit.resources import resource_dir
+
+    files = sorted(resource_dir("params").glob("*.yaml"))
+    assert len(files) >= 10
+    for f in files:
+        js = jobs.expand(jobs.load_params(f), base_dir=tmp_path)
+        assert js, f.name
+        for j in js:
+            assert "api_key" not in j.backend_options and j.parameters()["BACKEND"] == j.backend_options
+    vllm = jobs.expand(jobs.load_params(resource_dir("params") / "vllm.yaml"), base_dir=tmp_path)[0]
+    assert vllm.backend_options["backend"] == "openai" and len(vllm.backend_options["base_url"]) == 2
+    assert vllm.run_dir.name.startswith("gemma-3-27b-pt__enem2023__pt__")
+
+
+def test_course_exam_params_expand_with_judges_and_every_question_type(tmp_path):
+    from mcqa_toolkit.resources import params_file
+
+    params = jobs.load_params(params_file("course_exam"))
+    js = jobs.expand({**params, "datasets": [{"name": "course_exam", "args": {"path": "data/demo/course_exam"}}]},
+                     base_dir=tmp_path)
+    assert [j.run_dir.name for j in js] == ["gemma-3-270m__course_exam__en__course_generate",
+                                            "gemma-3-270m__course_exam__en__course_json"]
+    job = js[0]
+    assert job.dataset_args["path"] == str(tmp_path / "data/demo/course_exam")  # relative to where mcqa run runs
+    assert job.parameters()["JUDGES"] == ["gemma-3-270m"] and job.parameters()["JUDGE_COMBINE"] == "mean"
+    items = jobs.load_items("course_exam", {}, "en")  # every question type is administered, none filtered out
+    assert {it.answer_type for it in items} == {"single", "multi", "truefalse", "short"} and len(items) == 10
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: [m]\ndatasets: [course_exam]\nstrategies: [S1]\njudge_combine: median\n")
+    with pytest.raises(ValueError, match="judge_combine"):
+        jobs.load_params(bad)
+    bad.write_text("models: [m]\ndatasets: [course_exam]\nstrategies: [S1]\njudges: gemma\n")
+    with pytest.raises(ValueError, match="'judges' must be a non-empty list"):
+        jobs.load_params(bad)

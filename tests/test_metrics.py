@@ -77,7 +77,7 @@ def test_accuracy_groups_annulled_and_degenerate():
         M.accuracy(df.iloc[:0])
     with pytest.raises(ValueError, match="unknown status"):
         M.accuracy(df.assign(status="skipped"))
-    with pytest.raises(ValueError, match="not 'answered'"):
+    with pytest.raises(ValueError, match="disagrees with status"):
         M.accuracy(df.assign(correct=True, status="unanswered"))
     with pytest.raises(ValueError, match="annulled"):
         M.accuracy(df.assign(answer=-1))
@@ -199,28 +199,43 @@ def test_course_exam_points_rules():
             M.course_exam_points(x, "text", judge=lambda it, r, bad=bad: bad)
 
 
+def _exam_records(items, rows):
+    """Records of the course-exam items through the record factory: (item_id, shuffle, make_record kwargs)."""
+    run = run_fields(model="m", strategy="S1")
+    return records_frame([make_record(items[i], run, shuffle=k, **kw) for i, k, kw in rows])
+
+
 def test_course_exam_scores_and_student_comparison():
     items = _exam_items()
-    df = pd.DataFrame({"model": "m", "strategy": "S1", "item_id": list("smtx") + ["s"],
-                       "shuffle": [0, 0, 0, 0, 1], "status": ["answered"] * 4 + ["unanswered"],
-                       "response": [2, (0, 1), (True, True, False), "leader", None]})
-    rec = M.course_exam_records(df, items, judge=lambda it, r: 2.5)
-    assert rec["outcome"].tolist() == ["correct", "partial", "correct", "partial", "unanswered"]
-    sc = M.course_exam_scores(df, items, judge=lambda it, r: 2.5).iloc[0]
+    rows = [("s", 0, dict(choice=2)), ("s", 1, dict(status="unanswered")), ("m", 0, dict(response=(1, 0))),
+            ("t", 0, dict(response=(True, True, False))),
+            ("x", 0, dict(response="leader", points_earned=2.5, judgements=[{"judge": "j", "score": 2.5}]))]
+    df = _exam_records(items, rows)
+    assert df["status"].tolist() == ["correct", "unanswered", "partial", "correct", "partial"]
+    assert df["response"].tolist() == ["2", "null", "[0, 1]", "[true, true, false]", '"leader"']
+    sc = M.course_exam_scores(df).iloc[0]  # item s: the mean over its shuffles, (5 + 0) / 2
     assert sc["points_earned"] == pytest.approx(2.5 + 2 + 8 + 2.5) and sc["points_possible"] == 23
-    assert (sc["n_items"], sc["n_partial"], sc["n_unanswered"]) == (4, 2, 1)
+    assert (sc["n_items"], sc["n_partial"], sc["n_unanswered"], sc["n_error"]) == (4, 2, 1, 0)
+    # a judge verdict that could not be read: left out of the points (not 0) and counted on its own
+    err = M.course_exam_scores(_exam_records(items, rows[:4] + [("x", 0, dict(response="leader", status="error"))]))
+    err = err.iloc[0]
+    assert (err["points_earned"], err["points_possible"], err["points_graded"]) == (12.5, 23, 19)
+    assert (err["n_error"], err["n_graded"], err["score_pct"]) == (1, 3, pytest.approx(100 * 12.5 / 19))
     # MIT 6.5840 Spring 2024 Exam II metadata from the seed: max 71, avg 56.61, median 57, sd 9.13
     students = pd.DataFrame([{"exam_id": "E1", "score_max": 71.0, "score_avg": 56.61, "score_median": 57,
                               "score_standard_deviation": 9.13}])
-    cmp = M.compare_to_students(sc.to_frame().T.assign(points_earned=60.0, points_possible=71.0), students).iloc[0]
+    full = sc.to_frame().T.assign(points_earned=60.0, points_possible=71.0, points_graded=71.0)
+    cmp = M.compare_to_students(full, students).iloc[0]
     assert cmp["model_score"] == pytest.approx(60) and cmp["z"] == pytest.approx((60 - 56.61) / 9.13)
     assert cmp["percentile"] == pytest.approx(100 * sps.norm.cdf((60 - 56.61) / 9.13)) and cmp["above_median"]
+    rescaled = M.compare_to_students(err.to_frame().T, students).iloc[0]  # graded points only, on the exam's scale
+    assert rescaled["model_score"] == pytest.approx(12.5 / 19 * 71)
     zero = M.compare_to_students(sc.to_frame().T, students.assign(score_standard_deviation=0)).iloc[0]
     assert math.isnan(zero["z"]) and "sd" in zero["note"]
     with pytest.raises(ValueError, match="no student statistics"):
         M.compare_to_students(sc.to_frame().T.assign(exam="E9"), students)
-    with pytest.raises(ValueError, match="response"):
-        M.course_exam_scores(df.drop(columns="response").assign(choice=0), items)
+    with pytest.raises(ValueError, match="lacks column"):
+        M.course_exam_scores(df.drop(columns="points_earned"))
 
 
 def test_position_bias_tvd_and_chi2():
@@ -283,9 +298,10 @@ def test_position_bias_with_no_grouping():
     """by=() (one overall group) must work for every position function (regression)."""
     from mcqa_toolkit.measure import accuracy_by_position, position_bias, position_distribution
 
-    f = pd.DataFrame({"n_options": [4] * 8, "choice_position": [0, 0, 0, 0, 1, 2, 3, 0], "status": ["answered"] * 8,
-                      "correct_position": [0, 1, 2, 3] * 2, "correct": [True, False, False, False, False, True,
-                                                                         True, False]})
+    correct = [True, False, False, False, False, True, True, False]
+    f = pd.DataFrame({"n_options": [4] * 8, "choice_position": [0, 0, 0, 0, 1, 2, 3, 0],
+                      "status": ["correct" if c else "incorrect" for c in correct],
+                      "correct_position": [0, 1, 2, 3] * 2, "correct": correct})
     pb = position_bias(f, by=())
     assert pb.loc[0, "n_answered"] == 8 and pb.loc[0, "tvd"] == pytest.approx(0.5 * (0.375 + 3 * 0.125))
     assert len(position_distribution(f, by=())) == 4 and len(accuracy_by_position(f, by=())) == 4

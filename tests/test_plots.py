@@ -166,3 +166,61 @@ def test_save_writes_png_and_pdf(data, tmp_path):
 def test_plots_reject_missing_columns(data):
     with pytest.raises(ValueError, match="lacks column"):
         plots.accuracy_theta(pd.DataFrame({"theta": [0.0]}))
+
+
+@pytest.fixture(scope="module")
+def adaptive(tmp_path_factory):
+    from test_adaptive_analysis import write_adaptive_results
+
+    from mcqa_toolkit.irt.cat import CatConfig
+    from mcqa_toolkit.measure import adaptive as A
+
+    bank, u, theta = A.population_sample(load_population(), load_demo(), 300, seed=1)
+    records = load_results(write_adaptive_results(tmp_path_factory.mktemp("adaptive")))
+    frame = A.model_cat_vs_full(records, load_demo())
+    anchors = pd.DataFrame({"k": [5, 5, 5, 10, 10, 10], "selection": ["nearest", "informative", "random"] * 2,
+                            "mae_theta": [0.6, 0.55, 0.65, 0.45, 0.4, 0.5],
+                            "mae_gpirt": [0.09, 0.08, 0.1, 0.07, 0.06, 0.075]})
+    return dict(curve=A.cat_length_curve(bank, u, [0.4, 0.5], max_items=25),
+                persons=A.cat_vs_full(bank, u, CatConfig(se_target=0.4, max_items=15), theta_true=theta),
+                frame=frame, savings=A.adaptive_savings(frame), anchors=anchors, n_items=bank.n_items)
+
+
+def test_cat_length_lines_per_order_and_cap(adaptive):
+    left, right = _check_figure(plots.cat_length(adaptive["curve"], 25, adaptive["n_items"]), 2)
+    assert len([ln for ln in left.get_lines() if len(ln.get_xdata()) == 2]) == 2 + 2   # 2 orders + cap + bank
+    assert [ln.get_ydata()[0] for ln in left.get_lines()[-2:]] == [25, adaptive["n_items"]]
+    assert right.get_ylim()[1] > 1.0 and "target" in right.get_ylabel()
+    texts = [t.get_text() for t in left.figure.legends[0].get_texts()]
+    assert texts == ["CAT (maximum information)", "random order", "cap: 25 items", "bank: 66 items"]
+
+
+def test_cat_agreement_density_and_difference(adaptive):
+    from mcqa_toolkit.measure.adaptive import agreement
+
+    p = adaptive["persons"]
+    stats = agreement(p["theta_full"], p["theta_cat"])
+    left, right = _check_figure(plots.cat_agreement(p, stats), 2)
+    assert left.get_title(loc="left").startswith("r = 0.9") and "RMSE" in left.get_title(loc="left")
+    bias = [ln.get_ydata()[0] for ln in right.get_lines()][1]
+    assert bias == pytest.approx(stats["bias"])
+
+
+def test_model_cat_vs_full_one_errorbar_per_shuffle(adaptive):
+    (ax,) = _check_figure(plots.model_cat_vs_full(adaptive["frame"]), 1)
+    assert len(ax.containers) == 2 and all(len(c.lines[0].get_xdata()) == 3 for c in ax.containers)
+    assert "English" in ax.get_title()
+
+
+def test_adaptive_savings_bars_and_negative_savings(adaptive):
+    (ax,) = _check_figure(plots.adaptive_savings(adaptive["savings"]), 1)
+    assert len(ax.patches) == 2 * 2
+    worse = adaptive["savings"].assign(tokens_saved_pct=[-40.0, 10.0])
+    (ax,) = _check_figure(plots.adaptive_savings(worse), 1)
+    assert ax.get_xlim()[0] < -40                                           # a CAT costing more stays visible
+
+
+def test_anchor_error_two_panels_one_line_per_selection(adaptive):
+    acc, theta = _check_figure(plots.anchor_error(adaptive["anchors"]), 2)
+    assert len(acc.get_lines()) == len(theta.get_lines()) == 3
+    assert "gp-IRT" in acc.get_ylabel() and list(acc.get_xticks()) == [5, 10]

@@ -48,7 +48,7 @@ def _records(model, theta, strategy, spec, language, items, rng, skip):
                 choice = perm[0]                         # a position-A bias for weaker models
             else:
                 choice = int(rng.choice(wrong))
-            status = "answered"
+            status = None  # graded by the record factory
             if method == "generate" and rng.random() < 0.03:
                 choice, status = -1, "unanswered"
             scores = rng.normal(size=it.n_options)

@@ -1,5 +1,6 @@
 """The few tests that load the real embedded Gemma-3-270M (marked slow; they run in CI via `make test`)."""
 import numpy as np
+import pandas as pd
 import pytest
 
 from mcqa_toolkit.datasets import load
@@ -95,3 +96,43 @@ def test_text_logprobs_for_min_k(gemma):
     (lp,) = text_logprobs(HFBackend(gemma), [text])
     assert lp.ndim == 1 and len(lp) == len(encode(gemma, text, False))
     assert (lp <= 0).all() and np.isfinite(lp).all()
+
+
+def test_course_exam_of_every_type_on_gemma(gemma, tmp_path):
+    """The embedded model sits a few questions of each type of the demo course exam and grades its own short
+    answer: every question yields a record, statuses are in the vocabulary, the judge's verdict is kept whole,
+    and the exam score and student comparison compute. The yes/no path scores multi/truefalse without
+    generating."""
+    import json
+
+    from mcqa_toolkit import measure
+    from mcqa_toolkit.run import Strategy, run
+    from mcqa_toolkit.run.columns import STATUSES
+    from mcqa_toolkit.scoring.judge import LLMJudge
+
+    backend = HFBackend(gemma)
+    items = load("course_exam").filter(item_id=[f"course-{i}" for i in (101, 102, 103, 104, 105)])
+    judge = [LLMJudge(backend, max_new_tokens=40)]
+    st = Strategy.generate(max_new_tokens=16, stop=("\n\n", "\nQuestion"))
+    df = run(items, backend, st, tmp_path / "gen", dataset="course_exam", judges=judge, progress=False)
+    assert sorted(df["item_id"]) == sorted(items.ids) and set(df["status"]) <= set(STATUSES)
+    assert (df["generated_text"] != "").any() and set(df["answer_type"]) == {"single", "multi", "truefalse", "short"}
+    short = df[df["item_id"] == "course-104"].iloc[0]
+    verdict = json.loads(short["judgements"])[0]
+    assert verdict["raw_output"] and verdict["status"] in ("ok", "error")
+    assert (short["status"] == "error") == np.isnan(short["points_earned"])
+    if verdict["status"] == "ok":
+        assert 0 <= short["points_earned"] == verdict["score"] <= 10
+    graded = df[df["status"] != "error"]
+    assert ((graded["points_earned"] >= 0) & (graded["points_earned"] <= graded["points_possible"])).all()
+    scores = measure.course_exam_scores(df)
+    cmp = measure.compare_to_students(scores, measure.student_statistics(items))
+    assert len(cmp) == 1 and np.isfinite(cmp["model_score"]).all()
+    again = run(items, backend, st, tmp_path / "gen", dataset="course_exam", judges=judge, progress=False)
+    pd.testing.assert_frame_equal(again.drop(columns=["seconds", "n_forwarded_tokens"]),
+                                  df.drop(columns=["seconds", "n_forwarded_tokens"]))
+    yes_no = run(items.filter(answer_type=["multi", "truefalse"]), backend, Strategy.first_token(), tmp_path / "yn",
+                 progress=False)
+    assert (yes_no["extraction_rule"].isin(["yes_no_p>=0.5", "none"])).all()
+    p_true = json.loads(yes_no.set_index("item_id").loc["course-103", "extra"])["p_true"]
+    assert len(p_true) == 3 and all(0 < p < 1 for p in p_true)

@@ -89,10 +89,12 @@ def test_named_strategies_run(tiny_backend, tmp_path, name):
     st = strategy(name, shuffles=2 if name == "S4" else 1, max_new_tokens=3)
     df = run(items, tiny_backend, st, tmp_path / name, limit=2, progress=False)
     assert len(df) == 2 * st.shuffles
-    assert set(df["status"]) <= {"answered", "unanswered", "refused"}
+    assert set(df["status"]) <= {"correct", "incorrect", "unanswered", "refused"}
+    assert (df["correct"] == (df["status"] == "correct")).all()
+    assert (df["points_earned"] == df["correct"].astype(float)).all() and (df["points_possible"] == 1).all()
     if st.method == "generate":
         assert (df["extraction_rule"] != "").all()
-        assert ((df["choice"] == -1) == (df["status"] != "answered")).all()
+        assert ((df["choice"] == -1) == df["status"].isin(["unanswered", "refused"])).all()
 
 
 def test_strategy_validation_and_lookup():
@@ -108,10 +110,11 @@ def test_strategy_validation_and_lookup():
     assert Strategy.first_token(name="x").hash == Strategy.first_token(name="y").hash
 
 
-def test_non_single_items_rejected(tiny_backend, tmp_path):
+def test_short_answers_without_a_judge_rejected_before_any_request(tiny_backend, tmp_path):
     from mcqa_toolkit.items import Item, ItemSet
 
-    it = Item(item_id="m", source="t", exam="e", stem="Pick", options=("a", "b", "c"), answer=(0, 1),
-              answer_type="multi", language="en")
-    with pytest.raises(ValueError, match="single-answer"):
-        run(ItemSet([it]), tiny_backend, Strategy(), tmp_path)
+    it = Item(item_id="x", source="t", exam="e", stem="Why?", options=(), answer="Because.", answer_type="short",
+              language="en")
+    with pytest.raises(ValueError, match=r"1 short-answer item\(s\) \(e.g. \['x'\]\) need a judge"):
+        run(ItemSet([it]), tiny_backend, Strategy.generate(), tmp_path / "r", progress=False)
+    assert not (tmp_path / "r").exists()

@@ -114,3 +114,28 @@ def test_table_degenerate_inputs():
 def test_escape_latex_angle_brackets():
     """< and > would print as inverted ! and ? in LaTeX's default OT1 encoding (e.g. 'DI < 0.2' captions)."""
     assert T.escape_latex("DI < 0.2 > x") == r"DI \textless{} 0.2 \textgreater{} x"
+
+
+def test_cat_length_table_columns_and_cells():
+    curve = pd.DataFrame({"se_target": [0.3, 0.3, 0.5, 0.5], "order": ["adaptive", "random"] * 2,
+                          "mean_length": [36.49, 39.99, 11.48, 19.76], "median_length": [40.0, 40.0, 11.0, 18.0],
+                          "share_reached": [0.3915, 0.004, 1.0, 0.9885]})
+    t = T.cat_length_table(curve)
+    assert list(t.values.columns) == ["CAT mean", "CAT median", "CAT reached", "random mean", "random median",
+                                      "random reached"]
+    rows = body(t.to_latex())
+    assert rows[0] == ["0.3", "36.5", "40.0", "0.39", "40.0", "40.0", "0.00"]
+    assert rows[1] == ["0.5", "11.5", "11.0", "1.00", "19.8", "18.0", "0.99"]   # nothing bold: not a ranking
+
+
+def test_adaptive_runs_table():
+    sav = pd.DataFrame({"model": ["m"], "language": ["en"], "strategy": ["enem_4shot_cat"], "shuffles": [2],
+                        "items_cat": [40.0], "items_full": [120.0], "items_saved_pct": [66.667],
+                        "tokens_cat": [12000.0], "tokens_full": [15500.0], "tokens_saved_pct": [22.58],
+                        "theta_correlation": [float("nan")], "theta_bias": [-0.05], "theta_rmse": [0.21],
+                        "theta_mae": [0.2]})
+    (row,) = body(T.adaptive_runs_table(sav).to_latex())
+    assert row == ["m", "en", r"enem\_4shot\_cat", "2", "40", "120", "66.7", "12000", "15500", "22.6", "0.21",
+                   "-0.05"]
+    with pytest.raises(ValueError, match="missing"):
+        T.adaptive_runs_table(sav.drop(columns="tokens_cat"))

@@ -17,6 +17,8 @@ from mcqa_toolkit.backends.base import (Backend, Capabilities, CapabilityError, 
 # backend kind -> "module:factory"; a factory takes the entry's keyword arguments and returns a Backend
 REGISTRY: dict[str, str] = {
     "hf": "mcqa_toolkit.backends.hf.backend:load",
+    "openai": "mcqa_toolkit.backends.openai:load",
+    "anthropic": "mcqa_toolkit.backends.anthropic:load",
 }
 
 

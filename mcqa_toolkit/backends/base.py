@@ -25,18 +25,21 @@ import numpy as np
 
 __all__ = [
     "Capabilities", "LetterLogprobs", "Continuation", "ContinuationLogprobs", "Generation", "Backend",
-    "CapabilityError", "check_capabilities", "METHOD_NEEDS",
+    "CapabilityError", "check_capabilities", "METHOD_NEEDS", "split_trailing_space",
 ]
 
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a backend can compute. `top_logprobs` bounds how many next tokens it can show (None: all)."""
+    """What a backend can compute. `chat` is generation from chat messages; `chat_scoring` is log-probs
+    (letters, continuations) on chat-rendered prompts; `batch` is an offline batch API; `top_logprobs` bounds
+    how many next tokens it can show (None: the whole vocabulary)."""
 
     next_token_logprobs: bool = False
     continuation_logprobs: bool = False
     generate: bool = False
     chat: bool = False
+    chat_scoring: bool = False
     batch: bool = False
     top_logprobs: int | None = None
 
@@ -108,6 +111,12 @@ class Backend(Protocol):
                  stop: Sequence[str] = (), seeds: Sequence[int] | None = None) -> list[Generation]: ...
 
 
+def split_trailing_space(context: str, continuation: str) -> tuple[str, str]:
+    """Move the context's trailing whitespace to the continuation (lm-eval convention)."""
+    stripped = context.rstrip()
+    return stripped, context[len(stripped):] + continuation
+
+
 class CapabilityError(ValueError):
     """A strategy asks for something the backend cannot do; raised before any request is made."""
 
@@ -135,3 +144,6 @@ def check_capabilities(backend: Backend, method: str, chat: bool = False) -> Non
         raise CapabilityError(f"backend {backend.name!r} cannot score {method}: {why}; use {instead}")
     if chat and not caps.chat:
         raise CapabilityError(f"backend {backend.name!r} cannot render chat prompts; use a strategy with chat=False")
+    if chat and method != "generate" and not caps.chat_scoring:
+        raise CapabilityError(f"backend {backend.name!r} cannot score {method} on chat prompts (log-probs of a "
+                              "chat-rendered prompt); use chat=False or method='generate'")

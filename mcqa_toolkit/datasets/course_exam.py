@@ -11,7 +11,9 @@ Question types and how they become Items:
 When the options of a Single/MultipleChoice problem cannot be parsed (fewer than two, or the key names a
 letter beyond them), the item is kept as "short" with the problem text as stem and the letter key as
 answer ("C", "A,B,D"); meta["question_type"] still says the original type and meta["options_parsed"] is
-False, so scorers can apply exact letter matching. Each item carries its exam's student statistics in
+False, so scorers can apply exact letter matching; meta["option_letters"] holds the letters such a problem
+shows inline ("A. Thames B. Nile" -> "AB"), extended to the key's highest letter, so it can still be asked as
+a choice question. Each item carries its exam's student statistics in
 meta["exam_stats"]; `exam_statistics(path)` returns them as a table.
 """
 from __future__ import annotations
@@ -25,11 +27,13 @@ import pandas as pd
 from mcqa_toolkit.datasets._common import (items_from_records, iter_jsonl, parse_float, read_json, require,
                                            require_text)
 from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
+from mcqa_toolkit.resources import demo_dir
 
 TYPES = {"SingleChoice": "single", "MultipleChoice": "multi", "True/False Questions": "truefalse",
          "ShortAnswerQuestion": "short"}
 STAT_FIELDS = ("score_total", "score_max", "score_avg", "score_median", "score_standard_deviation")
 _OPTION_LINE = re.compile(r"^\s*([A-J])[.)]\s+(\S.*?)\s*$")
+_INLINE_LETTER = re.compile(r"(?<![A-Za-z0-9])\(?([A-J])[.)]\s")
 _STATEMENT_LINE = re.compile(r"^\s*True\s*/\s*False\s*:?\s*(\S.*?)\s*$", re.IGNORECASE)
 
 
@@ -78,6 +82,16 @@ def parse_options(problem: str) -> tuple[str, tuple[str, ...]]:
     return stem, tuple(text for _, text in runs[-1])
 
 
+def inline_letters(problem: str, key_max: int) -> str:
+    """Option letters shown inline ("A. x B. y", "(A) x"): consecutive from A in order of appearance, extended
+    to the key's highest letter (index `key_max`), which the exam must show."""
+    found = ""
+    for m in _INLINE_LETTER.finditer(problem):
+        if LETTERS.index(m[1]) == len(found):
+            found += m[1]
+    return LETTERS[: max(len(found), key_max + 1)]
+
+
 def _letters(raw: str, path: Any, n: int) -> list[int]:
     parts = [p.strip().upper() for p in raw.split(",")]
     if not parts or any(len(p) != 1 or p not in LETTERS for p in parts):
@@ -112,6 +126,7 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, exams: Mapping[str, 
             answer = letters[0] if answer_type == "single" else tuple(letters)
         else:
             answer_type, stem, options = "short", problem, ()
+            meta["option_letters"] = inline_letters(problem, max(letters))
     elif answer_type == "truefalse":
         values = [v.strip().lower() for v in raw.split(",")]
         if any(v not in ("true", "false") for v in values):
@@ -128,9 +143,10 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, exams: Mapping[str, 
     )
 
 
-def load_course_exam(path: str | Path) -> ItemSet:
-    """Load `<path>/questions.jsonl` linked to `<path>/exams_metadata.json`."""
-    path = Path(path)
+def load_course_exam(path: str | Path | None = None) -> ItemSet:
+    """Load `<path>/questions.jsonl` linked to `<path>/exams_metadata.json`; without a path, the small demo course
+    exam shipped with the package (data/demo/course_exam: invented questions and student statistics)."""
+    path = Path(path) if path is not None else demo_dir() / "course_exam"
     exams = read_exams(path)
     qpath = path / "questions.jsonl"
     return items_from_records(iter_jsonl(qpath), lambda rec, n: parse_record(rec, n, qpath, exams), qpath,

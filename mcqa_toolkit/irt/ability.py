@@ -83,6 +83,20 @@ def _check_chunk(chunk_size: int) -> int:
     return int(chunk_size)
 
 
+def posterior_moments(log_post: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior mean and SD from unnormalised log posteriors on the grid: (m, G), (G,) -> (m,), (m,).
+
+    Overwrites log_post. Row-wise sums, not a matrix product: BLAS rounds a 1-row product differently
+    from an n-row one, and the CAT needs one examinee's numbers to be the same alone or in a batch.
+    """
+    log_post -= log_post.max(axis=1, keepdims=True)
+    np.exp(log_post, out=log_post)
+    mass = log_post.sum(axis=1)
+    t = (log_post * points).sum(axis=1) / mass
+    var = (log_post * points * points).sum(axis=1) / mass - t * t
+    return t, np.sqrt(np.maximum(var, 0.0))
+
+
 def ability_eap(responses: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None,
                 D: float = 1.0, grid: ArrayLike | None = None, prior: ArrayLike | None = None,
                 chunk_size: int = DEFAULT_CHUNK) -> AbilityEstimate:
@@ -100,7 +114,6 @@ def ability_eap(responses: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike |
     with np.errstate(divide="ignore"):                        # zero prior weight -> -inf -> exp = 0
         base = np.log(w)
     complete_base = base + log_q.sum(axis=1)
-    powers = np.stack([np.ones_like(points), points, points ** 2], axis=1)  # (G, 3)
     n = u.shape[0]
     theta, psd = np.empty(n), np.empty(n)
     step = _check_chunk(chunk_size)
@@ -109,12 +122,7 @@ def ability_eap(responses: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike |
         x, mask = response_chunk(u, start, stop)
         ll = x @ wt
         ll += complete_base if mask is None else mask @ log_qt + base
-        ll -= ll.max(axis=1, keepdims=True)
-        np.exp(ll, out=ll)
-        m = ll @ powers                                       # (chunk, 3): mass, first, second moment
-        t = m[:, 1] / m[:, 0]
-        theta[start:stop] = t
-        psd[start:stop] = np.sqrt(np.maximum(m[:, 2] / m[:, 0] - t * t, 0.0))
+        theta[start:stop], psd[start:stop] = posterior_moments(ll, points)
     return AbilityEstimate(theta, psd, "eap")
 
 

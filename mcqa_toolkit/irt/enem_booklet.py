@@ -134,7 +134,7 @@ def choose_sets(sets: list[Booklet], key: str | None, lingua: int | None, item_s
     if item_set is not None:
         if item_set not in range(1, len(sets) + 1):
             raise ValueError(f"item_set = {item_set!r}: booklet {sets[0].co_prova} has {len(sets)} item set(s)")
-        sets, rule = [sets[item_set - 1]], "given"
+        sets = [sets[item_set - 1]]
     clashes = []
     for bk in sets:
         try:

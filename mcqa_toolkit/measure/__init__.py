@@ -2,10 +2,12 @@
 
     scores        accuracy (item-bootstrap CI), Cohen's kappa per subject and macro-averaged
     exam_rules    medicina (+1.5/-0.4/0, weighted x60) and course-exam points, student comparison
+    judging       several judges combined (mean / majority), their agreement (QWK, ICC), human grades
     position      position bias: chosen-position distribution, chi2, accuracy by key position, consistency
     compare       language gap, correlations, paired McNemar, item attributes vs discrimination
     contamination Min-K% prob and its correlation with accuracy
     abilities     records -> response matrices -> irt: theta, psd, l_z, DI, information, central regions
+    adaptive      CAT length per SE target, CAT vs full-test theta (population and paired model runs), anchors by k
     summary       one run's headline numbers
 
 Everything is importable from `mcqa_toolkit.measure`; no file I/O, printing or plotting here, and no torch.
@@ -21,9 +23,11 @@ from mcqa_toolkit.measure.compare import (ATTRIBUTES, DI_THRESHOLD, Correlation,
 from mcqa_toolkit.measure.contamination import (contamination_correlation, contamination_frame,
                                                 min_k_accuracy_correlation, min_k_prob, min_k_scores)
 from mcqa_toolkit.measure.exam_rules import (MEDICINA_POINTS, MEDICINA_WEIGHTS, OUTCOMES, Judge, compare_to_students,
-                                             course_exam_points, course_exam_records, course_exam_scores,
-                                             medicina_final, medicina_points, medicina_score)
+                                             course_exam_points, course_exam_scores, medicina_final, medicina_points,
+                                             medicina_score, student_statistics)
 from mcqa_toolkit.measure.frames import DEFAULT_BY
+from mcqa_toolkit.measure.judging import (HUMAN, apply_human_grades, compare_with_human, icc, judge_agreement,
+                                          judgements_frame, quadratic_weighted_kappa)
 from mcqa_toolkit.measure.position import (accuracy_by_position, position_bias, position_distribution,
                                            shuffle_consistency)
 from mcqa_toolkit.measure.scores import accuracy, bootstrap_means, item_scores, kappa, kappa_by_subject, macro_average
@@ -37,7 +41,8 @@ __all__ = [
     "language_gap", "options_have_number", "paired_mcnemar", "quality_gap_correlation",
     "contamination_correlation", "contamination_frame", "min_k_accuracy_correlation", "min_k_prob", "min_k_scores",
     "MEDICINA_POINTS", "MEDICINA_WEIGHTS", "OUTCOMES", "Judge", "compare_to_students", "course_exam_points",
-    "course_exam_records", "course_exam_scores", "medicina_final", "medicina_points", "medicina_score",
-    "DEFAULT_BY", "accuracy_by_position", "position_bias", "position_distribution", "shuffle_consistency",
+    "course_exam_scores", "student_statistics", "medicina_final", "medicina_points", "medicina_score",
+    "DEFAULT_BY", "HUMAN", "apply_human_grades", "compare_with_human", "icc", "judge_agreement", "judgements_frame",
+    "quadratic_weighted_kappa", "accuracy_by_position", "position_bias", "position_distribution", "shuffle_consistency",
     "accuracy", "bootstrap_means", "item_scores", "kappa", "kappa_by_subject", "macro_average", "summarize_run",
 ]

@@ -45,7 +45,7 @@ def response_matrix(records: pd.DataFrame, by: Sequence[str] = PERSON_BY,
     prepare(records, (), [*by, item_key, "answer", "correct"])
     f = records[records["answer"] >= 0]
     if f.empty:
-        raise ValueError("every item is annulled (answer < 0): no response matrix")
+        raise ValueError("no single-answer item with a key (all annulled or of other types): no response matrix")
     dup = f.duplicated([*by, item_key])
     if dup.any():
         row = f.loc[dup, [*by, item_key]].iloc[0].to_dict()

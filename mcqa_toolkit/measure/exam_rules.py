@@ -1,22 +1,24 @@
 """Exam scoring rules on result frames: the Italian medical entrance test (+1.5 / -0.4 / 0, subject weights,
 x60) and the MIT course exams (exact single choice and true/false, partial credit for multiple choice, a judge
 for short answers) with the comparison to the students' published statistics.
+
+The course-exam rule for one response (`course_exam_points`) lives in scoring.rules, where the record factory
+grades every record as it is made; here the records' points are summed per exam and compared with the students.
 """
 from __future__ import annotations
 
-import re
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from mcqa_toolkit.measure.frames import DEFAULT_BY, finish, prepare, status_flags
-from mcqa_toolkit.items import LETTERS, Item, ItemSet
+from mcqa_toolkit.measure.frames import DEFAULT_BY, check_status, finish, prepare, status_flags
+from mcqa_toolkit.run.columns import STATUSES
+from mcqa_toolkit.items import ItemSet
+from mcqa_toolkit.scoring.rules import OUTCOMES, Judge, course_exam_points  # noqa: F401  (re-exported)
 
-OUTCOMES = ("correct", "partial", "incorrect", "unanswered")
-Judge = Callable[[Item, str], float]
 
 MEDICINA_WEIGHTS = MappingProxyType({
     "biologia": 23 / 60, "chimica": 15 / 60, "fisica-matematica": 13 / 60,
@@ -65,119 +67,85 @@ def medicina_score(frame: pd.DataFrame, by: str | Sequence[str] = DEFAULT_BY, su
     return finish(out.reset_index())
 
 
-def _option_set(x: Any) -> frozenset[int]:
-    """Option indices from an index, a collection of indices or letters such as "A,C" / "B D"."""
-    if isinstance(x, str):
-        parts = [p for p in re.split(r"[\s,;]+", x.strip().upper()) if p]
-        if not parts or any(len(p) != 1 or p not in LETTERS for p in parts):
-            raise ValueError(f"cannot read option letters from {x!r}")
-        return frozenset(LETTERS.index(p) for p in parts)
-    if isinstance(x, (int, np.integer)):
-        return frozenset({int(x)})
-    return frozenset(int(v) for v in x)
+def _per_item(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """One row per group x exam x item: mean points over its graded (non-error) records and status counts."""
+    status = check_status(frame)
+    flags = pd.DataFrame({f"n_{s}": (status == s).astype(int) for s in STATUSES}, index=frame.index)
+    graded = frame["points_earned"].where(status != "error")
+    if graded.isna().ne(status == "error").any():
+        raise ValueError("points_earned is missing on records whose status is not 'error'")
+    f = pd.concat([frame[[*by, "exam", "item_id", "points_possible"]], flags], axis=1).assign(graded=graded)
+    g = f.groupby([*by, "exam", "item_id"], sort=True, dropna=False)
+    out = g[[f"n_{s}" for s in STATUSES]].sum()
+    out.insert(0, "points_possible", g["points_possible"].first())
+    out.insert(0, "points_earned", g["graded"].mean())  # NaN when every record of the item is an error
+    return out.reset_index()
 
 
-def course_exam_points(item: Item, response: Any, judge: Judge | None = None) -> tuple[float, str]:
-    """(points earned, outcome) for one response; outcome is correct | partial | incorrect | unanswered.
+def course_exam_scores(frame: pd.DataFrame, by: str | Sequence[str] = ("model", "strategy"),
+                       overall: bool = False) -> pd.DataFrame:
+    """Exam points per group x exam from the records' own grades (run.records grades every record).
 
-    single: exact match of the option (index or letter). truefalse: exact match of the whole tuple of bools.
-    multi: the key set earns full points, a non-empty strict subset earns 2 points (capped at the item's
-    points), anything else 0; responses are indices or letters ("A,C"). Items the course-exam loader kept as
-    "short" because their options did not parse (meta options_parsed False) are scored by these letter rules
-    from meta["question_type"]. short: `judge(item, response)` must return a number in [0, item.points].
-    None, a negative index, "" or an empty collection is unanswered (0 points).
+    Per item the points are the mean over its shuffles; records with status `error` (an unreadable judge
+    verdict) are left out of that mean, never counted as 0, and an item whose every record is an error is not
+    graded. Columns: by..., exam, n_items, n_graded, points_earned (sum over graded items), points_possible
+    (sum over all items), points_graded (sum over graded items), score_pct (100 earned / graded), and record
+    counts n_correct, n_partial, n_incorrect, n_unanswered, n_refused, n_error. `overall=True` adds one row
+    per group with exam "overall" summing every exam.
     """
-    pts = float(item.points)
-    if item.answer is None:
-        raise ValueError(f"item {item.item_id} has no key (annulled): it cannot be scored")
-    kind = item.answer_type
-    if kind == "short" and item.meta.get("options_parsed") is False:
-        kind = {"SingleChoice": "single", "MultipleChoice": "multi"}.get(item.meta.get("question_type"), kind)
-    blank = response is None or (isinstance(response, (str, tuple, list, set, frozenset)) and len(response) == 0)
-    if blank or (isinstance(response, (int, np.integer)) and response < 0):
-        return 0.0, "unanswered"
-    if kind in ("single", "multi"):
-        chosen, key = _option_set(response), _option_set(item.answer)
-        if chosen == key:
-            return pts, "correct"
-        return (min(2.0, pts), "partial") if kind == "multi" and chosen < key else (0.0, "incorrect")
-    if kind == "truefalse":
-        same = tuple(bool(x) for x in response) == tuple(bool(x) for x in item.answer)
-        return (pts, "correct") if same else (0.0, "incorrect")
-    if judge is None:
-        raise ValueError(f"item {item.item_id} is a short answer: pass judge=callable(item, response) -> 0..points")
-    got = judge(item, str(response))
-    if isinstance(got, bool) or not isinstance(got, (int, float, np.number)) or not 0 <= float(got) <= pts:
-        raise ValueError(f"judge returned {got!r} for item {item.item_id}; expected a number in [0, {pts}]")
-    got = float(got)
-    return got, "correct" if got == pts else "partial" if got > 0 else "incorrect"
-
-
-def course_exam_records(frame: pd.DataFrame, items: ItemSet, judge: Judge | None = None,
-                        response: str = "response") -> pd.DataFrame:
-    """`frame` plus exam, answer_type, points_earned, points_possible and outcome per record.
-
-    Responses come from column `response` (index, tuple of indices, tuple of bools or text by answer type);
-    when that column is absent, `choice` is used, which only works if every item is single choice. Records
-    whose `status` is not 'answered' are unanswered whatever the response. Loops over records because the
-    judge is a per-item callable (course exams are small: tens of questions).
-    """
-    col = response if response in frame.columns else "choice"
-    f, _ = prepare(frame, (), ("item_id", col))
-    unknown = sorted(set(f["item_id"]) - set(items.ids))
-    if unknown:
-        raise ValueError(f"item_id(s) {unknown[:5]} are not in the ItemSet")
-    its = [items[i] for i in f["item_id"]]
-    if col == "choice" and any(it.answer_type != "single" for it in its):
-        raise ValueError(f"non single-choice items need a {response!r} column with the parsed response")
-    answered = f["status"].eq("answered") if "status" in f.columns else pd.Series(True, index=f.index)
-    scored = [course_exam_points(it, r if ok else None, judge) for it, r, ok in zip(its, f[col], answered)]
-    return finish(f.assign(exam=[it.exam for it in its], answer_type=[it.answer_type for it in its],
-                           points_earned=[p for p, _ in scored], points_possible=[float(it.points) for it in its],
-                           outcome=[o for _, o in scored]))
-
-
-def course_exam_scores(frame: pd.DataFrame, items: ItemSet, judge: Judge | None = None,
-                       by: str | Sequence[str] = ("model", "strategy"), response: str = "response") -> pd.DataFrame:
-    """Points per group x exam (per item the mean over shuffles, summed over items).
-    Columns: by..., exam, n_items, points_earned, points_possible, score_pct, n_correct, n_partial,
-    n_incorrect, n_unanswered (record counts)."""
-    f, by = prepare(frame, by, ("item_id",))
-    rec = course_exam_records(f, items, judge, response)
-    rec = rec.join(pd.get_dummies(rec["outcome"]).reindex(columns=OUTCOMES, fill_value=False).astype(int))
-    item_pts = rec.groupby([*by, "exam", "item_id"], sort=True, dropna=False).agg(
-        points_earned=("points_earned", "mean"), points_possible=("points_possible", "first"),
-        **{f"n_{o}": (o, "sum") for o in OUTCOMES})
-    out = item_pts.groupby(level=[*by, "exam"], sort=True, dropna=False).sum()
-    out.insert(0, "n_items", item_pts.groupby(level=[*by, "exam"], sort=True, dropna=False).size())
-    out.insert(3, "score_pct", 100 * out["points_earned"] / out["points_possible"])
-    return finish(out.reset_index())
+    f, by = prepare(frame, by, ("item_id", "exam", "status", "points_earned", "points_possible"))
+    items = _per_item(f, by)
+    items["points_graded"] = items["points_possible"].where(items["points_earned"].notna(), 0.0)
+    items["graded"] = items["points_earned"].notna().astype(int)
+    sums = ["points_earned", "points_possible", "points_graded", "graded", *(f"n_{s}" for s in STATUSES)]
+    out = items.groupby([*by, "exam"], sort=True, dropna=False)[sums].sum(min_count=0)
+    out.insert(0, "n_items", items.groupby([*by, "exam"], sort=True, dropna=False).size())
+    out = out.reset_index()
+    if overall:
+        total = out.groupby(by, sort=True, dropna=False)[["n_items", *sums]].sum().reset_index()
+        out = pd.concat([out, total.assign(exam="overall")], ignore_index=True)
+    out = out.rename(columns={"graded": "n_graded"})
+    out.insert(out.columns.get_loc("points_graded") + 1, "score_pct",
+               100 * out["points_earned"] / out["points_graded"].where(out["points_graded"] > 0))
+    return finish(out)
 
 
 def compare_to_students(scores: pd.DataFrame, students: pd.DataFrame) -> pd.DataFrame:
-    """Place each exam score among the students who sat it.
+    """Place each exam score among the students who sat it (the course-exam benchmark's comparison.json).
 
     `students` has one row per exam with the course-exam metadata columns exam (or exam_id), score_max,
     score_avg, score_median, score_standard_deviation. The model's score is rescaled to the exam's scale,
-    model_score = points_earned / points_possible x score_max (the benchmark may hold only part of the exam);
-    z = (model_score - score_avg) / sd; percentile = 100 Phi(z), a normal approximation (real score
-    distributions are bounded and skewed, so read it as indicative). sd <= 0 gives NaN with a note.
+    model_score = points_earned / points_graded x score_max (the benchmark may hold only part of the exam, and
+    questions whose grade is an error are left out rather than counted as 0; points_possible is used when
+    there is no points_graded column); z = (model_score - score_avg) / sd; percentile = 100 Phi(z), a normal
+    approximation (real score distributions are bounded and skewed, so read it as indicative). sd <= 0 gives
+    NaN with a note. Rows whose exam is "overall" are not compared (there is no student total across exams).
     """
     need = ("exam", "score_max", "score_avg", "score_median", "score_standard_deviation")
     students = students.rename(columns={"exam_id": "exam"})
     prepare(students, (), need)
     prepare(scores, (), ("exam", "points_earned", "points_possible"))
+    scores = scores[scores["exam"] != "overall"]
     missing = sorted(set(scores["exam"]) - set(students["exam"]))
     if missing:
         raise ValueError(f"no student statistics for exam(s) {missing}")
     out = scores.merge(students[list(need)], on="exam", how="left", validate="many_to_one")
-    num = ["points_earned", "points_possible", *need[1:]]
+    denominator = "points_graded" if "points_graded" in out.columns else "points_possible"
+    num = ["points_earned", denominator, *need[1:]]
     out[num] = out[num].apply(pd.to_numeric, errors="raise").astype(float)
-    out["model_score"] = out["points_earned"] / out["points_possible"] * out["score_max"]
+    out["model_score"] = out["points_earned"] / out[denominator].where(out[denominator] > 0) * out["score_max"]
     sd = out["score_standard_deviation"].where(out["score_standard_deviation"] > 0)
     out["z"] = (out["model_score"] - out["score_avg"]) / sd
     out["percentile"] = 100 * sps.norm.cdf(out["z"])
     out["above_median"] = out["model_score"] > out["score_median"]
     out["note"] = np.where(sd.isna(), "student sd missing or 0: z and percentile are NaN", "")
-    return out
+    return out.reset_index(drop=True)
 
+
+def student_statistics(items: ItemSet) -> pd.DataFrame:
+    """One row per exam of `items` with the student statistics the course-exam loader keeps in
+    meta["exam_stats"] (exam, score_max, score_avg, score_median, score_standard_deviation, ...)."""
+    rows = {it.exam: dict(it.meta["exam_stats"]) for it in items if "exam_stats" in it.meta}
+    if not rows:
+        raise ValueError(f"items {items.name!r} carry no student statistics (meta['exam_stats'])")
+    return pd.DataFrame([{**v, "exam": k} for k, v in rows.items()]).drop(columns="exam_id", errors="ignore")

@@ -9,7 +9,7 @@ from typing import Iterator, Sequence
 
 import pandas as pd
 
-from mcqa_toolkit.run.columns import STATUSES
+from mcqa_toolkit.run.columns import ANSWERED, STATUSES
 
 DEFAULT_BY = ("model", "strategy", "language")
 _ALL = "__all__"  # temporary key when `by` is empty
@@ -40,6 +40,7 @@ def groups(frame: pd.DataFrame, by: list[str]) -> Iterator[tuple[dict, pd.DataFr
 
 
 def check_status(frame: pd.DataFrame) -> pd.Series:
+    """The `status` column, after checking every value is in the vocabulary of `run.columns.STATUSES`."""
     status = frame["status"].astype(str)
     bad = sorted(set(status) - set(STATUSES))
     if bad:
@@ -48,23 +49,34 @@ def check_status(frame: pd.DataFrame) -> pd.Series:
 
 
 def status_flags(frame: pd.DataFrame) -> pd.DataFrame:
-    """Boolean columns correct/answered/unanswered/refused per record, after checking they are consistent."""
+    """Boolean columns correct/answered/unanswered/refused/error per record (answered = a response was read
+    and graded: correct, partial or incorrect), after checking `correct` agrees with `status`."""
     status = check_status(frame)
     if frame["correct"].isna().any():
         raise ValueError("column 'correct' has missing values; it must be bool for every record")
     correct = frame["correct"].astype(bool)
-    if (correct & (status != "answered")).any():
-        raise ValueError("some records are marked correct but their status is not 'answered'")
-    return pd.DataFrame({"correct": correct, "answered": status == "answered",
-                         "unanswered": status == "unanswered", "refused": status == "refused"}, index=frame.index)
+    if (correct != (status == "correct")).any():
+        raise ValueError("column 'correct' disagrees with status: correct must be exactly status == 'correct'")
+    return pd.DataFrame({"correct": correct, "answered": status.isin(ANSWERED),
+                         "unanswered": status == "unanswered", "refused": status == "refused",
+                         "error": status == "error"}, index=frame.index)
+
+
+def single_answer(frame: pd.DataFrame) -> pd.DataFrame:
+    """The records of single-answer items (all records when there is no `answer_type` column): the analyses of
+    chosen options (accuracy, kappa, positions, IRT) are about one chosen letter among k."""
+    if "answer_type" not in frame.columns:
+        return frame
+    return frame[frame["answer_type"] == "single"]
 
 
 def per_item(f: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """`item_scores` for a frame and `by` already passed through `prepare` (keeps its constant key)."""
+    f = single_answer(f)
     if "answer" in f.columns:
         f = f[f["answer"] >= 0]
-        if f.empty:
-            raise ValueError("every item is annulled (answer < 0): nothing to score")
+    if f.empty:
+        raise ValueError("no single-answer item with a key (all annulled or of other types): nothing to score")
     keys = [*by, "item_id"]
     extra = [c for c in ("subject", "n_options") if c in f.columns and c not in keys]
     flags = status_flags(f).astype(int)

@@ -9,13 +9,23 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from mcqa_toolkit.measure.frames import _ALL, DEFAULT_BY, check_status, finish, prepare, status_flags
+from mcqa_toolkit.measure.frames import _ALL, DEFAULT_BY, check_status, finish, prepare, single_answer, status_flags
+from mcqa_toolkit.run.columns import ANSWERED
+
+def _single(f: pd.DataFrame) -> pd.DataFrame:
+    out = single_answer(f)
+    if out.empty:
+        raise ValueError("no single-answer records: positions are defined for one chosen option among k")
+    return out
+
 
 def position_distribution(frame: pd.DataFrame, by: str | Sequence[str] = DEFAULT_BY) -> pd.DataFrame:
     """Chosen shown positions per group x n_options: count, share of answered records and the uniform share
-    1/k, with every position 0..k-1 present (zero-filled). Unanswered/refused records are not positions."""
+    1/k, with every position 0..k-1 present (zero-filled). Unanswered/refused records are not positions;
+    only single-answer items are counted (a multi-answer response is a set, not a position)."""
     f, by = prepare(frame, by, ("n_options", "choice_position", "status"))
-    answered = check_status(f) == "answered"
+    f = _single(f)
+    answered = check_status(f).isin(ANSWERED)
     pos = f.loc[answered, "choice_position"]
     if ((pos < 0) | (pos >= f.loc[answered, "n_options"])).any():
         raise ValueError("answered records need 0 <= choice_position < n_options")
@@ -43,6 +53,7 @@ def position_bias(frame: pd.DataFrame, by: str | Sequence[str] = DEFAULT_BY) -> 
     p_value, note.
     """
     f, by = prepare(frame, by, ("n_options", "choice_position", "status"))
+    f = _single(f)
     keys = [*by, "n_options"]
     d = position_distribution(f, by)
     if _ALL in by:  # position_distribution's finish() dropped the constant key
@@ -90,8 +101,9 @@ def shuffle_consistency(frame: pd.DataFrame, by: str | Sequence[str] = DEFAULT_B
     modes go to the lowest option index. Columns: by..., item_id, n_shuffles, modal_choice, modal_correct,
     n_distinct, consistency, note (NaN with a reason for a single shuffle or no answered record)."""
     f, by = prepare(frame, by, ("item_id", "choice", "status"))
+    f = _single(f)
     keys = [*by, "item_id"]
-    answered = check_status(f) == "answered"
+    answered = check_status(f).isin(ANSWERED)
     n = f.groupby(keys, sort=True, dropna=False).size().rename("n_shuffles")
     c = f[answered].groupby([*keys, "choice"], dropna=False).size().rename("k").reset_index()
     c["n_distinct"] = c.groupby(keys, dropna=False)["choice"].transform("size")

@@ -7,7 +7,9 @@ exam, ...; an empty `by` scores the whole frame as one group). Nothing is printe
 Conventions shared by every function:
 - A record is correct only when `correct` is True. Unanswered and refused records are never correct and are
   always reported in their own columns (`n_unanswered`, `n_refused`) beside the score, never hidden in it.
-- Annulled items (`answer` < 0) are left out of accuracy and kappa, as the exam authority drops them.
+- Annulled items (`answer` < 0) are left out of accuracy and kappa, as the exam authority drops them, and so are
+  records of the other question types (multi, truefalse, short: `answer` is -1 and `answer_type` is not
+  single); their points are `exam_rules.course_exam_scores`'s business.
 - Item first: an item's accuracy is the share of its records (shuffles) that are correct, and a group's
   accuracy is the mean over items, so an item run with more shuffles does not weigh more.
 - Bootstrap CIs resample ITEMS, not records: the shuffles of one item share its content and are not

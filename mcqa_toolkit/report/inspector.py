@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from mcqa_toolkit.items import LETTERS, Item, ItemSet
+from mcqa_toolkit.items import Item, ItemSet
+from mcqa_toolkit.report.responses import responses_frame, responses_html  # noqa: F401  (part of the API)
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")
 KEY_STYLE = "background:#DCEBF7;border-left:4px solid #0072B2;font-weight:bold;"
@@ -102,47 +103,6 @@ def parallel_html(group: Mapping[str, Item], current_language: str = "") -> str:
                     f'{_annulled_html(it)}<p style="white-space:pre-wrap">{escape(it.stem)}</p>'
                     f'{_options_html(it)}</div>')
     return '<div style="display:flex;gap:8px;flex-wrap:wrap">' + "".join(cols) + "</div>"
-
-
-def responses_frame(records: pd.DataFrame | None, item: Item) -> pd.DataFrame:
-    """One row per model x strategy x shuffle: chosen option (original letter), correctness, shown order, p_<letter>."""
-    cols = ["model", "strategy", "shuffle", "choice", "choice_letter", "choice_position", "correct", "status",
-            "shown_order"] + [f"p_{x}" for x in item.letters]
-    if records is None or records.empty:
-        return pd.DataFrame(columns=cols)
-    rows = []
-    for r in records.sort_values(["model", "strategy", "shuffle"], kind="stable").itertuples(index=False):
-        choice = int(r.choice)
-        probs = np.asarray(r.option_probs if r.option_probs is not None else [], dtype=float)
-        if probs.size != item.n_options:  # generation without scores: no probabilities to draw
-            probs = np.full(item.n_options, np.nan)
-        rows.append([r.model, r.strategy, int(r.shuffle), choice, LETTERS[choice] if choice >= 0 else "",
-                     int(r.choice_position), bool(r.correct), r.status,
-                     "".join(LETTERS[int(i)] for i in r.permutation), *probs])
-    return pd.DataFrame(rows, columns=cols)
-
-
-def responses_html(frame: pd.DataFrame, selected: tuple[str, str] | None = None) -> str:
-    """Table: one row per model · strategy, one column per shuffle with the chosen original letter and ✔/✘."""
-    if frame.empty:
-        return "<i>No model results for this item.</i>"
-    def cell(r: Any) -> str:
-        text = f"{r.choice_letter} {'✔' if r.correct else '✘'}" if r.choice_letter else f"— ({escape(r.status)})"
-        return f'<td title="shown order {r.shown_order}" style="text-align:center">{text}</td>'
-
-    shuffles = sorted(frame["shuffle"].unique())
-    head = "".join(f"<th>shuffle {s}</th>" for s in shuffles)
-    rows = []
-    for (model, strategy), g in frame.groupby(["model", "strategy"], sort=False):
-        by_shuffle = {r.shuffle: r for r in g.itertuples(index=False)}
-        cells = [cell(by_shuffle[s]) if s in by_shuffle else "<td></td>" for s in shuffles]
-        style = ' style="font-weight:bold;background:#F2F2F2"' if selected == (model, strategy) else ""
-        rows.append(f"<tr{style}><td>{escape(str(model))} · {escape(str(strategy))}</td>{''.join(cells)}"
-                    f"<td>{g['correct'].mean():.0%}</td></tr>")
-    return (f'<div style="overflow-x:auto"><table class="mcqa-responses">'
-            f'<tr><th>model · strategy</th>{head}<th>share correct</th></tr>'
-            + "".join(rows) + "</table><small>Letters are in the original option order; hover a cell for the "
-            "order shown to the model.</small></div>")
 
 
 def probs_figure(frame: pd.DataFrame, item: Item) -> Figure:

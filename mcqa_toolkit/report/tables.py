@@ -196,3 +196,53 @@ def position_bias_table(bias: pd.DataFrame, rows: str | Sequence[str] = ("model"
         t["consistency"] = consistency.groupby(rows)["consistency"].mean().reindex(t.index)
     best = {c: ("min" if c.startswith("TVD") else "max" if c == "consistency" else None) for c in t.columns}
     return Table(t, best=best, formats={c: ".2g" for c in t.columns if c.startswith("p k=")}, **kw)
+
+
+def cat_length_table(curve: pd.DataFrame, **kw) -> Table:
+    """`measure.adaptive.cat_length_curve` output: per SE target, the mean and median test length and the
+    share of persons reaching the target, for the CAT and for the random order (no cell is ranked)."""
+    names = {"adaptive": "CAT", "random": "random"}
+    parts = [_pivot(curve, "se_target", "order", value).rename(columns=lambda o: f"{names.get(o, o)} {label}")
+             for value, label in (("mean_length", "mean"), ("median_length", "median"), ("share_reached", "reached"))]
+    t = pd.concat(parts, axis=1)
+    t = t[[c for o in curve["order"].drop_duplicates() for c in t.columns if c.startswith(f"{names.get(o, o)} ")]]
+    t.index.name = "SE target"
+    return Table(t, best=None, formats={c: ".1f" for c in t.columns if not c.endswith("reached")}, **kw)
+
+
+def adaptive_runs_table(savings: pd.DataFrame, rows: Sequence[str] = ("model", "language", "strategy"),
+                        **kw) -> Table:
+    """`measure.adaptive.adaptive_savings` output: per adaptive run, items and forwarded tokens of the CAT and
+    of the full test (summed over shuffles), the % saved, and the RMSE and bias of the CAT's theta against
+    the full test's (no cell is ranked)."""
+    columns = {"shuffles": "shuffles", "items_cat": "items CAT", "items_full": "items full",
+               "items_saved_pct": "items saved %", "tokens_cat": "tokens CAT", "tokens_full": "tokens full",
+               "tokens_saved_pct": "tokens saved %", "theta_rmse": "theta RMSE", "theta_bias": "theta bias"}
+    missing = [c for c in (*rows, *columns) if c not in savings.columns]
+    if missing or savings.empty:
+        raise ValueError(f"adaptive_runs_table needs a non-empty frame with columns {list(columns)}; missing {missing}")
+    t = savings.set_index(list(rows))[list(columns)].rename(columns=columns)
+    counts = ("shuffles", "items CAT", "items full", "tokens CAT", "tokens full")
+    return Table(t, best=None, formats={**{c: ".0f" for c in counts}, "items saved %": ".1f",
+                                        "tokens saved %": ".1f"}, **kw)
+def exam_score_table(comparison: pd.DataFrame, rows: str | Sequence[str] = ("model", "strategy"), **kw) -> Table:
+    """`compare_to_students()` output as one block per exam (its `exam_name` when present): per system the points
+    earned of the points graded, the score on the exam's scale, the students' mean, median and SD, z and the
+    (normal-approximation) percentile; the best score of each exam bold."""
+    rows = [rows] if isinstance(rows, str) else list(rows)
+    need = [*rows, "exam", "points_earned", "points_graded", "model_score", "score_avg", "score_median",
+            "score_standard_deviation", "z", "percentile"]
+    missing = [c for c in need if c not in comparison.columns]
+    if missing:
+        raise ValueError(f"frame lacks column(s) {missing}; it has {list(comparison.columns)}")
+    if comparison.empty:
+        raise ValueError("frame is empty: nothing to tabulate")
+    f = comparison.assign(exam=comparison.get("exam_name", comparison["exam"]),
+                          system=comparison[rows].astype(str).agg(" / ".join, axis=1))
+    names = {"points_earned": "points", "points_graded": "of", "model_score": "score", "score_avg": "student mean",
+             "score_median": "student median", "score_standard_deviation": "student SD", "z": "z",
+             "percentile": "percentile"}
+    values = f.set_index(["exam", "system"])[list(names)].rename(columns=names).astype(float)
+    best = {c: ("max" if c == "score" else None) for c in values.columns}
+    fmt = {c: ".1f" for c in values.columns} | {"z": ".2f", "percentile": ".0f"}
+    return Table(values, best=best, formats=fmt, groups="exam", **kw)

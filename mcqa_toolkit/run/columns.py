@@ -1,8 +1,14 @@
 """Column contract of per-record results: what `run.run` writes and what measure/ and report/ read.
 
-One record per (run, item, shuffle). Option-indexed lists are in ORIGINAL option order (index into
-`Item.options`), so records from different shuffles line up; positions are 0-based places in the
-shown (shuffled) order. `run.store.load_results(dir)` returns a DataFrame with exactly these columns.
+One record per (run, item, shuffle), for every question type (single, multi, truefalse, short). Option-indexed
+lists are in ORIGINAL option order (index into `Item.options`), so records from different shuffles line up;
+positions are 0-based places in the shown (shuffled) order. `run.store.load_results(dir)` returns a DataFrame
+with exactly these columns (plus `extra`). Every record is built by `run.records.make_record`.
+
+Status vocabulary (DESIGN.md): correct | partial | incorrect (graded answers), unanswered (nothing could be
+read from the output), refused (the model declined), error (the answer could not be graded, e.g. a judge output
+that is not a number in range: its points are NaN, never 0). `correct` (bool) is status == "correct", kept
+because the single-answer analyses (accuracy, kappa, position, IRT) are shares of correct records.
 """
 from __future__ import annotations
 
@@ -21,8 +27,9 @@ RUN_COLUMNS = (
 # the item ---------------------------------------------------------------------------------------
 ITEM_COLUMNS = (
     "item_id", "parallel_id", "language", "subject", "exam", "year",
-    "n_options",       # int: number of options of the item (kappa uses it per item)
-    "answer",          # int: key as an original option index (-1 when annulled / not single-answer)
+    "answer_type",     # str: single | multi | truefalse | short (the item's)
+    "n_options",       # int: number of options of the item (kappa uses it per item; 0 for short answers)
+    "answer",          # int: single-answer key as an original option index (-1 when annulled / not single)
 )
 # the shuffle and the model's response -----------------------------------------------------------
 RESPONSE_COLUMNS = (
@@ -30,20 +37,29 @@ RESPONSE_COLUMNS = (
     "permutation",     # list[int]: permutation[pos] = original option index shown at position pos
     "option_scores",   # list[float]: the method's score per ORIGINAL option (higher = preferred)
     "option_probs",    # list[float]: softmax of option_scores over the item's options (sums to 1)
-    "choice",          # int: chosen ORIGINAL option index, -1 when unanswered/refused
-    "choice_position", # int: shown position of the choice, -1 when unanswered/refused
-    "correct_position",# int: shown position of the key, -1 when annulled
-    "correct",         # bool: choice == answer (False when unanswered; see `status`)
-    "status",          # str: answered | unanswered | refused
-    "extraction_rule", # str: which extract.py rule fired ("" for scoring methods, "none" if unanswered)
+    "choice",          # int: chosen ORIGINAL option index (single only), -1 otherwise / when not answered
+    "choice_position", # int: shown position of the choice, -1 when there is no choice
+    "correct_position",# int: shown position of the single-answer key, -1 when annulled / not single
+    "response",        # str: JSON of the normalised answer: index (single), sorted list of original indices
+                       #      (multi), list of bools (truefalse), text (short); "null" when none was read
+    "points_earned",   # float: points under the exam rule (single/truefalse exact, multi partial credit, short
+                       #        the judge); 0 when unanswered/refused; NaN when status is error
+    "points_possible", # float: the item's points (0 for an annulled item)
+    "correct",         # bool: status == "correct"
+    "status",          # str: correct | partial | incorrect | unanswered | refused | error
+    "extraction_rule", # str: which rule read the answer ("" for scoring methods, "none" if unanswered)
     "generated_text",  # str: generation output ("" for scoring methods)
+    "judgements",      # str: JSON list of judge verdicts for short answers (judge, prompt_hash, raw_output,
+                       #      score, status, justification); "" when not judged
     "n_prompt_tokens", # int: tokens of the full prompt for this record (naive cost)
     "n_forwarded_tokens", # int: tokens this record actually forwarded (prefix sharing amortised)
     "seconds",         # float: wall time attributed to this record
 )
 COLUMNS = RUN_COLUMNS + ITEM_COLUMNS + RESPONSE_COLUMNS
 
-STATUSES = ("answered", "unanswered", "refused")
+STATUSES = ("correct", "partial", "incorrect", "unanswered", "refused", "error")
+ANSWERED = ("correct", "partial", "incorrect")   # a response was read and graded
+LEGACY_STATUSES = ("answered", "unanswered", "refused")  # records written before the per-type schema
 
 METHODS = ("first_token", "loglik", "generate", "cloze")
-NORMALIZATIONS = ("sum", "token", "char", "byte", "pmi")
+from mcqa_toolkit.scoring.loglik import NORMALIZATIONS  # noqa: E402,F401  (sum | token | char | byte | pmi)

@@ -11,7 +11,7 @@ import itertools
 import re
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +25,15 @@ from mcqa_toolkit.run.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy, build_strategy
 
 PARAM_KEYS = {"output_dir", "models", "datasets", "languages", "strategies", "limit", "seed", "shuffles", "shots",
-              "device", "dtype", "min_k", "kernel"}
-# the notebook parameters that must match for a finished run folder to count as this job
-RESUME_KEYS = ("MODEL", "DATASET", "DATASET_ARGS", "LANGUAGE", "STRATEGY", "SHOTS", "SHUFFLES", "SEED", "LIMIT")
+              "device", "dtype", "min_k", "kernel", "judges", "judge_combine"}
+# the notebook parameters that must match for a finished run folder to count as this job (and the backend kind)
+RESUME_KEYS = ("MODEL", "DATASET", "DATASET_ARGS", "LANGUAGE", "STRATEGY", "SHOTS", "SHUFFLES", "SEED", "LIMIT",
+               "JUDGES", "JUDGE_COMBINE")
 
 
 def load_items(dataset: str, dataset_args: dict[str, Any] | None = None, language: str | None = None) -> ItemSet:
-    """Items of a registered dataset, restricted to `language` (demo: loaded in that language only)."""
+    """Items of a registered dataset (every question type), restricted to `language` (demo: loaded in that
+    language only)."""
     args = dict(dataset_args or {})
     if dataset == "demo" and language is not None:
         args.setdefault("language", language)
@@ -40,14 +42,14 @@ def load_items(dataset: str, dataset_args: dict[str, Any] | None = None, languag
         items = items.filter(language=language)
         if not len(items):
             raise ValueError(f"dataset {dataset!r} has no items in language {language!r}")
-    return items.filter(answer_type="single")
+    return items
 
 
 @dataclass(frozen=True)
 class Job:
     """One model x dataset x language x strategy combination and its run folder."""
 
-    model: Any                       # a model name/path, or a backend entry dict (see backends.load_backend)
+    model: str                       # model name/path (hf) or the served model's name (API backends)
     dataset: str
     dataset_args: dict[str, Any]
     language: str | None
@@ -60,6 +62,9 @@ class Job:
     device: str | None = None
     dtype: str | None = None
     min_k: bool = True
+    backend_options: dict[str, Any] = field(default_factory=dict)  # {backend: openai, base_url: ..., ...}; {} = hf
+    judges: list[Any] | None = None  # judge models of short answers (names/paths/backend dicts); None: no judge
+    judge_combine: str | None = None  # mean | majority (None: mean)
 
     @property
     def run_dir(self) -> RunDir:
@@ -67,15 +72,18 @@ class Job:
 
     def parameters(self) -> dict[str, Any]:
         """The run notebook's parameters for this job (papermill injects them)."""
-        return {"MODEL": self.model, "DATASET": self.dataset, "DATASET_ARGS": self.dataset_args,
+        return {"MODEL": self.model, "BACKEND": self.backend_options, "DATASET": self.dataset,
+                "DATASET_ARGS": self.dataset_args,
                 "LANGUAGE": self.language, "STRATEGY": self.strategy, "OUTPUT_DIR": str(self.out_dir),
                 "SHOTS": self.shots, "SHUFFLES": self.shuffles, "SEED": self.seed, "LIMIT": self.limit,
-                "DEVICE": self.device, "DTYPE": self.dtype, "MIN_K": self.min_k}
+                "DEVICE": self.device, "DTYPE": self.dtype, "MIN_K": self.min_k, "JUDGES": self.judges,
+                "JUDGE_COMBINE": self.judge_combine}
 
     @classmethod
     def from_parameters(cls, **params: Any) -> "Job":
         """The job a run notebook was given (its UPPER_CASE parameters)."""
         fields = {k.lower(): v for k, v in params.items()}
+        fields["backend_options"] = dict(fields.pop("backend", None) or {})
         out = fields.pop("output_dir")  # None: a fresh temporary folder (tests re-execute the notebook)
         fields["out_dir"] = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mcqa_run_"))
         return cls(**fields)
@@ -90,7 +98,17 @@ class Job:
     def backend(self) -> Any:
         from mcqa_toolkit.backends import load_backend
 
-        return load_backend(self.model, device=self.device, dtype=self.dtype)
+        return load_backend({"model": self.model, **self.backend_options}, device=self.device, dtype=self.dtype)
+
+    def judging(self, backend: Any) -> dict[str, Any]:
+        """run()'s judges= and combine= arguments: an LLMJudge per entry of `judges` (an entry naming the run's
+        own model reuses its loaded backend) and the combination rule."""
+        from mcqa_toolkit.backends import load_backend
+        from mcqa_toolkit.scoring.judge import LLMJudge
+
+        judges = [LLMJudge(backend if spec == self.model else load_backend(spec, device=self.device, dtype=self.dtype),
+                           name=model_label(spec)) for spec in (self.judges or [])]
+        return {"judges": judges, "combine": self.judge_combine or "mean"}
 
     def measure_min_k(self, backend: Any, items: ItemSet, records: pd.DataFrame) -> pd.DataFrame:
         """Min-K% prob of the evaluated questions, written to the run folder."""
@@ -103,7 +121,8 @@ class Job:
     def write_summary(self, summary: dict[str, Any], strategy: Strategy) -> Path:
         """summary.json with the parameters that make this run folder count as this job (resume contract)."""
         params = {k: v for k, v in self.parameters().items() if k in RESUME_KEYS}
-        return self.run_dir.write_summary(summary, {**params, "strategy_hash": strategy.hash})
+        return self.run_dir.write_summary(summary, {**params, "BACKEND_KIND": self.backend_options.get("backend", "hf"),
+                                                    "strategy_hash": strategy.hash})
 
     def is_complete(self) -> bool:
         """A finished run made with the same parameters (else it is re-executed)."""
@@ -111,7 +130,8 @@ class Job:
         if not (rd.is_complete() and rd.summary_file.exists()):
             return False
         done, want = rd.summary().get("params", {}), self.parameters()
-        return all(done.get(k) == want.get(k) for k in RESUME_KEYS)
+        kind = done.get("BACKEND_KIND", "hf") == self.backend_options.get("backend", "hf")
+        return kind and all(done.get(k) == want.get(k) for k in RESUME_KEYS)
 
 
 def _slug(text: str) -> str:
@@ -152,6 +172,10 @@ def load_params(path: str | Path) -> dict[str, Any]:
     for key in ("models", "datasets", "strategies"):
         if not params.get(key) or not isinstance(params[key], list):
             raise ValueError(f"{p}: '{key}' must be a non-empty list")
+    if params.get("judges") is not None and (not isinstance(params["judges"], list) or not params["judges"]):
+        raise ValueError(f"{p}: 'judges' must be a non-empty list of models (or left out)")
+    if params.get("judge_combine") not in (None, "mean", "majority"):
+        raise ValueError(f"{p}: 'judge_combine' must be mean or majority, got {params['judge_combine']!r}")
     return params
 
 
@@ -160,7 +184,8 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
     out = Path(params.get("output_dir", "outputs"))
     if base_dir is not None and not out.is_absolute():
         out = base_dir / out
-    options = {k: params.get(k) for k in ("limit", "seed", "shuffles", "shots", "device", "dtype")}
+    options = {k: params.get(k) for k in ("limit", "seed", "shuffles", "shots", "device", "dtype", "judges",
+                                          "judge_combine")}
     wanted_min_k = params.get("min_k") is None or bool(params["min_k"])
     jobs: list[Job] = []
     min_k_done: set[tuple] = set()  # Min-K% depends on model and items only: measure it once per combination
@@ -170,8 +195,12 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
         label = ds.get("label", ds["name"])
         name = "__".join(_slug(str(x)) for x in (model_label(model), label, lang or "all", _strategy_name(st)))
         key = (model_label(model), label, lang)
-        jobs.append(Job(model, ds["name"], dict(ds.get("args") or {}), lang, st, out / name, **options,
-                        min_k=wanted_min_k and key not in min_k_done))
+        entry = dict(model) if isinstance(model, dict) else {"model": model}
+        args = dict(ds.get("args") or {})
+        if base_dir is not None and isinstance(args.get("path"), str) and not Path(args["path"]).is_absolute():
+            args["path"] = str(base_dir / args["path"])  # relative to where `mcqa run` runs, not the notebook's cwd
+        jobs.append(Job(str(entry.pop("model")), ds["name"], args, lang, st, out / name, **options,
+                        min_k=wanted_min_k and key not in min_k_done, backend_options=entry))
         min_k_done.add(key)
     names = [j.run_dir.name for j in jobs]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -189,10 +218,17 @@ def execute(job: Job, notebook: Path, kernel: str = "python3") -> None:
                         cwd=str(notebook.parent), progress_bar=False)
 
 
-def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool = False,
-               kernel: str = "python3") -> int:
+def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool = False, kernel: str = "python3",
+               batch: str | None = None) -> int:
     """Execute every incomplete combination of a params file; failures are collected and reported at the end
-    without stopping the others. Returns the number of failures."""
+    without stopping the others. Returns the number of failures.
+
+    batch="submit" submits each run's missing requests to its backend's batch API (no notebook runs);
+    batch="fetch" stores the results of ended batches and executes the runs whose batches have all ended
+    (they then run from the request cache). See run.batch.
+    """
+    if batch not in (None, "submit", "fetch"):
+        raise ValueError(f"batch must be None, 'submit' or 'fetch', got {batch!r}")
     params = load_params(path)
     jobs = expand(params, base_dir=base_dir)
     todo = [j for j in jobs if not j.is_complete()]
@@ -203,16 +239,27 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
         return 0
     failures: list[tuple[Job, str]] = []
     t0 = time.time()
-    for job in tqdm(todo, desc="runs", unit="run"):
+    for job in tqdm(todo, desc=f"runs ({batch or 'online'})", unit="run"):
         try:
+            if batch is not None and not _batch_step(job, batch):
+                continue
             execute(job, notebook, params.get("kernel") or kernel)
         except Exception as e:  # papermill raises PapermillExecutionError with the cell's traceback
             last = str(e).strip().splitlines()[-1] if str(e).strip() else ""
             failures.append((job, f"{type(e).__name__}: {last}"))
-    print(f"done in {time.time() - t0:.0f} s: {len(todo) - len(failures)} ran, {len(failures)} failed")
+    print(f"done in {time.time() - t0:.0f} s: {len(todo) - len(failures)} processed, {len(failures)} failed")
     for job, msg in failures:
         print(f"  FAILED {job.run_dir.name}: {msg}\n    see {job.run_dir.notebook}")
     return len(failures)
+
+
+def _batch_step(job: Job, mode: str) -> bool:
+    """Submit or fetch one job's batch and print its state; True when the job should now run from the cache."""
+    from mcqa_toolkit.run import batch
+
+    state = batch.submit(job) if mode == "submit" else batch.fetch(job)
+    tqdm.write(batch.describe(job.run_dir.name, state))
+    return mode == "fetch" and bool(state.get("ready"))
 
 
 __all__ = ["Job", "load_items", "load_params", "expand", "model_label", "execute", "run_params", "RESUME_KEYS",

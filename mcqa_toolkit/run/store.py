@@ -8,6 +8,7 @@ A run folder (`outputs/<model>__<dataset>__<language>__<strategy>/`) holds
   summary.json      headline numbers and the job parameters that produced them (resume contract of run.jobs)
   min_k.parquet     Min-K% prob of each question under the run's model (contamination)
   run_model.ipynb   the executed notebook, when the run came from `mcqa run`
+  batch.json        batch-mode state (API batch ids, counts, failures), see run.batch
 Nothing else in the package or the notebooks spells these names. A killed run leaves at most a partial last
 JSONL line; on resume it is dropped (it was never a finished record) and the rest is kept, so re-running
 never loses or duplicates records.
@@ -21,7 +22,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from mcqa_toolkit.run.columns import COLUMNS
+from mcqa_toolkit.run.columns import COLUMNS, LEGACY_STATUSES
 
 RECORDS_JSONL = "records.jsonl"
 RECORDS_PARQUET = "records.parquet"
@@ -30,6 +31,7 @@ PROVENANCE = "provenance.json"
 SUMMARY = "summary.json"
 MIN_K = "min_k.parquet"
 NOTEBOOK = "run_model.ipynb"
+BATCH = "batch.json"
 
 
 class RunDir:
@@ -44,6 +46,7 @@ class RunDir:
         self.summary_file = self.dir / SUMMARY
         self.min_k_file = self.dir / MIN_K
         self.notebook = self.dir / NOTEBOOK
+        self.batch_file = self.dir / BATCH
 
     @property
     def name(self) -> str:
@@ -98,7 +101,7 @@ class RunDir:
     def load(self) -> pd.DataFrame:
         """The run's records: Parquet when complete, else what the JSONL holds so far."""
         if self.is_complete():
-            return pd.read_parquet(self.parquet)
+            return conform(pd.read_parquet(self.parquet))
         return records_frame(self.read_records())
 
     # ---- the JSON side files ---------------------------------------------------------------------------
@@ -120,6 +123,13 @@ class RunDir:
         _write_json(self.summary_file, {"params": params, **summary})
         return self.summary_file
 
+    def batch_state(self) -> dict[str, Any]:
+        return _read_json(self.batch_file)
+
+    def write_batch_state(self, state: dict[str, Any]) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        _write_json(self.batch_file, state)
+
     def write_min_k(self, table: pd.DataFrame) -> Path:
         table.to_parquet(self.min_k_file, index=False)
         return self.min_k_file
@@ -130,11 +140,32 @@ def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
     df = pd.DataFrame.from_records(records)
     if df.empty:
         return pd.DataFrame(columns=list(COLUMNS) + ["extra"])
+    return conform(df)
+
+
+def conform(df: pd.DataFrame) -> pd.DataFrame:
+    """A records frame (legacy records upgraded) with the schema's columns first; missing columns raise."""
+    df = upgrade_legacy(df)
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"records lack column(s) {missing}")
     rest = [c for c in df.columns if c not in COLUMNS]
     return df[list(COLUMNS) + rest]
+
+
+def upgrade_legacy(df: pd.DataFrame) -> pd.DataFrame:
+    """Records written before the per-type schema (single-answer only; status answered | unanswered | refused,
+    no points) in the current schema: answered becomes correct / incorrect from `correct`, the response is the
+    choice, one point per keyed item (0 for an annulled one). Frames already in the schema pass unchanged."""
+    if "points_earned" in df.columns or not set(df.get("status", pd.Series(dtype=str))) <= set(LEGACY_STATUSES):
+        return df
+    answered = df["status"] == "answered"
+    keyed = df["answer"] >= 0
+    return df.assign(
+        answer_type="single", response=[json.dumps(int(c)) if c >= 0 else "null" for c in df["choice"]],
+        points_possible=keyed.astype(float), points_earned=(df["correct"].astype(bool) & keyed).astype(float),
+        status=df["status"].where(~answered, df["correct"].map({True: "correct", False: "incorrect"})),
+        judgements="")
 
 
 def run_dirs(outputs_dir: str | Path) -> list[RunDir]:

@@ -33,6 +33,8 @@ class Strategy:
     stop: tuple[str, ...] = ("\n\n",)
     seed: int = 0
     batch_size: int = 8                # greedy generate: items per left-padded batch (execution detail, not hashed)
+    adaptive: dict[str, Any] | None = None  # CAT: {se_target: 0.3, max_items: 20, ...} (irt.CatConfig fields)
+    structured: bool = False           # generate: ask for a JSON reply {"answer", "explanation"} (course-exam style)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -45,16 +47,34 @@ class Strategy:
         if self.shuffles < 1 or self.shots < 0 or self.max_new_tokens < 1 or self.temperature < 0 or self.batch_size < 1:
             raise ValueError("Strategy needs shuffles >= 1, shots >= 0, max_new_tokens >= 1, temperature >= 0, "
                              "batch_size >= 1")
+        if self.structured and self.method != "generate":
+            raise ValueError("Strategy.structured asks for a JSON reply: it needs method='generate'")
         object.__setattr__(self, "shot_ids", tuple(self.shot_ids))
         object.__setattr__(self, "stop", tuple(self.stop))
+        if self.adaptive is not None:
+            self.cat_config()  # one clear error now for an unknown or invalid CAT setting
+
+    def cat_config(self) -> Any:
+        """The irt.CatConfig of an adaptive strategy (ValueError naming a bad key or value)."""
+        from mcqa_toolkit.irt.cat import CatConfig
+
+        if not isinstance(self.adaptive, dict):
+            raise ValueError(f"Strategy.adaptive must be a dict of CAT settings, got {self.adaptive!r}")
+        unknown = sorted(set(self.adaptive) - set(CatConfig.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"Strategy.adaptive: unknown setting(s) {unknown}; "
+                             f"known: {sorted(CatConfig.__dataclass_fields__)}")
+        return CatConfig(**self.adaptive)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @property
     def hash(self) -> str:
-        """Identifies what is administered; the name and batch size (like device and dtype) are not part of it."""
-        fields = {k: v for k, v in self.to_dict().items() if k not in ("name", "batch_size")}
+        """Identifies what is administered; the name and batch size (like device and dtype) are not part of it.
+        Fields added after the first release count only when set (`_LATER`), so earlier hashes stay valid."""
+        fields = {k: v for k, v in self.to_dict().items()
+                  if k not in ("name", "batch_size") and _LATER.get(k, object()) != v}
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
 
     def with_(self, **changes: Any) -> "Strategy":
@@ -79,6 +99,9 @@ class Strategy:
     def generate(cls, shots: int = 0, shuffles: int = 1, **kw: Any) -> "Strategy":
         return cls(name=kw.pop("name", f"generate_{shots}shot"), method="generate", shots=shots, shuffles=shuffles,
                    **kw)
+
+
+_LATER = {"structured": False, "adaptive": None}  # field -> default that leaves the hash unchanged
 
 
 # Named strategies from the seeds. ENADE S1-S6 (enade-qa README): generation 0/1/2-shot, zero-shot shuffled

@@ -1,3 +1,5 @@
 """Scoring methods on rendered prompts through a Backend: first-token letters, option log-likelihoods
-(sum/token/char/byte/pmi, also cloze), generation + answer extraction, and Min-K% prob of questions.
+(sum/token/char/byte/pmi, also cloze), generation + answer extraction (extract: one letter; responses: letter
+sets, true/false lists, text, JSON replies; typed: the other question types and their yes/no path), the LLM
+judge of short answers (judge), the exam rule grading one response (rules), and Min-K% prob of questions.
 Each takes a Backend and Prompts and returns per-option numbers (`Scored`, in original option order)."""

@@ -14,8 +14,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from mcqa_toolkit.backends.base import Backend, Continuation
-from mcqa_toolkit.run.columns import NORMALIZATIONS
 from mcqa_toolkit.scoring.scored import Scored, argmax_choice, to_original
+
+# defined here, not imported from run.columns (which re-exports it): importing run/ from here would make
+# `import mcqa_toolkit.scoring.loglik` circular (run -> runner -> scoring.loglik)
+NORMALIZATIONS = ("sum", "token", "char", "byte", "pmi")
 
 
 def normalize(sums: np.ndarray, n_tokens: np.ndarray, n_chars: np.ndarray, n_bytes: np.ndarray,

@@ -12,12 +12,12 @@ import importlib.metadata as md
 from typing import Any, Sequence
 
 from mcqa_toolkit.backends.base import (Capabilities, Continuation, ContinuationLogprobs, Generation,
-                                        LetterLogprobs)
+                                        LetterLogprobs, split_trailing_space)
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request
 from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_batch, generate_one
 from mcqa_toolkit.backends.hf.loading import LM
 from mcqa_toolkit.backends.hf.tokens import (context_continuations, encode, letter_requests, prompt_text,
-                                             shared_prefix_ids, split_trailing_space)
+                                             shared_prefix_ids)
 
 _PACKAGES = ("torch", "transformers", "tokenizers")
 
@@ -33,8 +33,9 @@ class HFBackend:
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(next_token_logprobs=True, continuation_logprobs=True, generate=True,
-                            chat=self.lm.tokenizer.chat_template is not None)
+        chat = self.lm.tokenizer.chat_template is not None
+        return Capabilities(next_token_logprobs=True, continuation_logprobs=True, generate=True, chat=chat,
+                            chat_scoring=chat)
 
     def provenance(self) -> dict[str, Any]:
         versions = {}

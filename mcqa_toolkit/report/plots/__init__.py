@@ -1,5 +1,6 @@
 """Paper figures: the ENEM paper's Figures 1-5 (`plots.irt`), the language-gap, position-bias and
-contamination plots (`plots.exam`) and the ENEM score validation (`plots.enem`), all importable from
+contamination plots (`plots.exam`), the ENEM score validation (`plots.enem`), the adaptive-testing figures
+(`plots.adaptive`) and the course-exam comparison with the students (`plots.course_exam`), all importable from
 `mcqa_toolkit.report.plots`.
 
 Every function takes tidy frames made by `measure` (or `irt`) and returns a matplotlib
@@ -13,6 +14,9 @@ it. `save(fig, directory, name)` writes PNG (300 dpi) and PDF.
     plots.save(fig, "figures", "irt_fig1")
 """
 from mcqa_toolkit.report.plots._layout import COLUMN_WIDTH, PAGE_WIDTH, STYLE, save
+from mcqa_toolkit.report.plots.adaptive import (adaptive_savings, anchor_error, cat_agreement, cat_length,
+                                                model_cat_vs_full)
+from mcqa_toolkit.report.plots.course_exam import student_comparison
 from mcqa_toolkit.report.plots.enem import score_agreement
 from mcqa_toolkit.report.plots.exam import (accuracy_by_position, language_scores, min_k_accuracy, position_distributions,
                                      quality_gap, shuffle_consistency)
@@ -22,4 +26,5 @@ from mcqa_toolkit.report.plots.irt import (accuracy_theta, discrimination_distri
 __all__ = ["COLUMN_WIDTH", "PAGE_WIDTH", "STYLE", "save", "accuracy_theta", "response_patterns", "lz_theta",
            "information_theta", "discrimination_distributions", "language_scores", "quality_gap",
            "position_distributions", "accuracy_by_position", "shuffle_consistency", "min_k_accuracy",
-           "score_agreement"]
+           "score_agreement", "cat_length", "cat_agreement", "model_cat_vs_full", "adaptive_savings",
+           "anchor_error", "student_comparison"]

@@ -1,0 +1,126 @@
+"""AnthropicBackend: Claude models through the official SDK's Messages API, generation only.
+
+    load_backend({"backend": "anthropic", "model": "claude-sonnet-4-5", "api_key_env": "ANTHROPIC_API_KEY"})
+
+Chat prompts become `system` + user turns, and the template's assistant prefix (e.g. "Resposta:") is sent as a
+prefilled assistant turn, so the answer continues it as with a local model. Completion-style prompts are sent
+as one user turn. Temperature 0 unless the strategy samples (the API has no seed: sampled runs are not
+reproducible, which provenance says). The Messages API exposes no log-probabilities, so first_token,
+loglik and cloze are refused before any request. Retries, concurrency and the request cache are the shared
+ones (backends.http); the API key is read from `api_key_env` when the client is built and never stored.
+"""
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+from typing import Any, Sequence
+
+from mcqa_toolkit.backends.base import (Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs,
+                                        check_capabilities)
+from mcqa_toolkit.backends.cache import RequestCache
+from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, TokenMeter, classify_status
+
+MESSAGES_PATH = "/v1/messages"
+
+
+def classify(e: BaseException) -> tuple[bool, float | None]:
+    import anthropic
+
+    return classify_status(e, (anthropic.APITimeoutError, anthropic.APIConnectionError), anthropic.APIStatusError)
+
+
+def message_body(model: str, prompt: Any, *, max_tokens: int, temperature: float,
+                 stop: Sequence[str]) -> dict[str, Any]:
+    """The Messages API body for one rendered prompt (chat or completion-style)."""
+    body: dict[str, Any] = {"model": model, "max_tokens": int(max_tokens), "temperature": float(temperature)}
+    if getattr(prompt, "messages", None):
+        system = "\n\n".join(m["content"] for m in prompt.messages if m["role"] == "system")
+        turns = [{"role": m["role"], "content": m["content"]} for m in prompt.messages if m["role"] != "system"]
+        if prompt.assistant_prefix:  # prefill: the reply continues the cue (no trailing whitespace allowed)
+            turns.append({"role": "assistant", "content": prompt.assistant_prefix.rstrip()})
+        if system:
+            body["system"] = system
+    else:
+        turns = [{"role": "user", "content": prompt.text}]
+    body["messages"] = turns
+    stops = [s for s in stop if s.strip()]  # the API rejects whitespace-only stop sequences
+    if stops:
+        body["stop_sequences"] = stops
+    return body
+
+
+def parse_message(response: dict[str, Any] | None) -> Generation:
+    if response is None:
+        return Generation("", 0, 0, "pending")
+    if response.get("type") != "message":
+        raise ValueError(f"not a Messages API message: {str(response)[:200]}")
+    text = "".join(block.get("text", "") for block in response.get("content", []) if block.get("type") == "text")
+    usage = response.get("usage") or {}
+    return Generation(text, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
+                      response.get("stop_reason") or "")
+
+
+class AnthropicBackend:
+    """Claude through the Messages API (generation only)."""
+
+    kind = "anthropic"
+
+    def __init__(self, model: str, api_key_env: str = "ANTHROPIC_API_KEY", *, base_url: str | None = None,
+                 name: str | None = None, concurrency: int = 4, timeout: float = 300.0, retries: int = 6,
+                 backoff: float = 1.0, cache: bool = True, cache_dir: str | None = None,
+                 price: dict[str, float] | None = None, progress: bool = False, **unknown: Any):
+        if unknown:
+            raise ValueError(f"anthropic backend: unknown option(s) {sorted(unknown)}")
+        if not os.environ.get(api_key_env):
+            raise ValueError(f"anthropic backend: environment variable {api_key_env} (api_key_env) is not set")
+        self.model, self.name, self.api_key_env, self.base_url = model, name or model, api_key_env, base_url
+        self.timeout, self.meter = timeout, TokenMeter(price)
+        self.sender = RequestSender(self.kind, model, self._send, classify, cache=RequestCache(cache_dir, cache),
+                                    concurrency=concurrency, policy=RetryPolicy(retries, backoff, timeout=timeout),
+                                    progress=progress)
+        self._client: Any = None
+
+    async def _send(self, endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
+        import anthropic
+
+        if self._client is None:  # built inside the sender's event loop; the key is read here and not kept
+            self._client = anthropic.AsyncAnthropic(api_key=os.environ.get(self.api_key_env), base_url=self.base_url,
+                                                    max_retries=0, timeout=self.timeout)
+        response = await self._client.post(MESSAGES_PATH, cast_to=object, body=body)
+        usage = response.get("usage") or {}
+        self.meter.add(usage.get("input_tokens") or 0, usage.get("output_tokens") or 0)
+        return response
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(generate=True, chat=True, batch=True)
+
+    def provenance(self) -> dict[str, Any]:
+        try:
+            sdk = md.version("anthropic")
+        except md.PackageNotFoundError:
+            sdk = None
+        return {"backend": self.kind, "model": self.name, "source": f"{self.kind}:{self.model}",
+                "served_model": self.model, "api_key_env": self.api_key_env, "seeded_sampling": False,
+                "capabilities": self.capabilities.as_dict(), "packages": {"anthropic": sdk}}
+
+    def usage(self) -> dict[str, float]:
+        return self.meter.usage(self.sender.counters)
+
+    def letter_logprobs(self, prompts: Sequence[Any]) -> list[LetterLogprobs]:
+        check_capabilities(self, "first_token")  # always raises: the Messages API has no log-probabilities
+        return []
+
+    def loglikelihoods(self, requests: Sequence[Continuation]) -> list[ContinuationLogprobs]:
+        check_capabilities(self, "loglik")  # always raises, as above
+        return []
+
+    def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0,
+                 stop: Sequence[str] = (), seeds: Sequence[int] | None = None) -> list[Generation]:
+        bodies = [("messages", message_body(self.model, p, max_tokens=max_new_tokens, temperature=temperature,
+                                            stop=stop)) for p in prompts]
+        return [parse_message(r) for r in self.sender.send_all(bodies)]
+
+
+def load(model: str, **options: Any) -> AnthropicBackend:
+    return AnthropicBackend(model, **options)

@@ -1,0 +1,95 @@
+"""Batch mode for API backends: `mcqa run params.yaml --batch-submit`, later `--batch-fetch`.
+
+Submit runs the job exactly as an online run would, but with the backend's request sender in collect mode:
+every request the cache lacks is recorded instead of sent (answers are placeholders, and the records they
+would give are thrown away), then submitted to the provider's batch API with custom_id = the request-cache
+key. The batch state (ids, counts, status, failures) is kept in the run folder (RunDir.batch_file).
+Fetch polls; when every batch of the run has ended it stores the results in the request cache and runs the
+job normally, which now makes no request and writes the records an online run would have written.
+Fetching is idempotent and resumable; failed, errored and expired requests are listed and a new
+`--batch-submit` resubmits exactly those (the cache has the rest).
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from typing import Any
+
+from mcqa_toolkit.backends.base import check_capabilities
+from mcqa_toolkit.backends.batch import ENDED, batch_api, import_results
+from mcqa_toolkit.run.runner import run
+
+VLLM_RESULTS = "batch_results.jsonl"  # a `vllm run-batch -o` output placed in the run folder is imported
+
+
+def collect_requests(job: Any, backend: Any) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The requests a run of `job` needs that the request cache does not hold yet."""
+    items, strategy, sender = job.items(), job.build_strategy(), backend.sender
+    check_capabilities(backend, strategy.method, strategy.chat)  # probes the server online, before collecting
+    if not backend.capabilities.batch:
+        raise ValueError(f"backend {backend.name!r} has no batch API")
+    sender.collecting = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="mcqa_batch_") as tmp:
+            records = run(items, backend, strategy, tmp, dataset=job.dataset, limit=job.limit, progress=False)
+            if job.min_k and backend.capabilities.continuation_logprobs:
+                from mcqa_toolkit.scoring.min_k import min_k_table
+
+                min_k_table(backend, items.filter(item_id=set(records["item_id"])))
+        return dict(sender.collecting)
+    finally:
+        sender.collecting = None
+
+
+def submit(job: Any) -> dict[str, Any]:
+    """Collect and submit one job's missing requests; returns (and stores) the batch state."""
+    backend = job.backend()
+    requests = collect_requests(job, backend)
+    rd = job.run_dir
+    rd.dir.mkdir(parents=True, exist_ok=True)
+    entries = batch_api(backend).submit(requests, rd.dir) if requests else []
+    state = {"submitted_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "n_requests": len(requests), "batches": entries,
+             "note": "" if requests else "every request is already cached: nothing to submit"}
+    rd.write_batch_state(state)
+    return state
+
+
+def fetch(job: Any) -> dict[str, Any]:
+    """Poll the job's batches and store the results of ended ones. state["ready"] is True when every batch
+    has been fetched without failures (the job can then run from the cache); failures are listed in
+    state["failed"] and a new `submit` resubmits exactly them."""
+    rd = job.run_dir
+    state = rd.batch_state()
+    if not state:
+        raise ValueError(f"{rd.dir}: no batch was submitted for this run; use --batch-submit first")
+    backend = job.backend()
+    vllm_out = rd.dir / VLLM_RESULTS
+    if vllm_out.exists() and not state.get("imported_vllm"):
+        stored, failed = import_results(vllm_out.read_text().splitlines(), backend.sender.cache)
+        state.update(imported_vllm=True, failed=state.get("failed", []) + failed)
+        for entry in state["batches"]:
+            entry.update(status="ended", fetched=True, stored=stored)
+    pending = [e for e in state["batches"] if not e.get("fetched")]
+    api = batch_api(backend) if pending else None
+    for i, entry in enumerate(state["batches"]):
+        if entry.get("fetched"):
+            continue
+        entry = state["batches"][i] = api.poll(entry)
+        if entry["status"] in ENDED:
+            stored, failed = api.fetch(entry)
+            entry.update(fetched=True, stored=stored, n_failed=len(failed))
+            state["failed"] = state.get("failed", []) + failed
+    # ready: every batch fetched and nothing failed (failed requests are resubmitted, never sent online silently)
+    state["ready"] = all(e.get("fetched") for e in state["batches"]) and not state.get("failed")
+    rd.write_batch_state(state)
+    return state
+
+
+def describe(name: str, state: dict[str, Any]) -> str:
+    """One line per run for the CLI."""
+    batches = ", ".join(f"{e['id']} {e['status']}" for e in state.get("batches", [])) or state.get("note", "")
+    failed = len(state.get("failed", []))
+    return f"  {name}: {state.get('n_requests', 0)} requests; {batches}" + (f"; {failed} failed" if failed else "")
+
+
+__all__ = ["collect_requests", "submit", "fetch", "describe", "VLLM_RESULTS"]
