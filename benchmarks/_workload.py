@@ -69,7 +69,8 @@ def _load_exam(args: argparse.Namespace):
 
 
 def setup(args: argparse.Namespace) -> tuple[Any, list, list]:
-    """(lm, few-shot pool, evaluated items), after applying --threads; prints the workload header.
+    """(lm, few-shot pool, evaluated items), after applying --threads and one warm-up forward; prints the
+    workload header.
 
     Sets `args.rule` / `args.shot_ids` for `render_item`."""
     if args.threads:
@@ -88,6 +89,8 @@ def setup(args: argparse.Namespace) -> tuple[Any, list, list]:
     print(f"model={lm.name} {lm.dtype} on {lm.device} ({type(lm.model).__name__}, attention "
           f"{lm.model.config._attn_implementation}) workload={source} items={len(evaluated)} shots={args.shots} "
           f"rule={args.rule} shuffles={args.shuffles} style={args.style} torch_threads={torch.get_num_threads()}")
+    with torch.inference_mode():  # warm-up, so no timed path pays first-call allocation costs
+        lm.model(input_ids=torch.tensor([lm.tokenizer("aquecimento").input_ids], device=lm.device))
     return lm, pool, evaluated
 
 

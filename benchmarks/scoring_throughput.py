@@ -22,10 +22,10 @@ import numpy as np
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, naive_scores
 
 try:  # run as a script (python benchmarks/scoring_throughput.py) or as a module (python -m benchmarks...)
-    from _limit import raw_forward_rate
+    from _limit import SHORT_ROW, SHORT_ROW_TOKENS, raw_forward_rate
     from _workload import SCORINGS, add_arguments, build, scorings, setup
 except ModuleNotFoundError:
-    from benchmarks._limit import raw_forward_rate
+    from benchmarks._limit import SHORT_ROW, SHORT_ROW_TOKENS, raw_forward_rate
     from benchmarks._workload import SCORINGS, add_arguments, build, scorings, setup
 
 
@@ -48,13 +48,15 @@ def bench(lm, pool, evaluated, args, method, naive_items):
     st = scorer.stats
     mean_len = float(np.mean([len(r.tokens) for reqs in work for r in reqs]))
     limit, shape = raw_forward_rate(lm, st.unique, round(mean_len))
+    short, _ = raw_forward_rate(lm, min(st.unique, SHORT_ROW_TOKENS), SHORT_ROW)
     s_ours, s_naive = t_ours / len(work), t_naive / max(naive_items, 1)
     return {"items": len(work), "sequences": sum(len(r) for r in work), "tokens_naive": st.naive,
             "tokens_forwarded": st.forwarded, "tokens_unique": st.unique, "padded": st.padded, "calls": st.calls,
             "mean_len": mean_len, "ours_s": t_ours, "naive_s": t_naive, "s_per_item_ours": s_ours,
             "s_per_item_naive": s_naive, "speedup": s_naive / s_ours, "max_delta": delta, "same_choices": same,
             "tokens_ratio": st.forwarded / st.unique, "ours_tok_s": st.unique / t_ours, "limit_tok_s": limit,
-            "limit_shape": shape, "frac_of_limit": st.unique / t_ours / limit}
+            "limit_shape": shape, "frac_of_limit": st.unique / t_ours / limit, "short_tok_s": short,
+            "frac_of_short_rows": st.unique / t_ours / short}
 
 
 def main() -> None:
@@ -74,7 +76,8 @@ def main() -> None:
               f"{r['speedup']:.1f}x max_delta {r['max_delta']:.2e} same_choices={r['same_choices']} tokens_ratio="
               f"{r['tokens_ratio']:.3f} | ours {r['ours_tok_s']:.0f} unique tok/s, raw forward "
               f"{r['limit_tok_s']:.0f} tok/s ({r['limit_shape'][0]}x{r['limit_shape'][1]}) frac_of_limit "
-              f"{r['frac_of_limit']:.2f}", flush=True)
+              f"{r['frac_of_limit']:.2f} | body on {SHORT_ROW}-token rows {r['short_tok_s']:.0f} tok/s "
+              f"frac_of_short_rows {r['frac_of_short_rows']:.2f}", flush=True)
     head = results.get("letters") or next(iter(results.values()))
     print(f"RESULT speedup_vs_naive={head['speedup']:.1f} speedup_vs_lm_eval=see_vs_lm_eval.py "
           f"max_delta={max(r['max_delta'] for r in results.values()):.2e} tokens_ratio={head['tokens_ratio']:.3f} "

@@ -18,7 +18,8 @@ the run prefix (few-shot block) encoded inside the first item as in a real run. 
 (theirs on their items / ours on all items; ours on the lm-eval items alone is printed too). Printed per
 scoring: token ids identical (lm-eval's `_encode_pair` vs ours), max |delta| and identical argmax choices
 against lm-eval and against naive, tokens forwarded / unique, and our unique tokens/s against one plain
-batched forward of the model body over as many tokens (_limit.py). Defaults take ~8 minutes on 2 CPU cores.
+batched forward of the model body over as many tokens (_limit.py; and the stricter body-on-short-rows rate).
+Defaults take ~12-15 minutes on 2 CPU cores (lm-eval and naive take ~5 minutes per item each there).
 Nothing is downloaded: HF_HUB_OFFLINE defaults to 1 here (set HF_HUB_OFFLINE=0 to let --model fetch a Hub id).
 
     pip install -e ".[bench]"          # lm-eval>=0.4.5,<0.5
@@ -35,16 +36,15 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers / huggingface_hub read it
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, naive_scores  # noqa: E402
 from mcqa_toolkit.backends.hf.tokens import prompt_text  # noqa: E402
 
 try:  # run as a script (python benchmarks/vs_lm_eval.py) or as a module (python -m benchmarks.vs_lm_eval)
-    from _limit import raw_forward_rate
+    from _limit import SHORT_ROW, SHORT_ROW_TOKENS, raw_forward_rate
     from _workload import SCORINGS, add_arguments, build, render_item, scorings, setup
 except ModuleNotFoundError:
-    from benchmarks._limit import raw_forward_rate
+    from benchmarks._limit import SHORT_ROW, SHORT_ROW_TOKENS, raw_forward_rate
     from benchmarks._workload import SCORINGS, add_arguments, build, render_item, scorings, setup
 
 
@@ -157,8 +157,6 @@ def main() -> None:
           f"{args.lm_eval_batch_size}) backend={hflm.backend} logits_cache={hflm.logits_cache} "
           f"max_length={hflm.max_length} | ours: PrefixScorer | lm-eval on {min(args.lm_eval_items, len(evaluated))} "
           f"item(s), naive on {min(args.naive_items, len(evaluated))}, ours on {len(evaluated)}")
-    with torch.inference_mode():  # warm-up, so no side pays first-call allocation costs
-        lm.model(input_ids=torch.tensor([lm.tokenizer("aquecimento").input_ids], device=lm.device))
 
     res = {}
     for scoring in scorings(args):
@@ -172,6 +170,8 @@ def main() -> None:
         a["tokens_ratio"] = st.forwarded / st.unique
         limit, shape = raw_forward_rate(lm, st.unique, round(a["tokens_len"] / a["n_seqs"]))
         a["frac"] = st.unique / a["t_ours"] / limit
+        short, _ = raw_forward_rate(lm, min(st.unique, SHORT_ROW_TOKENS), SHORT_ROW)
+        a["frac_short"] = st.unique / a["t_ours"] / short
         ours_lm_items = a["t_ours_lm_items"] / max(a["n_items_lm"], 1)
         print(f"[{scoring}] token_ids_identical={a['tok_same']}/{a['tok_all']} | lm-eval {s_lm:.1f} s/item "
               f"({a['n_items_lm']} items) naive {s_naive:.1f} s/item ({a['n_items_naive']}) ours {s_ours:.2f} s/item "
@@ -182,13 +182,14 @@ def main() -> None:
         print(f"[{scoring}] tokens forwarded={st.forwarded} unique={st.unique} padded={st.padded} "
               f"calls={st.calls} naive={st.naive} tokens_ratio={a['tokens_ratio']:.3f} | ours "
               f"{st.unique / a['t_ours']:.0f} unique tok/s, raw forward {limit:.0f} tok/s ({shape[0]}x{shape[1]} "
-              f"tokens, body only) | frac_of_limit {a['frac']:.2f}", flush=True)
+              f"tokens, body only) | frac_of_limit {a['frac']:.2f} | body on {SHORT_ROW}-token rows without context "
+              f"{short:.0f} tok/s (stricter reference) | frac_of_short_rows {a['frac_short']:.2f}", flush=True)
     head = res.get("letters") or next(iter(res.values()))
     same = all(a["same_lm"] == a["n_lm"] and a["same_naive"] == a["n_naive"] for a in res.values())
     delta = max(max(a["delta_lm"], a["delta_naive"]) for a in res.values())
     print(f"RESULT speedup_vs_lm_eval={head['speedup_lm']:.1f} speedup_vs_naive={head['speedup_naive']:.1f} "
           f"max_delta={delta:.2e} tokens_ratio={head['tokens_ratio']:.3f} frac_of_limit={head['frac']:.2f} "
-          f"same_choices={same}")
+          f"same_choices={same} frac_of_short_rows={head['frac_short']:.2f}")
 
 
 if __name__ == "__main__":

@@ -183,3 +183,32 @@ def test_lm_eval_split_moves_trailing_space(tiny_lm):
     ctx, cont = context_continuation(tiny_lm, "Answer: ", "blue")
     ctx2, cont2 = context_continuation(tiny_lm, "Answer:", " blue")
     assert (ctx, cont) == (ctx2, cont2)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_half_precision_paths_run_in_model_dtype(tiny_tokenizer, dtype, attn):
+    """The CUDA dtypes on CPU: packed rows and the unpacked fallback run in bf16/fp16 (eager masks in the model's
+    dtype with its own min value), give finite log-probs and the naive choices. Half-precision rounding differs
+    between layouts, so the bound here is loose; the 1e-4 equality is an fp32 guarantee."""
+    from conftest import _tiny
+    from mcqa_toolkit.backends.hf import wrap
+    from mcqa_toolkit.backends.hf.masks import layer_groups, tree_masks
+
+    lm = wrap(_tiny("gemma3", tiny_tokenizer, attn=attn).to(getattr(torch, dtype)), tiny_tokenizer, name="tiny-half")
+    reqs = _requests(lm)
+    naive = naive_scores(lm, reqs)
+    for pack in (True, False):
+        got = PrefixScorer(lm, row_tokens=12, pack=pack).score(reqs, encode(lm, PREFIX))
+        assert all(np.isfinite(a).all() for a in got)
+        assert max(float(np.abs(a - b).max()) for a, b in zip(naive, got)) <= 1e-2
+        assert all(int(np.argmax(a)) == int(np.argmax(b)) for a, b in zip(naive, got) if a.size > 1)
+    cache = PrefixScorer(lm)._new_cache()
+    groups = layer_groups(lm.model, cache)
+    depth, end = torch.tensor([[0, 1, 1]]), torch.tensor([[3, 2, 3]])
+    masks = tree_masks(groups, depth, end, attn, lm.dtype)
+    for m in masks.values():
+        if attn == "eager":
+            assert m.dtype == lm.dtype and m.min() == torch.finfo(lm.dtype).min
+        else:
+            assert m.dtype == torch.bool

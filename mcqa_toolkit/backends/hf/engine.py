@@ -25,6 +25,7 @@ from typing import Sequence
 
 import numpy as np
 import torch
+from torch.profiler import record_function
 
 from mcqa_toolkit.backends.hf.loading import LM
 from mcqa_toolkit.backends.hf.masks import batch_inputs, layer_groups, shared_cache, tree_masks
@@ -92,8 +93,8 @@ def lm_head(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
 
 def _forward_hidden(lm: LM, ids: torch.Tensor, cache, stats: EngineStats, **kwargs) -> torch.Tensor:
     stats.calls += 1
-    out = lm.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True, **kwargs)
-    return out.last_hidden_state
+    with record_function("mcqa::body"):
+        return lm.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True, **kwargs).last_hidden_state
 
 
 def _needed(r: Request) -> int:
@@ -115,13 +116,16 @@ class PrefixScorer:
     is still scored correctly, just without run-level sharing.
 
     Options: `max_batch_tokens` / `max_batch_rows` bound one forward call (rows x width, rows);
-    `row_tokens` is the width packed trie rows are filled to (see packing.py); `head_rows` the number of
-    positions per LM-head call (bounds the (positions x vocabulary) logits tensor); `pack=False` forces the
-    unpacked layout (one right-padded row per sequence) that any attention implementation supports.
+    `row_tokens` is the width packed trie rows are filled to (see packing.py; 256 was fastest of 48-512 on the
+    realistic ENEM workload with Gemma-3-270M on CPU: fewer repeated ancestors than 128, less masked attention
+    than 384+); `head_rows` the number of positions per LM-head call (bounds the (positions x vocabulary)
+    logits tensor); `pack=False` forces the unpacked layout (one right-padded row per sequence) that any
+    attention implementation supports. On a GPU, `max_batch_tokens` also bounds memory: each row of a call
+    holds its own copy of the cached keys/values while the call runs (the cache update concatenates them).
     """
 
     def __init__(self, lm: LM, max_batch_tokens: int = 8192, max_batch_rows: int = 64, max_prefixes: int = 8,
-                 row_tokens: int = 128, head_rows: int = 256, pack: bool = True):
+                 row_tokens: int = 256, head_rows: int = 256, pack: bool = True):
         from transformers import DynamicCache  # local: keeps the import cost inside scoring
 
         self.lm = lm
@@ -187,7 +191,9 @@ class PrefixScorer:
         first = reqs[0].tokens
         for r in reqs[1:]:
             plen = min(plen, lcp(first, r.tokens))
-        cache = shared_cache(self._prefix_cache(run), 1) if run else self._new_cache()
+        cache = self._prefix_cache(run) if run else None
+        with record_function("mcqa::cache"):
+            cache = shared_cache(cache, 1) if run else self._new_cache()
         if plen > len(run):
             _forward_hidden(self.lm, torch.tensor([first[len(run):plen]], device=self.lm.device), cache, self.stats)
             self.stats.forwarded += plen - len(run)
@@ -195,10 +201,12 @@ class PrefixScorer:
             plen = len(run)
         seqs = [r.tokens[plen: _needed(r)] for r in reqs]
         groups = layer_groups(self.lm.model, cache) if self.pack else None
-        rows = plan_rows(seqs, self.row_tokens) if groups is not None else plan_chains(seqs)
+        with record_function("mcqa::plan"):
+            rows = plan_rows(seqs, self.row_tokens) if groups is not None else plan_chains(seqs)
+            batches = plan_batches(rows, self.max_batch_tokens, self.max_batch_rows)
         hidden, where = [], {}          # scored hidden states; (batch, row, col) -> index into them
         scored: list[list[int]] = [[] for _ in reqs]
-        for b, batch in enumerate(plan_batches(rows, self.max_batch_tokens, self.max_batch_rows)):
+        for b, batch in enumerate(batches):
             keys = []  # this batch's scored (row, col), each once (options sharing a context share its position)
             for i, row in enumerate(batch):
                 for k, path in row.paths.items():
@@ -210,18 +218,21 @@ class PrefixScorer:
             out = self._forward_rows(batch, cache, plen, groups)
             index = torch.tensor(keys, device=out.device).T
             hidden.append(out[index[0], index[1]])
-        return self._head(reqs, scored, torch.cat(hidden))
+        with record_function("mcqa::head"):
+            return self._head(reqs, scored, torch.cat(hidden))
 
     def _forward_rows(self, rows: list, cache, plen: int, groups) -> torch.Tensor:
         """Hidden states (rows, width, hidden) of one batch of rows on a shared view of `cache`."""
         pad = self.lm.tokenizer.pad_token_id or 0
-        ids, positions, depth, end = batch_inputs(rows, plen, pad, self.lm.device)
-        view = shared_cache(cache, len(rows))
-        extra = {}
-        if groups is not None:
-            impl = self.lm.model.config._attn_implementation
-            dtype = self.lm.model.get_input_embeddings().weight.dtype  # the compute dtype (eager's additive masks)
-            extra = {"attention_mask": tree_masks(groups, depth, end, impl, dtype), "position_ids": positions}
+        with record_function("mcqa::masks"):
+            ids, positions, depth, end = batch_inputs(rows, plen, pad, self.lm.device)
+            extra = {}
+            if groups is not None:
+                impl = self.lm.model.config._attn_implementation
+                dtype = self.lm.model.get_input_embeddings().weight.dtype  # compute dtype (eager's additive masks)
+                extra = {"attention_mask": tree_masks(groups, depth, end, impl, dtype), "position_ids": positions}
+        with record_function("mcqa::cache"):
+            view = shared_cache(cache, len(rows))
         hidden = _forward_hidden(self.lm, ids, view, self.stats, **extra)
         real = sum(r.width for r in rows)
         self.stats.forwarded += real
