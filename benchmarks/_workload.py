@@ -1,8 +1,15 @@
 """The scoring benchmarks' shared workload: arguments, model + items, rendered prompts and engine Requests.
 
 Used by `scoring_throughput.py` (naive vs KV-prefix) and `vs_lm_eval.py` (lm-evaluation-harness vs KV-prefix)
-so both score exactly the same prompts: the ENEM-paper protocol on the demo exam (or any dataset given),
-k shots chosen by the `easiest` rule (excluded from evaluation), N seeded option shuffles per item.
+so both score exactly the same prompts: the ENEM-paper protocol (style `enem`), k shots excluded from
+evaluation, N seeded option shuffles per item. Two workloads:
+  enem-long  real-length ENEM prompts (see _enem_long.py): the paper's fixed 4-shot block of real ENEM
+             records plus our own passages, real 2022 natural-science items then our passages as targets;
+  exam       any exam the loaders read: `--dataset demo` (default) or e.g. `--dataset enem --data-path DIR
+             --item-params ITENS_PROVA.csv`, shots drawn from the loaded items by `--shot-rule` (the
+             strategies' usual `easiest`: lowest IRT b per subject, target's subject first).
+Scorings: letters (first-token log-prob of each option letter) and options (log-likelihood of each option's
+text), `--scorings letters|options|both`.
 """
 from __future__ import annotations
 
@@ -11,44 +18,86 @@ from typing import Any, Sequence
 
 import torch
 
-from mcqa_toolkit.datasets import load
 from mcqa_toolkit.backends.hf import load_model
 from mcqa_toolkit.backends.hf.engine import Request
-from mcqa_toolkit.backends.hf.tokens import (context_continuation, encode, next_token_candidates, prompt_text,
-                                             shared_prefix_ids)
+from mcqa_toolkit.backends.hf.tokens import context_continuations, letter_requests, prompt_text, shared_prefix_ids
+from mcqa_toolkit.datasets import load
 from mcqa_toolkit.prompts import load_template, render, select_shots, split_shots
 from mcqa_toolkit.prompts.permutations import permutations
 
+try:  # run as a script (python benchmarks/x.py) or as a module (python -m benchmarks.x)
+    from _enem_long import enem_long
+except ModuleNotFoundError:
+    from benchmarks._enem_long import enem_long
+
+SCORINGS = {"letters": "first_token", "options": "loglik"}  # scoring -> our build() method
+
 
 def add_arguments(ap: argparse.ArgumentParser, *, items: int, shuffles: int) -> None:
-    """The workload options (model, dataset, prompt style, items, shots, shuffles, threads)."""
+    """The workload options (model, workload/dataset, prompt style, items, shots, shuffles, scorings, threads)."""
     ap.add_argument("--model", default="gemma-3-270m")
-    ap.add_argument("--dataset", default="demo")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float32", help="float32 (equality is checked at 1e-4), bfloat16, float16")
+    ap.add_argument("--workload", choices=("enem-long", "exam"), default="enem-long")
+    ap.add_argument("--formats-dir", default=None, help="enem-long: real ENEM records (default ../shared/formats)")
+    ap.add_argument("--dataset", default="demo", help="exam: a loader name (demo, enem, mmlu, ...)")
+    ap.add_argument("--data-path", default=None, help="exam: the loader's path (file or directory)")
+    ap.add_argument("--item-params", default=None, help="exam, enem: INEP ITENS_PROVA csv (IRT b for `easiest`)")
     ap.add_argument("--language", default="pt")
+    ap.add_argument("--shot-rule", default="easiest", choices=("easiest", "random"), help="exam: shot rule")
     ap.add_argument("--style", default="enem")
     ap.add_argument("--items", type=int, default=items)
     ap.add_argument("--shots", type=int, default=4)
     ap.add_argument("--shuffles", type=int, default=shuffles)
+    ap.add_argument("--scorings", choices=("letters", "options", "both"), default="letters")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
 
 
+def scorings(args: argparse.Namespace) -> list[str]:
+    return list(SCORINGS) if args.scorings == "both" else [args.scorings]
+
+
+def _load_exam(args: argparse.Namespace):
+    if args.dataset == "demo":
+        return load("demo", language=args.language)
+    kwargs: dict[str, Any] = {"path": args.data_path} if args.data_path else {}
+    if args.dataset == "enem":
+        kwargs["language"] = args.language
+        if args.item_params:
+            kwargs["item_params"] = args.item_params
+    return load(args.dataset, **kwargs)
+
+
 def setup(args: argparse.Namespace) -> tuple[Any, list, list]:
-    """(lm, few-shot pool, evaluated items), after applying --threads; prints the workload header."""
+    """(lm, few-shot pool, evaluated items), after applying --threads and one warm-up forward; prints the
+    workload header.
+
+    Sets `args.rule` / `args.shot_ids` for `render_item`."""
     if args.threads:
         torch.set_num_threads(args.threads)
-    lm = load_model(args.model, device="cpu", dtype="float32")
-    items = load(args.dataset, language=args.language) if args.dataset == "demo" else load(args.dataset)
-    pool, evaluated = split_shots(items, args.shots, "easiest") if args.shots else (items, items)
+    lm = load_model(args.model, device=args.device, dtype=args.dtype)
+    if args.workload == "enem-long":
+        pool, evaluated, args.shot_ids, used = enem_long(args.formats_dir, args.shots)
+        args.rule = "ids"
+        source = f"enem-long (shots {args.shot_ids}; real files: {used or 'none found, our passages only'})"
+    else:
+        items = _load_exam(args)
+        args.rule, args.shot_ids = args.shot_rule, None
+        pool, evaluated = split_shots(items, args.shots, args.rule) if args.shots else (items, items)
+        source = f"{args.dataset}:{args.data_path or args.language}"
     evaluated = evaluated[: args.items]
-    print(f"model={lm.name} dataset={args.dataset}:{args.language} items={len(evaluated)} shots={args.shots} "
-          f"shuffles={args.shuffles} style={args.style} torch_threads={torch.get_num_threads()}")
+    print(f"model={lm.name} {lm.dtype} on {lm.device} ({type(lm.model).__name__}, attention "
+          f"{lm.model.config._attn_implementation}) workload={source} items={len(evaluated)} shots={args.shots} "
+          f"rule={args.rule} shuffles={args.shuffles} style={args.style} torch_threads={torch.get_num_threads()}")
+    with torch.inference_mode():  # warm-up, so no timed path pays first-call allocation costs
+        lm.model(input_ids=torch.tensor([lm.tokenizer("aquecimento").input_ids], device=lm.device))
     return lm, pool, evaluated
 
 
 def render_item(item: Any, pool: Sequence, args: argparse.Namespace) -> list:
-    """The item's Prompts, one per shuffle (shuffle 0 = original order), after its `easiest` shots."""
+    """The item's Prompts, one per shuffle (shuffle 0 = original order), after its shots."""
     template = load_template(item.language, args.style)
-    shots = select_shots(pool, item, args.shots, "easiest") if args.shots else []
+    shots = select_shots(pool, item, args.shots, args.rule, ids=args.shot_ids) if args.shots else []
     return [render(item, template, shots=shots, permutation=p, shuffle=k)
             for k, p in enumerate(permutations(item.n_options, args.shuffles, seed=0, key=item.parallel_id))]
 
@@ -59,21 +108,18 @@ def build(lm: Any, items: Sequence, pool: Sequence, args: argparse.Namespace, me
 
     first_token: one Request per shuffle (candidates = the letter tokens, in shown order);
     loglik: one Request per (shuffle, shown option), shuffle-major, split the lm-evaluation-harness way.
+    Tokenised by the same helpers HFBackend uses (backends.hf.tokens), so the timing includes what a run pays.
     """
     out = []
     for it in items:
         prompts = render_item(it, pool, args)
         shared = shared_prefix_ids(lm, prompts[0])
-        reqs = []
-        for p in prompts:
-            text, special = prompt_text(lm, p)
-            if method == "first_token":
-                ids = encode(lm, text, special)
-                cands, _ = next_token_candidates(lm, ids, text, p.letter_continuations, special)
-                reqs.append(Request(ids, len(ids), cands))
-            else:
-                for cont in p.continuations:
-                    ctx, c = context_continuation(lm, text, cont, special)
-                    reqs.append(Request(ctx + c, len(ctx)))
+        if method == "first_token":
+            reqs = [Request(ids, len(ids), cands) for ids, cands, _ in letter_requests(lm, prompts)]
+        else:
+            texts = [prompt_text(lm, p) for p in prompts]
+            pairs = context_continuations(lm, [(t, c) for (t, _), p in zip(texts, prompts) for c in p.continuations],
+                                          texts[0][1])
+            reqs = [Request(ctx + c, len(ctx)) for ctx, c in pairs]
         out.append((reqs, shared))
     return out

@@ -1,12 +1,16 @@
-"""Scoring throughput: naive full-prompt forwards vs the KV-prefix engine, measured in one run.
+"""Scoring throughput: naive full-prompt forwards vs the KV-prefix engine vs the machine's raw forward limit,
+measured in one run.
 
-Workloads (ENEM-paper protocol on the demo exam, or any dataset given): k-shot x N-shuffle first-token letter
-scoring, and option log-likelihood scoring over the same prompts. The naive path forwards every sequence alone
-with full-vocabulary logits (what a plain loop, or lm-eval's HF backend per request, does); it is slow, so it is
-timed on the first `--naive-items` items and compared per item. The same items' log-probs are compared for
-equality (max |delta|) and identical choices.
+Workload (see _workload.py): by default `enem-long`, real-length ENEM prompts (4 shots, ~1,500 tokens), N
+seeded option shuffles per item; `--workload exam --dataset ...` takes any exam the loaders read. Per scoring
+(`--scorings letters|options|both`): the engine scores every item (time includes rendering and tokenising);
+the naive path forwards every sequence alone with full-vocabulary logits (what a plain loop, or lm-eval's HF
+backend per request, does), timed on the first `--naive-items` items and compared per item, and the same
+items' log-probs are compared for equality (max |delta|) and identical choices. The raw limit is one plain
+batched forward of the model body over our unique token count (_limit.py); frac_of_limit = our unique
+tokens/s over it.
 
-    python benchmarks/scoring_throughput.py --items 8 --shots 4 --shuffles 30 --naive-items 2
+    python benchmarks/scoring_throughput.py [--items 8] [--shuffles 30] [--naive-items 1] [--scorings both]
 """
 from __future__ import annotations
 
@@ -18,51 +22,66 @@ import numpy as np
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, naive_scores
 
 try:  # run as a script (python benchmarks/scoring_throughput.py) or as a module (python -m benchmarks...)
-    from _workload import add_arguments, build, setup
+    from _limit import SHORT_ROW, SHORT_ROW_TOKENS, raw_forward_rate
+    from _workload import SCORINGS, add_arguments, build, scorings, setup
 except ModuleNotFoundError:
-    from benchmarks._workload import add_arguments, build, setup
+    from benchmarks._limit import SHORT_ROW, SHORT_ROW_TOKENS, raw_forward_rate
+    from benchmarks._workload import SCORINGS, add_arguments, build, scorings, setup
 
 
-def bench(lm, work, naive_items):
+def bench(lm, pool, evaluated, args, method, naive_items):
     scorer = PrefixScorer(lm)
+    t_ours, work, got = 0.0, [], []
+    for it in evaluated:
+        t0 = time.perf_counter()
+        (reqs, shared), = build(lm, [it], pool, args, method)
+        got.append(scorer.score(reqs, shared))
+        t_ours += time.perf_counter() - t0
+        work.append(reqs)
     t0 = time.perf_counter()
-    shared_res = [scorer.score(reqs, shared) for reqs, shared in work]
-    t_shared = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    naive_res = [naive_scores(lm, reqs) for reqs, _ in work[:naive_items]]
+    naive_res = [naive_scores(lm, reqs) for reqs in work[:naive_items]]
     t_naive = time.perf_counter() - t0
     delta, same = 0.0, True
-    for got, ref in zip(shared_res, naive_res):
-        delta = max(delta, max(float(np.abs(a - b).max()) for a, b in zip(got, ref)))
-        same &= all(int(np.argmax(a)) == int(np.argmax(b)) for a, b in zip(got, ref) if a.size > 1)
+    for mine, ref in zip(got, naive_res):
+        delta = max(delta, max(float(np.abs(a - b).max()) for a, b in zip(mine, ref)))
+        same &= all(int(np.argmax(a)) == int(np.argmax(b)) for a, b in zip(mine, ref) if a.size > 1)
     st = scorer.stats
-    rate_shared = len(work) / t_shared
-    rate_naive = naive_items / t_naive
-    return {"items": len(work), "sequences": sum(len(r) for r, _ in work), "tokens_naive": st.naive,
-            "tokens_forwarded": st.forwarded, "tokens_unique": st.unique, "padded": st.padded,
-            "shared_s": t_shared, "naive_s": t_naive, "items_per_s_shared": rate_shared,
-            "items_per_s_naive": rate_naive, "speedup": rate_shared / rate_naive, "max_delta": delta,
-            "same_choices": same, "tokens_ratio": st.forwarded / st.unique}
+    mean_len = float(np.mean([len(r.tokens) for reqs in work for r in reqs]))
+    limit, shape = raw_forward_rate(lm, st.unique, round(mean_len))
+    short, _ = raw_forward_rate(lm, min(st.unique, SHORT_ROW_TOKENS), SHORT_ROW)
+    s_ours, s_naive = t_ours / len(work), t_naive / max(naive_items, 1)
+    return {"items": len(work), "sequences": sum(len(r) for r in work), "tokens_naive": st.naive,
+            "tokens_forwarded": st.forwarded, "tokens_unique": st.unique, "padded": st.padded, "calls": st.calls,
+            "mean_len": mean_len, "ours_s": t_ours, "naive_s": t_naive, "s_per_item_ours": s_ours,
+            "s_per_item_naive": s_naive, "speedup": s_naive / s_ours, "max_delta": delta, "same_choices": same,
+            "tokens_ratio": st.forwarded / st.unique, "ours_tok_s": st.unique / t_ours, "limit_tok_s": limit,
+            "limit_shape": shape, "frac_of_limit": st.unique / t_ours / limit, "short_tok_s": short,
+            "frac_of_short_rows": st.unique / t_ours / short}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(ap, items=8, shuffles=30)
-    ap.add_argument("--naive-items", type=int, default=2)
+    ap.add_argument("--naive-items", type=int, default=1)
     args = ap.parse_args()
     lm, pool, evaluated = setup(args)
     results = {}
-    for method in ("first_token", "loglik"):
-        r = bench(lm, build(lm, evaluated, pool, args, method), min(args.naive_items, len(evaluated)))
-        results[method] = r
-        print(f"[{method}] sequences={r['sequences']} tokens naive={r['tokens_naive']} forwarded="
-              f"{r['tokens_forwarded']} unique={r['tokens_unique']} padded={r['padded']} | shared {r['shared_s']:.1f}s"
-              f" ({r['items_per_s_shared']:.3f} items/s) naive {r['naive_s']:.1f}s on {args.naive_items} items "
-              f"({r['items_per_s_naive']:.4f} items/s) | speedup {r['speedup']:.1f}x max_delta {r['max_delta']:.2e} "
-              f"same_choices={r['same_choices']} tokens_ratio={r['tokens_ratio']:.3f}")
-    ft = results["first_token"]
-    print(f"RESULT speedup_vs_naive={ft['speedup']:.1f} speedup_vs_lm_eval=see_vs_lm_eval.py "
-          f"max_delta={max(r['max_delta'] for r in results.values()):.2e} tokens_ratio={ft['tokens_ratio']:.3f}")
+    for scoring in scorings(args):
+        r = bench(lm, pool, evaluated, args, SCORINGS[scoring], min(args.naive_items, len(evaluated)))
+        results[scoring] = r
+        print(f"[{scoring}] sequences={r['sequences']} mean_len={r['mean_len']:.0f} tokens naive={r['tokens_naive']} "
+              f"forwarded={r['tokens_forwarded']} unique={r['tokens_unique']} padded={r['padded']} "
+              f"calls={r['calls']} | ours {r['ours_s']:.1f}s ({r['s_per_item_ours']:.2f} s/item) naive "
+              f"{r['naive_s']:.1f}s on {args.naive_items} items ({r['s_per_item_naive']:.1f} s/item) | speedup "
+              f"{r['speedup']:.1f}x max_delta {r['max_delta']:.2e} same_choices={r['same_choices']} tokens_ratio="
+              f"{r['tokens_ratio']:.3f} | ours {r['ours_tok_s']:.0f} unique tok/s, raw forward "
+              f"{r['limit_tok_s']:.0f} tok/s ({r['limit_shape'][0]}x{r['limit_shape'][1]}) frac_of_limit "
+              f"{r['frac_of_limit']:.2f} | body on {SHORT_ROW}-token rows {r['short_tok_s']:.0f} tok/s "
+              f"frac_of_short_rows {r['frac_of_short_rows']:.2f}", flush=True)
+    head = results.get("letters") or next(iter(results.values()))
+    print(f"RESULT speedup_vs_naive={head['speedup']:.1f} speedup_vs_lm_eval=see_vs_lm_eval.py "
+          f"max_delta={max(r['max_delta'] for r in results.values()):.2e} tokens_ratio={head['tokens_ratio']:.3f} "
+          f"frac_of_limit={head['frac_of_limit']:.2f} same_choices={all(r['same_choices'] for r in results.values())}")
 
 
 if __name__ == "__main__":

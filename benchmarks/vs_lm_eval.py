@@ -1,27 +1,29 @@
-"""Our KV-prefix engine vs lm-evaluation-harness's HF backend, on the same in-memory model and the same prompts.
+"""Our KV-prefix engine vs lm-evaluation-harness's HF backend vs naive forwards vs the raw forward limit, on the
+same in-memory model and the same prompts, in one run.
 
-The workload is scoring_throughput.py's (see _workload.py): ENEM-paper prompts (style `enem`), k `easiest`
-shots, N option shuffles per item, on the demo exam or any dataset given. Two scorings of every prompt:
+The workload is scoring_throughput.py's (see _workload.py): by default `enem-long`, real-length ENEM prompts
+(the ENEM paper's 4-shot block, ~1,500 tokens) with N option shuffles per item; `--workload exam --dataset ...`
+takes any exam the loaders read. Scorings (`--scorings letters|options|both`):
   letters  log-likelihood of each option letter as the continuation of the prompt (the ENEM paper's
            letter scoring; ours = first-token log-prob of the letter token, lm-eval = `loglikelihood`
            of (prompt, letter), which it computes from one forward per prompt via its one-token logits cache);
   options  log-likelihood (sum) of each option's text as the continuation of the prompt.
 lm-eval gets `HFLM(pretrained=<the loaded model object>, tokenizer=<its tokenizer>, batch_size=...)` and
-`Instance("loglikelihood", ...)` requests, one `loglikelihood` call per item; ours is `PrefixScorer.score`
-per item, timed including our request building (rendering + tokenisation). Items are interleaved (lm-eval
-then ours, per item and scoring) so load from other processes hits both alike. Printed: whether the token
-ids agree (lm-eval's `_encode_pair`: trailing context spaces move to the continuation, the whole string
-is encoded and split at the context's length, as our `context_continuation`), per-item seconds, the max
-|delta| of per-option log-likelihoods, identical argmax choices per item x shuffle, wall time, items/s and
-our speed ratio (lm-eval seconds / ours). RESULT's speed-up is the letter scoring's (the issue's target
-workload); max_delta and same_choices cover both scorings.
-
-lm-eval forwards every request alone with full-vocabulary logits (Gemma 3: 262k entries per position), so
-it is slow on CPU: the defaults (4 items x 3 shuffles) take a few minutes; raise --items / --shuffles at will.
+`Instance("loglikelihood", ...)` requests, one `loglikelihood` call per item. lm-eval costs ~4 minutes per item
+at this length (30 shuffles, letters), so it runs on the first `--lm-eval-items` items only (default 1); the
+naive path (every sequence forwarded alone with full-vocabulary logits: engine.naive_scores) on the first
+`--naive-items` (default 1); ours on all `--items` (default 8), timed including rendering and tokenisation,
+the run prefix (few-shot block) encoded inside the first item as in a real run. Items are interleaved
+(lm-eval, naive, ours per item) so load from other processes hits all alike. Speed-ups are seconds per item
+(theirs on their items / ours on all items; ours on the lm-eval items alone is printed too). Printed per
+scoring: token ids identical (lm-eval's `_encode_pair` vs ours), max |delta| and identical argmax choices
+against lm-eval and against naive, tokens forwarded / unique, and our unique tokens/s against one plain
+batched forward of the model body over as many tokens (_limit.py; and the stricter body-on-short-rows rate).
+Defaults take ~12-15 minutes on 2 CPU cores (lm-eval and naive take ~5 minutes per item each there).
 Nothing is downloaded: HF_HUB_OFFLINE defaults to 1 here (set HF_HUB_OFFLINE=0 to let --model fetch a Hub id).
 
     pip install -e ".[bench]"          # lm-eval>=0.4.5,<0.5
-    python benchmarks/vs_lm_eval.py [--items 4] [--shuffles 3] [--shots 4] [--lm-eval-batch-size 1]
+    python benchmarks/vs_lm_eval.py [--items 8] [--lm-eval-items 1] [--naive-items 1] [--scorings letters]
 """
 from __future__ import annotations
 
@@ -34,17 +36,16 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers / huggingface_hub read it
 
 import numpy as np  # noqa: E402
-import torch  # noqa: E402
 
+from mcqa_toolkit.backends.hf.engine import PrefixScorer, naive_scores  # noqa: E402
 from mcqa_toolkit.backends.hf.tokens import prompt_text  # noqa: E402
-from mcqa_toolkit.backends.hf.engine import PrefixScorer  # noqa: E402
 
 try:  # run as a script (python benchmarks/vs_lm_eval.py) or as a module (python -m benchmarks.vs_lm_eval)
-    from _workload import add_arguments, build, render_item, setup
+    from _limit import SHORT_ROW, SHORT_ROW_TOKENS, raw_forward_rate
+    from _workload import SCORINGS, add_arguments, build, render_item, scorings, setup
 except ModuleNotFoundError:
-    from benchmarks._workload import add_arguments, build, render_item, setup
-
-SCORINGS = {"letters": "first_token", "options": "loglik"}  # our build() method per scoring
+    from benchmarks._limit import SHORT_ROW, SHORT_ROW_TOKENS, raw_forward_rate
+    from benchmarks._workload import SCORINGS, add_arguments, build, render_item, scorings, setup
 
 
 def import_lm_eval():
@@ -78,18 +79,75 @@ def our_pairs(reqs, scoring):
     return [(list(r.tokens[: r.n_context]), list(r.tokens[r.n_context:])) for r in reqs]
 
 
-def per_prompt(values, sizes):
-    """Split a flat list (one value per option, shuffle-major) into per-prompt float arrays."""
-    out, k = [], 0
-    for n in sizes:
-        out.append(np.asarray(values[k:k + n], dtype=float))
-        k += n
-    return out
+def by_prompt(arrays, sizes, scoring):
+    """Per prompt, one float per shown option: our letter log-probs as they are (one array per prompt), option
+    log-likelihoods summed (one array per option, `sizes[k]` options in prompt k)."""
+    if scoring == "letters":
+        return [np.asarray(x, dtype=float) for x in arrays]
+    return np.split(np.array([float(np.sum(x)) for x in arrays]), np.cumsum(sizes)[:-1])
+
+
+def compare(mine, other, acc, key):
+    for a, b in zip(mine, other):
+        acc[f"delta_{key}"] = max(acc[f"delta_{key}"], float(np.abs(a - b).max()))
+        acc[f"same_{key}"] += int(np.argmax(a)) == int(np.argmax(b))
+        acc[f"n_{key}"] += 1
+
+
+def run_scoring(lm, hflm, Instance, pool, evaluated, args, scoring):
+    """Interleaved per item: lm-eval (first items), naive (first items), ours (all); returns the accumulators."""
+    scorer = PrefixScorer(lm)
+    a = {k: 0.0 for k in ("t_lm", "t_naive", "t_ours", "t_ours_lm_items", "delta_lm", "delta_naive")}
+    a.update({k: 0 for k in ("same_lm", "n_lm", "same_naive", "n_naive", "tok_same", "tok_all", "n_items_lm",
+                             "n_items_naive", "tokens_len", "n_seqs")})
+    for i, it in enumerate(evaluated):
+        prompts = render_item(it, pool, args)
+        sizes = [len(p.letter_continuations if scoring == "letters" else p.continuations) for p in prompts]
+        line = [f"[{scoring}] item {it.item_id}:"]
+        theirs = None
+        if i < args.lm_eval_items:
+            pairs = lm_eval_pairs(lm, prompts, scoring)
+            inst = [Instance(request_type="loglikelihood", doc={}, arguments=pr, idx=k) for k, pr in enumerate(pairs)]
+            t0 = time.perf_counter()
+            flat = [ll for ll, _greedy in hflm.loglikelihood(inst, disable_tqdm=True)]
+            dt = time.perf_counter() - t0
+            a["t_lm"] += dt
+            a["n_items_lm"] += 1
+            theirs = np.split(np.asarray(flat, dtype=float), np.cumsum(sizes)[:-1])
+            line.append(f"lm-eval {dt:.1f}s")
+        t0 = time.perf_counter()
+        (reqs, shared), = build(lm, [it], pool, args, SCORINGS[scoring])
+        ours = scorer.score(reqs, shared)
+        dt_ours = time.perf_counter() - t0
+        a["t_ours"] += dt_ours
+        a["tokens_len"] += sum(len(r.tokens) for r in reqs)
+        a["n_seqs"] += len(reqs)
+        mine = by_prompt(ours, sizes, scoring)
+        if theirs is not None:
+            a["t_ours_lm_items"] += dt_ours
+            compare(mine, theirs, a, "lm")
+            for (ctx, cont), ids in zip(pairs, our_pairs(reqs, scoring)):  # token ids, untimed
+                a["tok_same"] += list(hflm._encode_pair(ctx, cont)) == list(ids)
+                a["tok_all"] += 1
+        if i < args.naive_items:
+            t0 = time.perf_counter()
+            ref = naive_scores(lm, reqs)
+            dt = time.perf_counter() - t0
+            a["t_naive"] += dt
+            a["n_items_naive"] += 1
+            compare(mine, by_prompt(ref, sizes, scoring), a, "naive")
+            line.append(f"naive {dt:.1f}s")
+        line.append(f"ours {dt_ours:.2f}s")
+        print(" ".join(line), flush=True)
+    a["stats"] = scorer.stats
+    return a
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(ap, items=4, shuffles=3)
+    add_arguments(ap, items=8, shuffles=30)
+    ap.add_argument("--lm-eval-items", type=int, default=1)
+    ap.add_argument("--naive-items", type=int, default=1)
     ap.add_argument("--lm-eval-batch-size", type=int, default=1, help="HFLM batch_size (its default: 1)")
     args = ap.parse_args()
     version, HFLM, Instance = import_lm_eval()
@@ -97,64 +155,41 @@ def main() -> None:
     hflm = HFLM(pretrained=lm.model, tokenizer=lm.tokenizer, batch_size=args.lm_eval_batch_size)
     print(f"lm-eval {version} HFLM(pretrained=<in-memory {type(lm.model).__name__}>, batch_size="
           f"{args.lm_eval_batch_size}) backend={hflm.backend} logits_cache={hflm.logits_cache} "
-          f"max_length={hflm.max_length} | ours: PrefixScorer")
-    with torch.inference_mode():  # warm-up, so neither side pays first-call allocation costs
-        lm.model(input_ids=torch.tensor([lm.tokenizer("aquecimento").input_ids], device=lm.device))
+          f"max_length={hflm.max_length} | ours: PrefixScorer | lm-eval on {min(args.lm_eval_items, len(evaluated))} "
+          f"item(s), naive on {min(args.naive_items, len(evaluated))}, ours on {len(evaluated)}")
 
-    scorers = {s: PrefixScorer(lm) for s in SCORINGS}
-    acc = {s: {"t_lm": 0.0, "t_ours": 0.0, "delta": 0.0, "same": 0, "prompts": 0, "requests": 0,
-               "tok_same": 0, "tok_all": 0, "first_diff": None} for s in SCORINGS}
-    for it in evaluated:
-        prompts = render_item(it, pool, args)
-        line = [f"item {it.item_id}:"]
-        for scoring, method in SCORINGS.items():
-            a = acc[scoring]
-            pairs = lm_eval_pairs(lm, prompts, scoring)
-            instances = [Instance(request_type="loglikelihood", doc={}, arguments=pr, idx=i)
-                         for i, pr in enumerate(pairs)]
-            t0 = time.perf_counter()
-            theirs = [ll for ll, _greedy in hflm.loglikelihood(instances, disable_tqdm=True)]
-            t_lm = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            (reqs, shared), = build(lm, [it], pool, args, method)
-            ours = scorers[scoring].score(reqs, shared)
-            t_ours = time.perf_counter() - t0
-            # token ids: lm-eval's split of every (context, continuation) vs what our engine scored (untimed)
-            for (ctx, cont), mine in zip(pairs, our_pairs(reqs, scoring)):
-                same_ids = list(hflm._encode_pair(ctx, cont)) == list(mine)
-                a["tok_same"] += same_ids
-                a["tok_all"] += 1
-                if not same_ids and a["first_diff"] is None:
-                    a["first_diff"] = (it.item_id, cont, hflm._encode_pair(ctx, cont)[1], mine[1])
-            sizes = [len(p.letter_continuations if scoring == "letters" else p.continuations) for p in prompts]
-            ours_flat = ([float(x) for arr in ours for x in arr] if scoring == "letters"
-                         else [float(arr.sum()) for arr in ours])
-            for mine, other in zip(per_prompt(ours_flat, sizes), per_prompt(theirs, sizes)):
-                a["delta"] = max(a["delta"], float(np.abs(mine - other).max()))
-                a["same"] += int(np.argmax(mine)) == int(np.argmax(other))
-                a["prompts"] += 1
-            a["t_lm"] += t_lm
-            a["t_ours"] += t_ours
-            a["requests"] += len(pairs)
-            line.append(f"{scoring} lm-eval {t_lm:.2f}s ours {t_ours:.3f}s ({t_lm / t_ours:.1f}x)")
-        print(" ".join(line[:2]) + " | " + line[2], flush=True)
-
-    n = len(evaluated)
-    for scoring, a in acc.items():
-        r_lm, r_ours = n / a["t_lm"], n / a["t_ours"]
-        a["speedup"] = r_ours / r_lm
-        print(f"[{scoring}] requests={a['requests']} token_ids_identical={a['tok_same']}/{a['tok_all']} | "
-              f"lm-eval {a['t_lm']:.1f}s ({r_lm:.3f} items/s) ours {a['t_ours']:.2f}s ({r_ours:.2f} items/s) | "
-              f"speedup {a['speedup']:.1f}x max_delta {a['delta']:.2e} same_choices={a['same']}/{a['prompts']}")
-        if a["first_diff"]:
-            iid, cont, theirs_ids, mine_ids = a["first_diff"]
-            print(f"  first token-id difference: item {iid} continuation {cont!r}: lm-eval {theirs_ids} "
-                  f"ours {mine_ids}")
-    t_lm, t_ours = sum(a["t_lm"] for a in acc.values()), sum(a["t_ours"] for a in acc.values())
-    print(f"[both] lm-eval {t_lm:.1f}s ours {t_ours:.2f}s speedup {t_lm / t_ours:.1f}x")
-    same = all(a["same"] == a["prompts"] for a in acc.values())
-    print(f"RESULT speedup_vs_lm_eval={acc['letters']['speedup']:.1f} "
-          f"max_delta={max(a['delta'] for a in acc.values()):.2e} same_choices={same}")
+    res = {}
+    for scoring in scorings(args):
+        a = res[scoring] = run_scoring(lm, hflm, Instance, pool, evaluated, args, scoring)
+        st = a["stats"]
+        s_ours = a["t_ours"] / len(evaluated)
+        s_lm = a["t_lm"] / max(a["n_items_lm"], 1)
+        s_naive = a["t_naive"] / max(a["n_items_naive"], 1)
+        a["speedup_lm"] = s_lm / s_ours if a["n_items_lm"] else float("nan")
+        a["speedup_naive"] = s_naive / s_ours if a["n_items_naive"] else float("nan")
+        a["tokens_ratio"] = st.forwarded / st.unique
+        limit, shape = raw_forward_rate(lm, st.unique, round(a["tokens_len"] / a["n_seqs"]))
+        a["frac"] = st.unique / a["t_ours"] / limit
+        short, _ = raw_forward_rate(lm, min(st.unique, SHORT_ROW_TOKENS), SHORT_ROW)
+        a["frac_short"] = st.unique / a["t_ours"] / short
+        ours_lm_items = a["t_ours_lm_items"] / max(a["n_items_lm"], 1)
+        print(f"[{scoring}] token_ids_identical={a['tok_same']}/{a['tok_all']} | lm-eval {s_lm:.1f} s/item "
+              f"({a['n_items_lm']} items) naive {s_naive:.1f} s/item ({a['n_items_naive']}) ours {s_ours:.2f} s/item "
+              f"({len(evaluated)} items; {ours_lm_items:.2f} s/item on the lm-eval items) | speedup vs lm-eval "
+              f"{a['speedup_lm']:.1f}x vs naive {a['speedup_naive']:.1f}x | max_delta vs lm-eval "
+              f"{a['delta_lm']:.2e} vs naive {a['delta_naive']:.2e} | same choices vs lm-eval "
+              f"{a['same_lm']}/{a['n_lm']} vs naive {a['same_naive']}/{a['n_naive']}")
+        print(f"[{scoring}] tokens forwarded={st.forwarded} unique={st.unique} padded={st.padded} "
+              f"calls={st.calls} naive={st.naive} tokens_ratio={a['tokens_ratio']:.3f} | ours "
+              f"{st.unique / a['t_ours']:.0f} unique tok/s, raw forward {limit:.0f} tok/s ({shape[0]}x{shape[1]} "
+              f"tokens, body only) | frac_of_limit {a['frac']:.2f} | body on {SHORT_ROW}-token rows without context "
+              f"{short:.0f} tok/s (stricter reference) | frac_of_short_rows {a['frac_short']:.2f}", flush=True)
+    head = res.get("letters") or next(iter(res.values()))
+    same = all(a["same_lm"] == a["n_lm"] and a["same_naive"] == a["n_naive"] for a in res.values())
+    delta = max(max(a["delta_lm"], a["delta_naive"]) for a in res.values())
+    print(f"RESULT speedup_vs_lm_eval={head['speedup_lm']:.1f} speedup_vs_naive={head['speedup_naive']:.1f} "
+          f"max_delta={delta:.2e} tokens_ratio={head['tokens_ratio']:.3f} frac_of_limit={head['frac']:.2f} "
+          f"same_choices={same} frac_of_short_rows={head['frac_short']:.2f}")
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def tiny_tokenizer():
                                    unk_token="<unk>")
 
 
-def _tiny(arch: str, tokenizer):
+def _tiny(arch: str, tokenizer, attn: str = "sdpa"):
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -62,7 +62,7 @@ def _tiny(arch: str, tokenizer):
         from transformers import LlamaConfig
 
         cfg = LlamaConfig(num_hidden_layers=2, **common)
-    model = AutoModelForCausalLM.from_config(cfg)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn)
     return model.to(torch.float32)
 
 

@@ -8,8 +8,8 @@ from mcqa_toolkit.prompts import load_template, render, select_shots, split_shot
 from mcqa_toolkit.backends.hf import HFBackend
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request, naive_scores
 from mcqa_toolkit.backends.hf.generation import generate_batch, generate_one
-from mcqa_toolkit.backends.hf.tokens import (context_continuation, encode, next_token_candidates, prompt_text,
-                                             shared_prefix_ids)
+from mcqa_toolkit.backends.hf.tokens import (context_continuation, context_continuations, encode, letter_requests,
+                                             next_token_candidates, prompt_text, shared_prefix_ids)
 from mcqa_toolkit.prompts.permutations import permutations
 from mcqa_toolkit.scoring.first_token import score_first_token
 from mcqa_toolkit.scoring.loglik import score_loglik, text_logprobs
@@ -65,6 +65,48 @@ def test_prefix_sharing_equals_naive_on_gemma(gemma, four_shot_prompts):
         assert np.abs(got_sums - np.array(ref_sums)).max() <= TOL * 10  # sums over ~3-10 tokens
     usage = backend.usage()
     assert checked == 6 and usage["forwarded_tokens"] < usage["naive"] / 3
+
+
+@pytest.fixture(scope="module")
+def engine_work(gemma, four_shot_prompts):
+    """Per item: (letter Requests, option Requests, option counts per shuffle) and their naive reference
+    (options of the first item only: the naive reference forwards every option's full prompt)."""
+    work = []
+    for i, prompts in enumerate(four_shot_prompts):
+        letters = [Request(ids, len(ids), cands) for ids, cands, _ in letter_requests(gemma, prompts)]
+        options, sizes = [], []
+        if i == 0:
+            pairs = context_continuations(gemma, [(p.text, c) for p in prompts for c in p.continuations])
+            options = [Request(ctx + c, len(ctx)) for ctx, c in pairs]
+            sizes = [len(p.continuations) for p in prompts]
+        work.append((letters, options, sizes, naive_scores(gemma, letters, full_logits=False),
+                     naive_scores(gemma, options, full_logits=False)))
+    return work
+
+
+@pytest.mark.parametrize("pack", [True, False])
+def test_engine_equals_naive_per_token_with_and_without_packing(gemma, four_shot_prompts, engine_work, pack):
+    """Packed trie rows (sdpa tree masks) and the unpacked fallback both equal the naive computation on the real
+    model: every letter log-prob and every option token log-prob within 1e-4, identical letter and option
+    choices in every shuffle."""
+    scorer = PrefixScorer(gemma, pack=pack)
+    shared = shared_prefix_ids(gemma, four_shot_prompts[0][0])
+    for letters, options, sizes, ref_letters, ref_options in engine_work:
+        got_letters = scorer.score(letters, shared)
+        assert max(float(np.abs(a - b).max()) for a, b in zip(got_letters, ref_letters)) <= TOL
+        assert [int(np.argmax(a)) for a in got_letters] == [int(np.argmax(b)) for b in ref_letters]
+        if not options:
+            continue
+        got_options = scorer.score(options, shared)
+        assert max(float(np.abs(a - b).max()) for a, b in zip(got_options, ref_options)) <= TOL
+        cut = np.cumsum(sizes)[:-1]
+        mine = np.split(np.array([a.sum() for a in got_options]), cut)
+        theirs = np.split(np.array([b.sum() for b in ref_options]), cut)
+        assert [int(np.argmax(a)) for a in mine] == [int(np.argmax(b)) for b in theirs]
+    st = scorer.stats
+    assert st.unique <= st.forwarded < st.naive / 3
+    if pack:
+        assert st.forwarded <= 1.1 * st.unique
 
 
 def test_generation_with_prefix_cache_matches_plain_generation(gemma, four_shot_prompts):

@@ -16,7 +16,7 @@ from mcqa_toolkit.backends.base import (Capabilities, Continuation, Continuation
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request
 from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_batch, generate_one
 from mcqa_toolkit.backends.hf.loading import LM
-from mcqa_toolkit.backends.hf.tokens import (context_continuation, encode, next_token_candidates, prompt_text,
+from mcqa_toolkit.backends.hf.tokens import (context_continuations, encode, letter_requests, prompt_text,
                                              shared_prefix_ids)
 
 _PACKAGES = ("torch", "transformers", "tokenizers")
@@ -62,10 +62,7 @@ class HFBackend:
         if not prompts:
             return []
         reqs, extras = [], []
-        for p in prompts:
-            text, special = prompt_text(self.lm, p)
-            ids = encode(self.lm, text, special)
-            cands, exact = next_token_candidates(self.lm, ids, text, p.letter_continuations, special)
+        for ids, cands, exact in letter_requests(self.lm, prompts):
             reqs.append(Request(ids, len(ids), cands))
             extras.append({"letter_token_ids": list(cands), "letter_token_exact": list(exact)})
         logps = self.engine.score(reqs, shared_prefix_ids(self.lm, prompts[0]))
@@ -75,13 +72,16 @@ class HFBackend:
         """Context/continuation split the lm-evaluation-harness way (backends.hf.tokens)."""
         if not requests:
             return []
+        rendered = [(r.context, True) if isinstance(r.context, str) else prompt_text(self.lm, r.context)
+                    for r in requests]
+        split: list = [None] * len(requests)
+        for special in {sp for _, sp in rendered}:  # one batch of tokenizer calls per special-token mode
+            idx = [i for i, (_, sp) in enumerate(rendered) if sp == special]
+            pairs = context_continuations(self.lm, [(rendered[i][0], requests[i].continuation) for i in idx], special)
+            for i, pair in zip(idx, pairs):
+                split[i] = pair
         reqs, texts = [], []
-        for r in requests:
-            if isinstance(r.context, str):
-                text, special = r.context, True
-            else:
-                text, special = prompt_text(self.lm, r.context)
-            ctx, cont = context_continuation(self.lm, text, r.continuation, special)
+        for r, (text, _), (ctx, cont) in zip(requests, rendered, split):
             if not ctx:  # no BOS and an empty context: the first token cannot be scored
                 ctx, cont = cont[:1], cont[1:]
                 if not cont:

@@ -4,13 +4,17 @@ Three levels of sharing, matching how exam prompts are built:
 1. the run prefix (instruction + few-shot block) is encoded once and its KV cache reused for every item;
 2. the item prefix (longest common token prefix of all of an item's sequences: the stem, and for
    loglik the whole prompt) is encoded once per item on top of (1);
-3. below that, the token trie of the item's sequences: shared runs (a shuffle's prompt for its options, shuffles
-   that start with the same option) are encoded once more; the remaining suffixes are forwarded as one right-
-   padded batch with the item cache expanded along the batch dimension. Right padding needs no attention
-   mask: causal attention never lets a real token see a later pad.
-Logits are computed only at scored positions: the LM head of Gemma 3 (262k vocabulary) costs more per
-position than the transformer body. `naive_scores` is the reference: one full forward per sequence with
-full logits; tests assert both agree to 1e-4 in fp32.
+3. below that, the token trie of the item's sequences (shuffles sharing their first options, a shuffle's
+   prompt shared by its options) is forwarded node by node exactly once: trie nodes are packed depth-first
+   into rows, each node attending to the cache and its ancestors through an explicit mask at its true
+   position (packing.py, masks.py), and the rows go through the model in as few forward calls as the batch
+   limits allow, on a shared (not copied) view of the item cache.
+Few, large forward calls matter on CPU: every call streams all weights once, and a call with a handful of
+tokens is bound by that, not by arithmetic. Attention implementations that take no custom mask (flash-
+attention, flex) get one right-padded row per sequence instead, which causal attention handles unmasked.
+Logits are computed only at scored positions, in one LM-head pass per `score` call: Gemma 3's head (262k
+outputs) costs more per position than the transformer body. `naive_scores` is the reference: one full forward
+per sequence with full logits; tests assert both agree to 1e-4 in fp32.
 """
 from __future__ import annotations
 
@@ -21,8 +25,11 @@ from typing import Sequence
 
 import numpy as np
 import torch
+from torch.profiler import record_function
 
 from mcqa_toolkit.backends.hf.loading import LM
+from mcqa_toolkit.backends.hf.masks import batch_inputs, layer_groups, shared_cache, tree_masks
+from mcqa_toolkit.backends.hf.packing import lcp, plan_batches, plan_chains, plan_rows, unique_tokens
 
 
 @dataclass(frozen=True)
@@ -61,24 +68,11 @@ class EngineStats:
     naive: int = 0              # sum of sequence lengths (cost without sharing)
     unique: int = 0             # distinct token-prefix nodes (cost floor with perfect sharing)
     scored_positions: int = 0
+    calls: int = 0              # forward calls of the model body (each streams every weight once)
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return dict(self.__dict__)
-
-
-def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
-def unique_tokens(seqs: Sequence[Sequence[int]]) -> int:
-    """Number of nodes in the token trie of `seqs` (sorted neighbours' common prefixes are shared)."""
-    ordered = sorted(set(tuple(s) for s in seqs))
-    return sum(len(s) for s in ordered) - sum(_lcp(a, b) for a, b in zip(ordered, ordered[1:]))
 
 
 def lm_head(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
@@ -97,17 +91,20 @@ def lm_head(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
     return logits
 
 
-def _forward_hidden(lm: LM, ids: torch.Tensor, cache) -> torch.Tensor:
-    out = lm.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True)
-    return out.last_hidden_state
+def _forward_hidden(lm: LM, ids: torch.Tensor, cache, stats: EngineStats, **kwargs) -> torch.Tensor:
+    stats.calls += 1
+    with record_function("mcqa::body"):
+        return lm.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True, **kwargs).last_hidden_state
 
 
-def _expand(cache, batch: int):
-    """A private copy of `cache` repeated `batch` times along the batch dimension."""
-    c = copy.deepcopy(cache)
-    if batch > 1:
-        c.batch_repeat_interleave(batch)
-    return c
+def _needed(r: Request) -> int:
+    """Tokens of `r` that must be forwarded: up to its last scored position (a continuation's last token
+    is only a target, never an input)."""
+    return len(r.tokens) if r.candidates is not None else len(r.tokens) - 1
+
+
+def _n_scored(r: Request) -> int:
+    return 1 if r.candidates is not None else len(r.tokens) - r.n_context
 
 
 class PrefixScorer:
@@ -117,16 +114,24 @@ class PrefixScorer:
     `shared_prefix`; their caches are kept in a small LRU so several few-shot blocks (one per subject under
     the `easiest` rule) are each encoded once. A request group that does not start with its `shared_prefix`
     is still scored correctly, just without run-level sharing.
+
+    Options: `max_batch_tokens` / `max_batch_rows` bound one forward call (rows x width, rows);
+    `row_tokens` is the width packed trie rows are filled to (see packing.py; 256 was fastest of 48-512 on the
+    realistic ENEM workload with Gemma-3-270M on CPU: fewer repeated ancestors than 128, less masked attention
+    than 384+); `head_rows` the number of positions per LM-head call (bounds the (positions x vocabulary)
+    logits tensor); `pack=False` forces the unpacked layout (one right-padded row per sequence) that any
+    attention implementation supports. On a GPU, `max_batch_tokens` also bounds memory: each row of a call
+    holds its own copy of the cached keys/values while the call runs (the cache update concatenates them).
     """
 
     def __init__(self, lm: LM, max_batch_tokens: int = 8192, max_batch_rows: int = 64, max_prefixes: int = 8,
-                 min_saved_tokens: int = 8):
+                 row_tokens: int = 256, head_rows: int = 256, pack: bool = True):
         from transformers import DynamicCache  # local: keeps the import cost inside scoring
 
         self.lm = lm
         self._cache_cls = DynamicCache
         self.max_batch_tokens, self.max_batch_rows, self.max_prefixes = max_batch_tokens, max_batch_rows, max_prefixes
-        self.min_saved_tokens = min_saved_tokens
+        self.row_tokens, self.head_rows, self.pack = row_tokens, head_rows, pack
         self.stats = EngineStats()
         self._prefixes: dict[tuple[int, ...], object] = {}   # insertion-ordered LRU
 
@@ -135,11 +140,11 @@ class PrefixScorer:
 
     @torch.inference_mode()
     def _prefix_cache(self, ids: tuple[int, ...]):
-        """Cache of a run prefix, computed on first use and kept (LRU of `max_prefixes`)."""
+        """Cache of a run prefix, computed on first use and kept (LRU of `max_prefixes`). Never modified."""
         cache = self._prefixes.pop(ids, None)
         if cache is None:
             cache = self._new_cache()
-            _forward_hidden(self.lm, torch.tensor([ids], device=self.lm.device), cache)
+            _forward_hidden(self.lm, torch.tensor([ids], device=self.lm.device), cache, self.stats)
             self.stats.forwarded += len(ids)
             self.stats.unique += len(ids)
             while len(self._prefixes) >= self.max_prefixes:
@@ -153,7 +158,7 @@ class PrefixScorer:
         run = tuple(shared_prefix)
         if not run or len(ids) <= len(run) or tuple(ids[: len(run)]) != run:
             return None
-        return _expand(self._prefix_cache(run), 1)
+        return copy.deepcopy(self._prefix_cache(run))
 
     @torch.inference_mode()
     def score(self, requests: Sequence[Request], shared_prefix: Sequence[int] = ()) -> list[np.ndarray]:
@@ -174,103 +179,92 @@ class PrefixScorer:
             run = ()
         results = self._score_unique(reqs, run)
         self.stats.naive += sum(len(r.tokens) for r in requests)
-        self.stats.unique += unique_tokens([r.tokens[len(run):] for r in reqs])
+        self.stats.unique += unique_tokens([r.tokens[len(run): _needed(r)] for r in reqs])
         self.stats.seconds += time.perf_counter() - t0
         return [results[i] for i in order]
 
     def _score_unique(self, reqs: list[Request], run: tuple[int, ...]) -> list[np.ndarray]:
-        device = self.lm.device
+        """Item prefix once on the run cache, then every trie row in as few forward calls as the limits allow,
+        then one LM-head pass over the scored positions of all of them."""
         # item prefix: common to all sequences, and ending before the first position whose logits we need
         plen = min(r.first_scored for r in reqs)
         first = reqs[0].tokens
         for r in reqs[1:]:
-            plen = min(plen, _lcp(first, r.tokens))
-        if run:
-            cache, start = _expand(self._prefix_cache(run), 1), len(run)
+            plen = min(plen, lcp(first, r.tokens))
+        cache = self._prefix_cache(run) if run else None
+        with record_function("mcqa::cache"):
+            cache = shared_cache(cache, 1) if run else self._new_cache()
+        if plen > len(run):
+            _forward_hidden(self.lm, torch.tensor([first[len(run):plen]], device=self.lm.device), cache, self.stats)
+            self.stats.forwarded += plen - len(run)
         else:
-            cache, start = self._new_cache(), 0
-        if plen > start:
-            _forward_hidden(self.lm, torch.tensor([first[start:plen]], device=device), cache)
-            self.stats.forwarded += plen - start
-        else:
-            plen = start
-        out: list[np.ndarray | None] = [None] * len(reqs)
-        self._descend(reqs, list(range(len(reqs))), plen, cache, out)
-        return out  # type: ignore[return-value]
+            plen = len(run)
+        seqs = [r.tokens[plen: _needed(r)] for r in reqs]
+        groups = layer_groups(self.lm.model, cache) if self.pack else None
+        with record_function("mcqa::plan"):
+            rows = plan_rows(seqs, self.row_tokens) if groups is not None else plan_chains(seqs)
+            batches = plan_batches(rows, self.max_batch_tokens, self.max_batch_rows)
+        hidden, where = [], {}          # scored hidden states; (batch, row, col) -> index into them
+        scored: list[list[int]] = [[] for _ in reqs]
+        for b, batch in enumerate(batches):
+            keys = []  # this batch's scored (row, col), each once (options sharing a context share its position)
+            for i, row in enumerate(batch):
+                for k, path in row.paths.items():
+                    for col in path[len(path) - _n_scored(reqs[k]):]:
+                        if (b, i, col) not in where:
+                            where[b, i, col] = len(where)
+                            keys.append((i, col))
+                        scored[k].append(where[b, i, col])
+            out = self._forward_rows(batch, cache, plen, groups)
+            index = torch.tensor(keys, device=out.device).T
+            hidden.append(out[index[0], index[1]])
+        with record_function("mcqa::head"):
+            return self._head(reqs, scored, torch.cat(hidden))
 
-    def _descend(self, reqs: list[Request], members: list[int], plen: int, cache, out: list) -> None:
-        """Score `members`, which all share tokens[:plen] (held in `cache`), walking their token trie.
-
-        Requests that continue with the same next token form a node: its common tokens (up to the first scored
-        position) are encoded once on a copy of the cache and the node is scored recursively; this is how a
-        loglik shuffle's prompt is shared by its options, and shuffles that start with the same option share it.
-        A node is worth its extra forward call only if it saves `min_saved_tokens`; the rest are batched here.
-        """
-        children: dict[int, list[int]] = {}
-        leaves: list[int] = []
-        for i in members:
-            r = reqs[i]
-            (children.setdefault(r.tokens[plen], []) if r.first_scored > plen else leaves).append(i)
-        device = self.lm.device
-        for group in children.values():
-            end = min(reqs[i].first_scored for i in group)
-            head = reqs[group[0]].tokens
-            for i in group[1:]:
-                end = min(end, plen + _lcp(head[plen:end], reqs[i].tokens[plen:end]))
-            if (len(group) - 1) * (end - plen) < self.min_saved_tokens:
-                leaves += group
-                continue
-            node = _expand(cache, 1)
-            _forward_hidden(self.lm, torch.tensor([head[plen:end]], device=device), node)
-            self.stats.forwarded += end - plen
-            self._descend(reqs, group, end, node, out)
-        if leaves:
-            self._score_batches(reqs, leaves, plen, cache, out)
-
-    def _score_batches(self, reqs: list[Request], members: list[int], plen: int, cache, out: list) -> None:
-        """Forward the members' suffixes (past `plen`) in right-padded batches, sorted by length."""
-        order = sorted(members, key=lambda i: len(reqs[i].tokens))
-        batch: list[int] = []
-        for i in order + [None]:
-            if i is not None:
-                longest = len(reqs[i].tokens) - plen
-                if not batch or (len(batch) + 1) * longest <= self.max_batch_tokens and len(batch) < self.max_batch_rows:
-                    batch.append(i)
-                    continue
-            self._score_batch([reqs[j] for j in batch], batch, plen, cache, out)
-            batch = [i] if i is not None else []
-
-    def _score_batch(self, reqs: list[Request], idx: list[int], plen: int, cache, out: list) -> None:
-        device = self.lm.device
-        lens = [len(r.tokens) - plen for r in reqs]
-        width = max(lens)
+    def _forward_rows(self, rows: list, cache, plen: int, groups) -> torch.Tensor:
+        """Hidden states (rows, width, hidden) of one batch of rows on a shared view of `cache`."""
         pad = self.lm.tokenizer.pad_token_id or 0
-        ids = torch.full((len(reqs), width), pad, dtype=torch.long)
-        for row, r in enumerate(reqs):
-            ids[row, : lens[row]] = torch.tensor(r.tokens[plen:])
-        hidden = _forward_hidden(self.lm, ids.to(device), _expand(cache, len(reqs)))
-        self.stats.forwarded += sum(lens)
-        self.stats.padded += len(reqs) * width - sum(lens)
-        # gather exactly the positions we score, then one LM-head call for the whole batch
-        rows, cols, spans = [], [], []
-        for row, r in enumerate(reqs):
-            lo, hi = r.first_scored - plen, len(r.tokens) - 1 - plen
-            if r.candidates is not None:
-                hi = lo
-            spans.append((len(rows), hi - lo + 1))
-            rows.extend([row] * (hi - lo + 1))
-            cols.extend(range(lo, hi + 1))
-        h = hidden[torch.tensor(rows, device=device), torch.tensor(cols, device=device)]
-        logp = lm_head(self.lm.model, h).float().log_softmax(-1)
-        self.stats.scored_positions += len(rows)
-        for (s, n), r, j in zip(spans, reqs, idx):
-            block = logp[s: s + n]
+        with record_function("mcqa::masks"):
+            ids, positions, depth, end = batch_inputs(rows, plen, pad, self.lm.device)
+            extra = {}
+            if groups is not None:
+                impl = self.lm.model.config._attn_implementation
+                dtype = self.lm.model.get_input_embeddings().weight.dtype  # compute dtype (eager's additive masks)
+                extra = {"attention_mask": tree_masks(groups, depth, end, impl, dtype), "position_ids": positions}
+        with record_function("mcqa::cache"):
+            view = shared_cache(cache, len(rows))
+        hidden = _forward_hidden(self.lm, ids, view, self.stats, **extra)
+        real = sum(r.width for r in rows)
+        self.stats.forwarded += real
+        self.stats.padded += ids.numel() - real
+        return hidden
+
+    def _head(self, reqs: list[Request], scored: list[list[int]], hidden: torch.Tensor) -> list[np.ndarray]:
+        """Log-probs of every request's targets: logits - logsumexp(logits) at its scored positions, computed
+        `head_rows` positions at a time (Gemma 3's LM head has 262k outputs per position)."""
+        device = hidden.device
+        at, target, spans = [], [], []
+        for r, pos in zip(reqs, scored):
             if r.candidates is not None:  # one position, several candidate next tokens
-                picked = block[0, torch.tensor(r.candidates, device=device)]
+                at += pos * len(r.candidates)
+                target += r.candidates
             else:                         # one position per continuation token, its own target each
-                targets = torch.tensor(r.tokens[r.n_context:], device=device)
-                picked = block.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-            out[j] = picked.double().cpu().numpy()
+                at += pos
+                target += r.tokens[r.n_context:]
+            spans.append(len(at))
+        at_t = torch.tensor(at, device=device)
+        target_t = torch.tensor(target, device=device)
+        picked = torch.empty(len(at), dtype=torch.float32, device=device)
+        lse = torch.empty(len(hidden), dtype=torch.float32, device=device)
+        for lo in range(0, len(hidden), self.head_rows):
+            hi = min(lo + self.head_rows, len(hidden))
+            logits = lm_head(self.lm.model, hidden[lo:hi]).float()
+            lse[lo:hi] = logits.logsumexp(-1)
+            sel = ((at_t >= lo) & (at_t < hi)).nonzero().squeeze(-1)
+            picked[sel] = logits[at_t[sel] - lo, target_t[sel]]
+        self.stats.scored_positions += len(hidden)
+        values = (picked - lse[at_t]).cpu().double().numpy()  # float64 on the host (MPS has no float64)
+        return np.split(values, spans[:-1])
 
 
 @torch.inference_mode()

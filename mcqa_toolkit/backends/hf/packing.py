@@ -1,0 +1,154 @@
+"""Plan how an item's token trie is forwarded: packed rows of trie nodes, rows grouped into forward calls.
+
+Below the item prefix, an item's sequences (every shuffle, and for loglik every option of every shuffle) form
+a token trie. Each trie node must be forwarded once, attending to the cached prefix and to its own ancestors.
+The trie is laid out depth-first, so the ancestors of a node are exactly the earlier nodes whose subtree
+span covers it (`j <= i < end[j]`), which is what a row's attention mask encodes (see `masks.py`). The layout
+is cut into rows of nearly equal width, each row starting with the ancestors of its first node, and rows are
+right-padded into batches on a shared view of the cache: one forward call covers hundreds of tokens instead
+of one call per trie node.
+
+Row width is a trade-off: attention inside a row is computed densely under a mask, so every token pays for
+every key of its row (cost ~ width), while each row costs one copy of the cached keys/values and repeats the
+ancestors of its first node. No torch here: plans are plain lists, tested on their own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+
+def lcp(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token sequences."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def unique_tokens(seqs: Sequence[Sequence[int]]) -> int:
+    """Number of nodes in the token trie of `seqs` (sorted neighbours' common prefixes are shared)."""
+    ordered = sorted(set(tuple(s) for s in seqs))
+    return sum(len(s) for s in ordered) - sum(lcp(a, b) for a, b in zip(ordered, ordered[1:]))
+
+
+@dataclass
+class Row:
+    """Trie nodes in depth-first order. `depth[i]` is the node's offset past the item prefix (its position is
+    prefix length + depth), `end[i]` is one past the last node of its subtree in the row, `parent[i]` its parent
+    (-1: the cached prefix), `paths[k]` the row indices of sequence k's tokens (k = the caller's index)."""
+
+    tokens: list[int] = field(default_factory=list)
+    depth: list[int] = field(default_factory=list)
+    end: list[int] = field(default_factory=list)
+    parent: list[int] = field(default_factory=list)
+    paths: dict[int, list[int]] = field(default_factory=dict)
+
+    @property
+    def width(self) -> int:
+        return len(self.tokens)
+
+
+def layout(seqs: Sequence[tuple[int, Sequence[int]]]) -> Row:
+    """The trie of (key, tokens) pairs laid out depth-first: sorted sequences share their common prefixes."""
+    row = Row()
+    parent = row.parent
+    prev: Sequence[int] = ()
+    prev_path: list[int] = []
+    for key, seq in sorted(seqs, key=lambda ks: tuple(ks[1])):
+        path = prev_path[: lcp(prev, seq)]
+        for d in range(len(path), len(seq)):
+            parent.append(path[-1] if path else -1)
+            row.tokens.append(seq[d])
+            row.depth.append(d)
+            path.append(len(row.tokens) - 1)
+        row.paths[key] = path
+        prev, prev_path = seq, path
+    size = [1] * len(parent)
+    for i in range(len(parent) - 1, -1, -1):
+        if parent[i] >= 0:
+            size[parent[i]] += size[i]
+    row.end = [i + s for i, s in enumerate(size)]
+    return row
+
+
+def _cuts(depth: np.ndarray, width: int) -> list[int]:
+    """Start indices of consecutive chunks of a depth-first layout, each fitting `width` with its ancestors.
+
+    A chunk [a, b) costs (b - a) + depth[a] slots (its nodes plus the ancestors of its first node, repeated as
+    its head). Each chunk ends where the next one is cheapest: at the b in (a, a + width - depth[a]] that
+    maximises b - depth[b] (ending early pads this row by the same amount as a shallower next head saves).
+    """
+    n = len(depth)
+    gain = np.arange(n) - depth
+    cuts, a = [0], 0
+    while True:
+        last = a + width - int(depth[a])  # largest end of a chunk starting at a
+        if last >= n:
+            return cuts
+        seg = gain[a + 1: last + 1]
+        a = a + 1 + len(seg) - 1 - int(np.argmax(seg[::-1]))  # the latest of equally good ends
+        cuts.append(a)
+
+
+def plan_rows(seqs: Sequence[Sequence[int]], row_tokens: int) -> list[Row]:
+    """Rows of about `row_tokens` trie nodes (at least the longest sequence) covering every sequence.
+
+    The whole trie is laid out depth-first once and cut into about n_nodes / row_tokens consecutive chunks of
+    (nearly) equal width, so rows batch with little padding; each chunk is preceded by the ancestors of its
+    first node (the only nodes above it any of its nodes needs). A sequence goes to the row of its last node.
+    """
+    whole = layout(list(enumerate(seqs)))
+    depth = np.asarray(whole.depth)
+    n_nodes, longest = whole.width, max(len(s) for s in seqs)
+    n_rows = max(1, -(-n_nodes // max(1, row_tokens)))
+    lo, hi = max(longest, -(-n_nodes // n_rows)), max(longest, n_nodes)
+    while lo < hi:  # the narrowest width that needs no more than n_rows rows
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if len(_cuts(depth, mid)) <= n_rows else (mid + 1, hi)
+    cuts = _cuts(depth, lo) + [n_nodes]
+    owner = np.searchsorted(cuts, [path[-1] for path in whole.paths.values()], side="right") - 1
+    members: dict[int, list[int]] = {}
+    for key, c in zip(whole.paths, owner):
+        members.setdefault(int(c), []).append(key)
+    rows = []
+    for c, (a, b) in enumerate(zip(cuts, cuts[1:])):
+        head, g = [], whole.parent[a]
+        while g >= 0:
+            head.append(g)
+            g = whole.parent[g]
+        nodes = head[::-1] + list(range(a, b))
+        local = {g: i for i, g in enumerate(nodes)}
+        rows.append(Row(tokens=[whole.tokens[g] for g in nodes], depth=[whole.depth[g] for g in nodes],
+                        end=[len(head) + min(b, whole.end[g]) - a for g in nodes],
+                        parent=[local.get(whole.parent[g], -1) for g in nodes],
+                        paths={k: [local[g] for g in whole.paths[k]] for k in members.get(c, [])}))
+    return rows
+
+
+def plan_chains(seqs: Sequence[Sequence[int]]) -> list[Row]:
+    """One row per distinct sequence, no sharing: the layout for attention implementations that take no
+    custom mask (rows are then plain causal sequences, right-padded)."""
+    rows: dict[tuple[int, ...], Row] = {}
+    for k, s in enumerate(seqs):
+        t = tuple(s)
+        if t not in rows:
+            rows[t] = layout([(k, t)])
+        else:
+            rows[t].paths[k] = list(range(len(t)))
+    return list(rows.values())
+
+
+def plan_batches(rows: Sequence[Row], max_tokens: int, max_rows: int) -> list[list[Row]]:
+    """Group rows (widest first) into forward calls of at most `max_rows` rows and rows x width <= `max_tokens`
+    (a single row wider than `max_tokens` is its own call)."""
+    out: list[list[Row]] = []
+    for row in sorted(rows, key=lambda r: -r.width):
+        if out and len(out[-1]) < max_rows and (len(out[-1]) + 1) * out[-1][0].width <= max_tokens:
+            out[-1].append(row)
+        else:
+            out.append([row])
+    return out
