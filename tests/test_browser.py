@@ -34,6 +34,7 @@ from mcqa_toolkit.run import load_results
 pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_RESULTS = REPO / "data" / "demo" / "results"
+FIXED_FORM = "fixed_form_results"  # the sample runs without the adaptive (CAT) ones: two runs per question at most
 SHOTS = REPO / "figures" / "inspector"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -106,9 +107,11 @@ def _kernels_of(pid: int) -> list[int]:
 def lab(tmp_path_factory):
     """JupyterLab on 127.0.0.1:<free port> with a token, serving a copy of inspect_questions.ipynb."""
     root = tmp_path_factory.mktemp("lab")
+    shutil.copytree(SAMPLE_RESULTS, root / FIXED_FORM, ignore=shutil.ignore_patterns("*_cat"))
     nb = nbformat.read(REPO / "notebooks" / "inspect_questions.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    params.source = re.sub(r"^RESULTS_DIR = .*$", f"RESULTS_DIR = {str(SAMPLE_RESULTS)!r}", params.source, flags=re.M)
+    params.source = re.sub(r"^RESULTS_DIR = .*$", f"RESULTS_DIR = {str(root / FIXED_FORM)!r}", params.source,
+                           flags=re.M)
     nbformat.write(nb, root / "inspect_questions.ipynb")
     token, port = secrets.token_hex(16), _free_port()
     private = {name: str(tmp_path_factory.mktemp(name)) for name in ("config", "runtime", "settings", "workspaces")}
@@ -220,7 +223,7 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
 
     # the option-probability chart of both sample runs (its pixel width is the figure's: one or two panels)
     item = items["es"][2]
-    records = load_results(SAMPLE_RESULTS)
+    records = load_results(lab["root"] / FIXED_FORM)
     records = records[records["item_id"] == item.item_id]
     width = {n: int(round(probs_figure(responses_frame(r, item), item).get_size_inches()[0] * PNG_DPI))
              for n, r in ((2, records), (1, records[records["strategy"] == "S5"]))}
@@ -238,10 +241,10 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
     _shot(page, "inspector_3_chart_two_runs")
 
     # toggle one model · strategy off: its row and its chart panel disappear
-    toggle = inspector.locator("button.widget-toggle-button", has_text="gemma-3-270m · enem_1shot")
+    toggle = inspector.locator("button.widget-toggle-button", has_text=re.compile(r"^gemma-3-270m · enem_1shot$"))
     assert "mod-active" in toggle.get_attribute("class")
     toggle.click()
-    expect(responses).not_to_contain_text("enem_1shot", timeout=30_000)
+    expect(responses.locator("tr", has_text=re.compile(r"enem_1shot(?!_cat)"))).to_have_count(0, timeout=30_000)
     expect(responses).to_contain_text("gemma-3-270m · S5")
     assert "mod-active" not in toggle.get_attribute("class")
     page.wait_for_function("([img, w]) => img.complete && img.naturalWidth === w",
@@ -269,7 +272,7 @@ def test_html_report_renders_sorts_and_is_self_contained(html_report, page):
     page.goto(html_report.as_uri())
     assert page.title() == "mcqa_toolkit results"
     runs = page.locator("table#runs")
-    assert runs.locator("tbody tr").count() == 8  # the 8 sample runs
+    assert runs.locator("tbody tr").count() == 13  # the 13 sample runs
     header = [th.inner_text() for th in runs.locator("thead th").all()]
     col = header.index("accuracy")
     values = lambda: [float(v) for v in runs.locator(f"tbody tr td:nth-child({col + 1})").all_inner_texts()]  # noqa: E731
@@ -281,7 +284,7 @@ def test_html_report_renders_sorts_and_is_self_contained(html_report, page):
     assert link.get_attribute("href").endswith("/run_model.ipynb") and not link.get_attribute("href").startswith("/")
     pivot = page.locator("table#headline")
     assert {"pt", "es", "it", "en"} <= {th.inner_text() for th in pivot.locator("thead th").all()}
-    assert pivot.locator("tbody tr").count() == 2  # gemma-3-270m x (S5, enem_1shot)
+    assert pivot.locator("tbody tr").count() == 4  # gemma-3-270m x (S5, enem_1shot, enem_1shot_cat, course_generate)
     images = page.locator("figure img")
     assert images.count() >= 10
     for img in images.all():
@@ -296,4 +299,4 @@ def test_html_report_renders_sorts_and_is_self_contained(html_report, page):
     assert page.remote == [], f"the report loaded something from the network: {page.remote}"
     html = html_report.read_text()
     assert not re.search(r"""(src|href)=["']https?:""", html)
-    assert json.loads((html_report.parent.parent / "latex" / "10_tables_headline.json").read_text())["n_runs"] == 8
+    assert json.loads((html_report.parent.parent / "latex" / "10_tables_headline.json").read_text())["n_runs"] == 12

@@ -41,18 +41,19 @@ def results(tmp_path):
 
 def test_runs_frame_and_headline_table():
     runs = runs_frame(SAMPLE)
-    assert len(runs) == 9 and set(runs["strategy"]) == {"S5", "enem_1shot", "course_generate"}
+    assert len(runs) == 13 and set(runs["strategy"]) == {"S5", "enem_1shot", "enem_1shot_cat", "course_generate"}
     assert runs["notebook"].notna().all()
     pt = runs[(runs["language"] == "pt") & (runs["strategy"] == "S5")].iloc[0]
     assert pt["accuracy"] == pytest.approx(json.loads((SAMPLE / "gemma-3-270m__demo__pt__S5" / "summary.json")
                                                       .read_text())["accuracy"])
     table = headline_table(runs, ["pt", "es", "it", "en"])
-    assert list(table.columns) == ["pt", "es", "it", "en"] and len(table) == 3
+    assert list(table.columns) == ["pt", "es", "it", "en"] and len(table) == 4
     assert table.loc[("gemma-3-270m", "demo", "S5"), "pt"] == f"{pt['accuracy']:.3f} ({pt['kappa']:+.2f})"
     course = table.loc[("gemma-3-270m", "course_exam", "course_generate")]
     assert course["en"] == "0.500 (+0.33)" and course["pt"] == ""  # English only
     text = headline_text(SAMPLE, ["pt", "es", "it", "en"])
-    assert "10, 60, 66 questions per run" in text and f"{pt['accuracy']:.3f}" in text
+    sizes = ", ".join(str(n) for n in sorted(set(runs["n_items"].astype(int))))  # CAT runs: items administered
+    assert f"{sizes} questions per run" in text and {10, 60, 66} <= set(runs["n_items"].astype(int)) and f"{pt['accuracy']:.3f}" in text
 
 
 def test_headline_shows_points_when_a_run_has_no_accuracy():
@@ -78,9 +79,9 @@ def test_html_report_is_one_self_contained_file(results):
     assert not re.search(r"""(src|href)=["'](https?:)?//""", html)  # nothing from the network
     assert "<script>" in html and "<style>" in html and "<link" not in html
     runs = html.split('id="runs"')[1].split("</table>")[0]
-    assert runs.count("<tr>") == 1 + 9
+    assert runs.count("<tr>") == 1 + 13
     links = re.findall(r'href="([^"]+)"', runs)
-    assert len(links) == 9 and all(not h.startswith("/") and (out.parent / h).exists() for h in links)
+    assert len(links) == 13 and all(not h.startswith("/") and (out.parent / h).exists() for h in links)
     assert 'href="_report/10_tables.ipynb"' in html
     assert CAPTION.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in html  # LaTeX escapes undone
     assert re.search(r'<th scope="col" tabindex="0">S5 ±</th>', html)
@@ -101,5 +102,5 @@ def test_html_report_without_analysis_outputs(tmp_path):
     shutil.copytree(SAMPLE, tmp_path / "outputs")
     html = write_html_report(tmp_path / "r.html", tmp_path / "outputs", tmp_path / "none", tmp_path / "none")
     text = html.read_text()
-    assert "9 runs" in text and 'id="runs"' in text and 'id="headline"' in text
+    assert "13 runs" in text and 'id="runs"' in text and 'id="headline"' in text
     assert 'id="sec-figures"' not in text and 'id="sec-tables"' not in text and 'id="sec-notebooks"' not in text

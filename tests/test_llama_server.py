@@ -27,7 +27,7 @@ from mcqa_toolkit.backends.llama_server import llama_server
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.resources import notebooks_dir
-from mcqa_toolkit.run import Strategy, grid, jobs, run, strategy
+from mcqa_toolkit.run import Strategy, grid, run, strategy
 
 pytestmark = pytest.mark.server
 VOLATILE = ["seconds", "n_forwarded_tokens", "run_id"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 import re
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
