@@ -27,10 +27,11 @@ REPORT_NOTEBOOKS = ("10_tables.ipynb", "11_irt.ipynb", "12_language_gap.ipynb", 
 
 
 def report(results_dir: str | Path = "outputs", figures_dir: str | Path = "figures", latex_dir: str | Path = "latex",
-           dataset: str = "demo", kernel: str = "python3", html: str | Path | None = None) -> int:
+           dataset: str = "demo", kernel: str = "python3", html: str | Path | None = None,
+           languages: list[str] | None = None) -> int:
     """Execute the analysis notebooks over every run in `results_dir`, one after another in one kernel;
     executed copies go to results_dir/_report. With `html`, also write the static results page there
-    (report.html). Returns the number of notebooks that failed."""
+    (its headline columns in the order of `languages`). Returns the number of notebooks that failed."""
     from mcqa_toolkit.run.session import KernelSession
 
     res, fig, tex = (Path(x).resolve() for x in (results_dir, figures_dir, latex_dir))
@@ -53,7 +54,8 @@ def report(results_dir: str | Path = "outputs", figures_dir: str | Path = "figur
     if html is not None:
         from mcqa_toolkit.report.html import write_html_report
 
-        print(f"HTML report (self-contained, figures embedded): {write_html_report(html, res, fig, tex)}")
+        page = write_html_report(html, res, fig, tex, languages=languages)
+        print(f"HTML report (self-contained, figures embedded): {page}")
     print(f"figures in {fig}, LaTeX tables in {tex}, executed notebooks in {executed}")
     return failures
 
@@ -70,7 +72,8 @@ def demo(full: bool = False, kernel: str = "python3") -> int:
     results = Path(params.get("output_dir", "outputs"))
     failed = run_params(params_file(name), notebooks_dir() / RUN_NOTEBOOK, Path.cwd(), kernel=kernel)
     figures, latex = Path("figures") / name, Path("latex") / name
-    failed += report(results, figures, latex, "demo", kernel, html=results / "report.html")
+    failed += report(results, figures, latex, "demo", kernel, html=results / "report.html",
+                     languages=params.get("languages"))
     print("\n" + headline_text(results, params.get("languages")))
     print(f"\ndemo finished in {time.time() - t0:.0f} s{f' with {failed} failure(s)' if failed else ''}. "
           f"Figures: {figures.resolve()}/*.png; open {(results / 'report.html').resolve()} in a browser.")

@@ -1,6 +1,8 @@
 """What a researcher sees, in a real browser: the QuestionInspector rendered by JupyterLab, and the static HTML
 results page, both driven in headless Chromium (Playwright for Python on Debian's chromium; `make test`
-installs JupyterLab, Playwright and chromium). Screenshots go to figures/inspector/ (gitignored).
+installs JupyterLab, Playwright and chromium). Every run rewrites the screenshots in figures/inspector/, which are
+committed (the README says what each shows); nothing time-dependent is in them (the file browser, whose "modified
+8s ago" would change every run, is collapsed; the report's "written at" line is left out).
 
 JupyterLab is started on 127.0.0.1 with a random token and private config/runtime/settings folders, on a
 temporary copy of notebooks/inspect_questions.ipynb (autosave must never touch the repository's notebook)
@@ -34,12 +36,12 @@ from mcqa_toolkit.run import load_results
 pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_RESULTS = REPO / "data" / "demo" / "results"
-FIXED_FORM = "fixed_form_results"  # the sample runs without the adaptive (CAT) ones: two runs per question at most
 SHOTS = REPO / "figures" / "inspector"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 KEY_BACKGROUND = "rgb(220, 235, 247)"  # report.inspector_views.KEY_STYLE #DCEBF7
 STARTUP_SECONDS = 120
+TALL_VIEWPORT = 2400  # pixels: the whole inspector widget (question, translations, responses, chart) fits
 RENDER_MS = 240_000  # kernel start + imports + loading the demo exam and results, on a busy 2-core machine
 
 
@@ -107,11 +109,9 @@ def _kernels_of(pid: int) -> list[int]:
 def lab(tmp_path_factory):
     """JupyterLab on 127.0.0.1:<free port> with a token, serving a copy of inspect_questions.ipynb."""
     root = tmp_path_factory.mktemp("lab")
-    shutil.copytree(SAMPLE_RESULTS, root / FIXED_FORM, ignore=shutil.ignore_patterns("*_cat"))
     nb = nbformat.read(REPO / "notebooks" / "inspect_questions.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    params.source = re.sub(r"^RESULTS_DIR = .*$", f"RESULTS_DIR = {str(root / FIXED_FORM)!r}", params.source,
-                           flags=re.M)
+    params.source = re.sub(r"^RESULTS_DIR = .*$", f"RESULTS_DIR = {str(SAMPLE_RESULTS)!r}", params.source, flags=re.M)
     nbformat.write(nb, root / "inspect_questions.ipynb")
     token, port = secrets.token_hex(16), _free_port()
     private = {name: str(tmp_path_factory.mktemp(name)) for name in ("config", "runtime", "settings", "workspaces")}
@@ -179,6 +179,8 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
     page.goto(f"{lab['url']}/lab/tree/inspect_questions.ipynb?token={lab['token']}")
     # the Run menu's commands are enabled once the notebook has a kernel and is the current widget
     page.locator(".jp-StatusBar-Widget", has_text=re.compile(r"Python 3.*Idle")).wait_for(timeout=RENDER_MS)
+    page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").click()  # collapse the file browser
+    expect(page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")).to_have_count(0)
     page.locator(".jp-Notebook .jp-Cell").first.click()
     page.get_by_role("menuitem", name="Run", exact=True).click()
     # "Run All" in JupyterLab 4.6 ("Run All Cells" before)
@@ -196,7 +198,9 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
     for label, start in {"Dataset": "all", "Language": "all", "Subject": "all", "Year": "all", "Outcome": "any"}.items():
         select = inspector.locator(".widget-dropdown").filter(has=page.locator("label", has_text=label)).locator("select")
         assert select.evaluate(shown) == start, f"the {label} filter shows {select.evaluate(shown)!r}, not {start!r}"
-    inspector.locator(".widget-dropdown").first.scroll_into_view_if_needed()
+    # the widget's top at the top of the notebook panel: the same scroll position, hence pixels, every run
+    inspector.evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.mouse.move(0, 0)
     _shot(page, "inspector_1_loaded")
 
     # filter by language: the same question stays on screen, now in Spanish
@@ -221,37 +225,37 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
     expect(counter).to_have_text("3 / 66", timeout=30_000)
     expect(question.locator("h3")).to_have_text(items["es"][2].item_id)
 
-    # the option-probability chart of both sample runs (its pixel width is the figure's: one or two panels)
+    # the option-probability chart of the three sample runs that answered it (S5, enem_1shot's five shuffles,
+    # one shuffle of the enem_1shot CAT): its pixel size is the figure's, 2 x 2 panels, and 1 x 2 without enem_1shot
     item = items["es"][2]
-    records = load_results(lab["root"] / FIXED_FORM)
+    records = load_results(SAMPLE_RESULTS)
     records = records[records["item_id"] == item.item_id]
-    width = {n: int(round(probs_figure(responses_frame(r, item), item).get_size_inches()[0] * PNG_DPI))
-             for n, r in ((2, records), (1, records[records["strategy"] == "S5"]))}
-    assert width[2] > width[1]
+    runs = ["gemma-3-270m · S5", "gemma-3-270m · enem_1shot", "gemma-3-270m · enem_1shot_cat"]
+    size = {n: [int(round(x * PNG_DPI)) for x in probs_figure(responses_frame(r, item), item).get_size_inches()]
+            for n, r in ((3, records), (2, records[records["strategy"] != "enem_1shot"]))}
+    assert size[3][1] > size[2][1]
     responses = inspector.locator("table.mcqa-responses")
-    expect(responses).to_contain_text("gemma-3-270m · enem_1shot", timeout=30_000)
-    expect(responses).to_contain_text("gemma-3-270m · S5")
+    expect(responses.locator("tr td:first-child")).to_have_text(runs, timeout=30_000)
     chart = inspector.locator(".widget-output img")
-    page.wait_for_function("([img, w]) => img.complete && img.naturalWidth === w",
-                           arg=[chart.element_handle(timeout=30_000), width[2]], timeout=30_000)
+    is_drawn = "([img, w, h]) => img.complete && img.naturalWidth === w && img.naturalHeight === h"
+    page.wait_for_function(is_drawn, arg=[chart.element_handle(timeout=30_000), *size[3]], timeout=30_000)
     assert chart.get_attribute("src").startswith("data:image/png;base64,")
-    inspector.locator(".mcqa-item").scroll_into_view_if_needed()
-    _shot(page, "inspector_2_es_question")
-    chart.scroll_into_view_if_needed()
-    _shot(page, "inspector_3_chart_two_runs")
+    # element screenshots (the whole widget, then the chart), which do not depend on where the notebook is
+    # scrolled; the notebook panel scrolls inside a fixed-size page, so the widget must fit in the viewport
+    page.set_viewport_size({"width": 1400, "height": TALL_VIEWPORT})
+    inspector.scroll_into_view_if_needed()
+    _shot(page, "inspector_2_es_question", inspector)
+    _shot(page, "inspector_3_chart", inspector.locator(".widget-output"))
 
-    # toggle one model · strategy off: its row and its chart panel disappear
-    toggle = inspector.locator("button.widget-toggle-button", has_text=re.compile(r"^gemma-3-270m · enem_1shot$"))
+    # toggle one model · strategy off: its row and its chart panel disappear, the others stay
+    toggle = inspector.locator("button.widget-toggle-button").filter(has_text=re.compile(r"· enem_1shot\s*$"))
     assert "mod-active" in toggle.get_attribute("class")
     toggle.click()
-    expect(responses.locator("tr", has_text=re.compile(r"enem_1shot(?!_cat)"))).to_have_count(0, timeout=30_000)
-    expect(responses).to_contain_text("gemma-3-270m · S5")
+    expect(responses.locator("tr td:first-child")).to_have_text([runs[0], runs[2]], timeout=30_000)
     assert "mod-active" not in toggle.get_attribute("class")
-    page.wait_for_function("([img, w]) => img.complete && img.naturalWidth === w",
-                           arg=[inspector.locator(".widget-output img").element_handle(timeout=30_000), width[1]],
-                           timeout=30_000)
-    inspector.locator(".widget-output img").scroll_into_view_if_needed()
-    _shot(page, "inspector_4_toggled_off")
+    page.wait_for_function(is_drawn, arg=[inspector.locator(".widget-output img").element_handle(timeout=30_000),
+                                          *size[2]], timeout=30_000)
+    _shot(page, "inspector_4_toggled_off", inspector)
     assert page.errors == [], "errors in the browser console:\n" + "\n".join(page.errors)
     assert page.remote == [], f"requests left the machine: {page.remote}"
 
@@ -270,9 +274,10 @@ def html_report(tmp_path_factory):
 
 def test_html_report_renders_sorts_and_is_self_contained(html_report, page):
     page.goto(html_report.as_uri())
+    _shot(page, "report_1_headline", page.locator("table#headline"))
     assert page.title() == "mcqa_toolkit results"
     runs = page.locator("table#runs")
-    assert runs.locator("tbody tr").count() == 13  # the 13 sample runs
+    assert runs.locator("tbody tr").count() == 13  # the 13 sample runs (12 demo, 1 course exam)
     header = [th.inner_text() for th in runs.locator("thead th").all()]
     col = header.index("accuracy")
     values = lambda: [float(v) for v in runs.locator(f"tbody tr td:nth-child({col + 1})").all_inner_texts()]  # noqa: E731
@@ -280,23 +285,24 @@ def test_html_report_renders_sorts_and_is_self_contained(html_report, page):
     assert values() == sorted(values()) and runs.locator("thead th").nth(col).get_attribute("aria-sort") == "ascending"
     runs.locator("thead th").nth(col).click()
     assert values() == sorted(values(), reverse=True)
+    page.mouse.move(0, 0)  # no row highlighted by the hover style
+    _shot(page, "report_2_runs_by_accuracy", runs)
     link = runs.locator("tbody tr td a").first
     assert link.get_attribute("href").endswith("/run_model.ipynb") and not link.get_attribute("href").startswith("/")
     pivot = page.locator("table#headline")
     assert {"pt", "es", "it", "en"} <= {th.inner_text() for th in pivot.locator("thead th").all()}
-    assert pivot.locator("tbody tr").count() == 4  # gemma-3-270m x (S5, enem_1shot, enem_1shot_cat, course_generate)
+    assert pivot.locator("tbody tr").count() == 4  # gemma-3-270m x (demo S5, enem_1shot, its CAT; course exam)
     images = page.locator("figure img")
     assert images.count() >= 10
     for img in images.all():
         img.scroll_into_view_if_needed()
         assert img.evaluate("i => i.complete && i.naturalWidth > 0")
     assert page.locator("table.sortable").count() >= 10  # runs, headline, notebook headlines, saved tables
-    page.locator("h1").scroll_into_view_if_needed()
-    _shot(page, "report_top")
-    page.locator("#sec-figures").scroll_into_view_if_needed()
-    _shot(page, "report_figures")
+    page.locator("#sec-figures").evaluate("h => h.scrollIntoView()")  # the heading at the top of the view
+    _shot(page, "report_3_figures")
     assert page.errors == [], "errors in the browser console:\n" + "\n".join(page.errors)
     assert page.remote == [], f"the report loaded something from the network: {page.remote}"
     html = html_report.read_text()
     assert not re.search(r"""(src|href)=["']https?:""", html)
+    # the analysis notebooks ran on the demo dataset's 12 runs (the course-exam run is 16_course_exam's)
     assert json.loads((html_report.parent.parent / "latex" / "10_tables_headline.json").read_text())["n_runs"] == 12

@@ -128,14 +128,15 @@ def _headline_numbers(latex_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["notebook", "metric", "group", "value"])
 
 
-def _runs_table(results_dir: Path, out_dir: Path) -> tuple[dict[str, Any], dict[str, Any] | None, pd.DataFrame]:
+def _runs_table(results_dir: Path, out_dir: Path, languages: list[str] | None = None
+                ) -> tuple[dict[str, Any], dict[str, Any] | None, pd.DataFrame]:
     runs = runs_frame(results_dir)
     shown = runs.drop(columns=["run_dir", "notebook"]).rename(columns={
         "accuracy_ci_low": "acc. CI low", "accuracy_ci_high": "acc. CI high", "n_items": "items",
-        "min_k_prob_mean": "Min-K% mean"})
+        "points_earned": "points", "points_possible": "of points", "min_k_prob_mean": "Min-K% mean"})
     shown["notebook"] = ["run_model.ipynb" if nb is not None else "" for nb in runs["notebook"]]
     links = {"notebook": [_relative(nb, out_dir) for nb in runs["notebook"]]}
-    pivot = headline_table(runs, list(dict.fromkeys(runs["language"])))
+    pivot = headline_table(runs, languages or list(dict.fromkeys(runs["language"])))
     pivot_table = _table(pivot.reset_index(), "Accuracy (Cohen's kappa) per model x strategy, one column per "
                          "language", "headline") if not pivot.empty else None
     return _table(shown, "Every run", "runs", links), pivot_table, runs
@@ -143,15 +144,16 @@ def _runs_table(results_dir: Path, out_dir: Path) -> tuple[dict[str, Any], dict[
 
 def write_html_report(out: str | Path, results_dir: str | Path = "outputs", figures_dir: str | Path = "figures",
                       latex_dir: str | Path = "latex", title: str = "mcqa_toolkit results",
-                      notebooks: Iterable[str | Path] | None = None) -> Path:
+                      notebooks: Iterable[str | Path] | None = None, languages: list[str] | None = None) -> Path:
     """Write the self-contained results page to `out` and return its path.
 
-    `notebooks`: executed analysis notebooks to link (default: `<results_dir>/_report/*.ipynb`)."""
+    `notebooks`: executed analysis notebooks to link (default: `<results_dir>/_report/*.ipynb`); `languages`:
+    the order of the headline table's language columns (default: as the runs list them)."""
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     out, results, figures, latex = (Path(x) for x in (out, results_dir, figures_dir, latex_dir))
     out.parent.mkdir(parents=True, exist_ok=True)
-    runs_table, pivot_table, runs = _runs_table(results, out.parent)
+    runs_table, pivot_table, runs = _runs_table(results, out.parent, languages)
     tables = [_table(pd.read_csv(csv), _caption(csv.with_suffix(".tex")), f"table-{csv.stem}")
               for csv in (sorted(latex.glob("*.csv")) if latex.is_dir() else [])]
     headline = _headline_numbers(latex)

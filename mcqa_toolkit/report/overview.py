@@ -64,7 +64,8 @@ def headline_text(results_dir: str | Path, languages: list[str] | None = None) -
     if runs.empty:
         return f"no complete runs under {results_dir}"
     table = headline_table(runs, languages)
-    items = ", ".join(f"{n:g}" for n in sorted(runs["n_items"].dropna().unique()))
+    counts = sorted(runs["n_items"].dropna().unique())
+    items = ", ".join(f"{n:g}" for n in counts) if len(counts) <= 3 else f"{counts[0]:g} to {counts[-1]:g}"
     title = f"accuracy (Cohen's kappa) per model x strategy x language; {items} questions per run"
     return title + "\n" + table.to_string()
 
