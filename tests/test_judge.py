@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.metrics import cohen_kappa_score  # the independent reference (test extra)
 
 from mcqa_toolkit import measure
 from mcqa_toolkit.backends import Capabilities, CapabilityError, Generation
@@ -120,11 +121,10 @@ def test_quadratic_weighted_kappa_hand_computed_and_against_sklearn():
     assert measure.quadratic_weighted_kappa([0, 1, 2], [0, 1, 1]) == pytest.approx(2 / 3)
     assert math.isnan(measure.quadratic_weighted_kappa([2, 2], [2, 2]))  # one category only: nothing to agree on
     assert measure.quadratic_weighted_kappa([0.5, 1.4, 2.6], [1, 1, 3]) == 1.0  # whole points, halves up
-    sklearn = pytest.importorskip("sklearn.metrics")
     rng = np.random.default_rng(3)
     a = rng.integers(0, 8, 200)
     b = np.clip(a + rng.integers(-3, 4, 200), 0, 7)
-    want = sklearn.cohen_kappa_score(a, b, weights="quadratic", labels=list(range(8)))
+    want = cohen_kappa_score(a, b, weights="quadratic", labels=list(range(8)))
     assert measure.quadratic_weighted_kappa(a, b) == pytest.approx(want, abs=1e-12)
 
 
