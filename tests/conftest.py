@@ -2,6 +2,8 @@
 layers, and a plain Llama), and the real embedded Gemma-3-270M for the few tests marked slow."""
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 TIERS = ("slow", "notebooks", "browser", "server")
@@ -14,6 +16,29 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.notebooks)
         elif not any(item.get_closest_marker(t) for t in TIERS):
             item.add_marker(pytest.mark.unit)
+
+
+@pytest.fixture
+def killed_at_call(monkeypatch):
+    """`with killed_at_call(owner, "name", n): run(...)`: the n-th call of owner.name raises KeyboardInterrupt (a
+    run killed mid-way), the block must end by that kill, and the real function is back afterwards."""
+    @contextlib.contextmanager
+    def killed(owner, name: str, n: int):
+        real, calls = getattr(owner, name), {"n": 0}
+
+        def dying(*args, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == n:
+                raise KeyboardInterrupt("killed")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, dying)
+        try:
+            with pytest.raises(KeyboardInterrupt, match="killed"):
+                yield
+        finally:
+            monkeypatch.setattr(owner, name, real)
+    return killed
 
 
 CORPUS = [

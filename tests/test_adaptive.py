@@ -71,21 +71,11 @@ def test_cat_stops_by_rule_and_records_its_path(items, table, tmp_path):
     assert s["tokens_forwarded"] == df["n_forwarded_tokens"].sum() and sum(s["stop_reasons"].values()) == 2
 
 
-def test_cat_resumes_mid_test(items, table, tmp_path, monkeypatch):
+def test_cat_resumes_mid_test(items, table, tmp_path, killed_at_call):
     st = Strategy.first_token(shuffles=2, style="enem", adaptive={"se_target": 0.4, "max_items": 12})
     full = run(items, LookupBackend(table), st, tmp_path / "full", progress=False)
-    real, calls = runner_mod._score, {"n": 0}
-
-    def dying(*a, **kw):
-        calls["n"] += 1
-        if calls["n"] == 9:  # in the middle of the first shuffle's CAT
-            raise KeyboardInterrupt("killed")
-        return real(*a, **kw)
-
-    monkeypatch.setattr(runner_mod, "_score", dying)
-    with pytest.raises(KeyboardInterrupt):
+    with killed_at_call(runner_mod, "_score", 9):  # in the middle of the first shuffle's CAT
         run(items, LookupBackend(table), st, tmp_path / "killed", progress=False)
-    monkeypatch.setattr(runner_mod, "_score", real)
     backend = LookupBackend(table)
     resumed = run(items, backend, st, tmp_path / "killed", progress=False)
     assert resumed.drop(columns=VOLATILE).equals(full.drop(columns=VOLATILE))

@@ -1,7 +1,6 @@
 """Adaptive testing (irt.cat, irt.cat_sim): the vectorised simulation against a naive per-examinee loop,
 the single-examinee API against the batch (bit for bit) and against its own replay, stopping rules,
 content balancing, exposure control (recovery on the demo population: test_cat_recovery.py)."""
-import warnings
 
 import numpy as np
 import pytest
@@ -10,13 +9,7 @@ from mcqa_toolkit import irt
 from mcqa_toolkit.datasets.demo import load_demo, load_population
 
 GRID = irt.normal_grid(61, -6.0, 6.0)   # CatConfig's default quadrature
-
-
-@pytest.fixture(autouse=True)
-def _no_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
+pytestmark = pytest.mark.filterwarnings("error")  # a numerical warning in the CAT is a failure
 
 
 @pytest.fixture(scope="module")

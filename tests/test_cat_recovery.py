@@ -1,7 +1,5 @@
 """Adaptive testing (irt.cat_sim): the summary against a direct computation, recovery on the demo exam's
 synthetic 3PL population against a random order of the same length, and the random baseline by hand."""
-import warnings
-
 import numpy as np
 import pytest
 from scipy.stats import pearsonr
@@ -9,12 +7,7 @@ from test_cat import GRID, demo_bank
 
 from mcqa_toolkit import irt
 
-
-@pytest.fixture(autouse=True)
-def _no_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        yield
+pytestmark = pytest.mark.filterwarnings("error")  # a numerical warning in the CAT is a failure
 
 
 @pytest.fixture(scope="module")

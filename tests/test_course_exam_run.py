@@ -157,22 +157,13 @@ def test_yes_no_path_of_log_prob_strategies(items, tmp_path):
         assert df.loc["course-104", "status"] == "partial" and df.loc["course-105", "status"] == "correct"
 
 
-def test_killed_run_resumes_without_rejudging(items, tmp_path, monkeypatch):
+def test_killed_run_resumes_without_rejudging(items, tmp_path, killed_at_call):
     st = Strategy.generate(max_new_tokens=20, batch_size=3)
     full = _run(items, tmp_path, st, name="full")
-    judge, real, calls = ScriptedJudge(), runner_mod._score_block, {"n": 0}
-
-    def dying(*a, **kw):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt("killed")
-        return real(*a, **kw)
-
-    monkeypatch.setattr(runner_mod, "_score_block", dying)
-    with pytest.raises(KeyboardInterrupt):
+    judge = ScriptedJudge()
+    with killed_at_call(runner_mod, "_score_block", 3):
         _run(items, tmp_path, st, judge=judge, name="killed")
     judged_before = list(judge.generated)
-    monkeypatch.setattr(runner_mod, "_score_block", real)
     resumed = _run(items, tmp_path, st, judge=judge, name="killed")
     volatile = ["seconds", "n_forwarded_tokens", "run_id"]
     pd.testing.assert_frame_equal(resumed.drop(columns=volatile), full.drop(columns=volatile))

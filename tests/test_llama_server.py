@@ -96,21 +96,11 @@ def test_generate_and_min_k(server_url, items, short_items, tmp_path):
     assert (mk["min_k_prob"] > 0).all() and (mk["n_tokens"] >= 4).all()
 
 
-def test_resume_after_kill_and_cache(server_url, items, tmp_path, monkeypatch):
+def test_resume_after_kill_and_cache(server_url, items, tmp_path, killed_at_call):
     st = Strategy.first_token(shuffles=2, style="enem")
     full = run(items, backend(server_url, tmp_path / "c1"), st, tmp_path / "full", progress=False)
-    real, calls = runner_mod._score, {"n": 0}
-
-    def dying(*a, **kw):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt("killed")
-        return real(*a, **kw)
-
-    monkeypatch.setattr(runner_mod, "_score", dying)
-    with pytest.raises(KeyboardInterrupt):
+    with killed_at_call(runner_mod, "_score", 3):
         run(items, backend(server_url, tmp_path / "c2"), st, tmp_path / "killed", progress=False)
-    monkeypatch.setattr(runner_mod, "_score", real)
     resumed_backend = backend(server_url, tmp_path / "c2")
     resumed = run(items, resumed_backend, st, tmp_path / "killed", progress=False)
     assert resumed.drop(columns=VOLATILE).equals(full.drop(columns=VOLATILE))

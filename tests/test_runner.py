@@ -45,24 +45,13 @@ def test_first_token_records(tiny_backend, demo_pt, tmp_path):
 @pytest.mark.parametrize("st", [Strategy.first_token(shots=0, shuffles=2, style="enem", seed=7),
                                 Strategy.generate(shuffles=2, style="enade", max_new_tokens=3, batch_size=2)],
                          ids=["first_token", "generate_batched"])
-def test_killed_run_resumes_without_loss_or_duplicates(tiny_backend, demo_pt, tmp_path, monkeypatch, st):
+def test_killed_run_resumes_without_loss_or_duplicates(tiny_backend, demo_pt, tmp_path, killed_at_call, st):
     full = run(demo_pt, tiny_backend, st, tmp_path / "full", limit=6, progress=False)
-    calls = {"n": 0}
-    real = runner_mod._score
-
-    def dying(*a, **kw):
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt("killed")
-        return real(*a, **kw)
-
-    monkeypatch.setattr(runner_mod, "_score", dying)
-    with pytest.raises(KeyboardInterrupt):
+    with killed_at_call(runner_mod, "_score", 3):
         run(demo_pt, tiny_backend, st, tmp_path / "killed", limit=6, progress=False)
     jsonl = tmp_path / "killed" / "records.jsonl"
     with open(jsonl, "a") as f:  # a record half-written when the process died
         f.write('{"item_id": "demo-bio-0')
-    monkeypatch.setattr(runner_mod, "_score", real)
     resumed = run(demo_pt, tiny_backend, st, tmp_path / "killed", limit=6, progress=False)
     pd.testing.assert_frame_equal(_stable(resumed), _stable(full))
     assert len(jsonl.read_text().splitlines()) == len(full)
