@@ -65,6 +65,7 @@ class Template:
 
 
 def _placeholders(text: str) -> set[str]:
+    """The {names} a format string uses (ValueError on unbalanced braces)."""
     return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
 
 

@@ -11,7 +11,6 @@ asked like single/multi questions with the letters found in the stem (meta optio
 """
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -19,7 +18,7 @@ from typing import Any, Sequence
 from mcqa_toolkit.items import LETTERS, Item
 from mcqa_toolkit.prompts.builder import Prompt, _split_trailing_spaces
 from mcqa_toolkit.prompts.permutations import check_permutation, identity
-from mcqa_toolkit.prompts.template import _read, _resolve
+from mcqa_toolkit.prompts.template import _placeholders, _read, _resolve
 
 __all__ = ["TypeTemplate", "load_type_template", "question_kind", "render_typed", "render_yes_no", "KINDS"]
 
@@ -73,7 +72,7 @@ def load_type_template(language: str, kind: str, path: str | Path | None = None)
         if not isinstance(value, str):
             raise ValueError(f"{file}: question_types.{kind}.{key} must be a string, got {value!r}")
         try:
-            bad = {n for _, n, _, _ in string.Formatter().parse(value) if n is not None} - allowed
+            bad = _placeholders(value) - allowed
         except ValueError as e:
             raise ValueError(f"{file}: question_types.{kind}.{key}: bad braces ({e})") from None
         if bad:

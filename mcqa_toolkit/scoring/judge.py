@@ -26,6 +26,7 @@ from mcqa_toolkit.backends.base import Backend, CapabilityError
 from mcqa_toolkit.items import Item
 from mcqa_toolkit.prompts.builder import Prompt, _split_trailing_spaces
 from mcqa_toolkit.prompts.template import _read, _resolve
+from mcqa_toolkit.scoring.responses import first_json_object
 
 __all__ = ["Judgement", "LLMJudge", "parse_verdict", "combine_scores", "judge_answers", "COMBINE_RULES"]
 
@@ -58,16 +59,7 @@ def parse_verdict(text: str, points: float) -> tuple[float | None, str, str, str
     The first JSON object with a "score" key counts (code fences and text around it allowed). When the reply
     was cut off after the number (max tokens), a complete number right after '{"score":' still counts (rule
     json_truncated). The score must be an int or float (not a bool or a string), finite, in [0, points]."""
-    decoder = json.JSONDecoder()
-    obj = None
-    for m in re.finditer(r"\{", text):
-        try:
-            cand, _ = decoder.raw_decode(text, m.start())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(cand, dict) and "score" in cand:
-            obj = cand
-            break
+    obj = first_json_object(text, "score")
     if obj is not None:
         score, rule = obj["score"], "json"
         justification = obj.get("justification", "")

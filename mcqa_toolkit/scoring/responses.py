@@ -151,18 +151,27 @@ def read_short(text: str) -> Reading:
     return Reading(value, "text", "answered") if value else Reading(None, "none", "unanswered", "empty answer")
 
 
-def parse_json_answer(text: str) -> tuple[Any, str] | None:
-    """(answer, explanation) from the first JSON object with an "answer" key in `text` (code fences and text
-    around it allowed); None when there is none."""
+def first_json_object(text: str, key: str) -> dict[str, Any] | None:
+    """The first JSON object in `text` that has `key` (code fences and text around it allowed), else None:
+    models wrap the object they were asked for in prose or markdown."""
     decoder = json.JSONDecoder()
     for m in re.finditer(r"\{", text):
         try:
             obj, _ = decoder.raw_decode(text, m.start())
         except json.JSONDecodeError:
             continue
-        if isinstance(obj, dict) and "answer" in obj:
-            explanation = obj.get("explanation", "")
-            return obj["answer"], explanation if isinstance(explanation, str) else json.dumps(explanation)
+        if isinstance(obj, dict) and key in obj:
+            return obj
+    return None
+
+
+def parse_json_answer(text: str) -> tuple[Any, str] | None:
+    """(answer, explanation) from the first JSON object with an "answer" key in `text` (code fences and text
+    around it allowed); None when there is none."""
+    obj = first_json_object(text, "answer")
+    if obj is not None:
+        explanation = obj.get("explanation", "")
+        return obj["answer"], explanation if isinstance(explanation, str) else json.dumps(explanation)
     return None
 
 
