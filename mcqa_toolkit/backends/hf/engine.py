@@ -241,7 +241,8 @@ class PrefixScorer:
 
     def _head(self, reqs: list[Request], scored: list[list[int]], hidden: torch.Tensor) -> list[np.ndarray]:
         """Log-probs of every request's targets: logits - logsumexp(logits) at its scored positions, computed
-        `head_rows` positions at a time (Gemma 3's LM head has 262k outputs per position)."""
+        `head_rows` positions at a time (Gemma 3's LM head has 262k outputs per position). Logits are indexed on
+        their own device (a model split over devices may run its head on another device than its last layer)."""
         device = hidden.device
         at, target, spans = [], [], []
         for r, pos in zip(reqs, scored):
@@ -261,7 +262,7 @@ class PrefixScorer:
             logits = lm_head(self.lm.model, hidden[lo:hi]).float()
             lse[lo:hi] = logits.logsumexp(-1)
             sel = ((at_t >= lo) & (at_t < hi)).nonzero().squeeze(-1)
-            picked[sel] = logits[at_t[sel] - lo, target_t[sel]]
+            picked[sel] = logits[(at_t[sel] - lo).to(logits.device), target_t[sel].to(logits.device)].to(device)
         self.stats.scored_positions += len(hidden)
         values = (picked - lse[at_t]).cpu().double().numpy()  # float64 on the host (MPS has no float64)
         return np.split(values, spans[:-1])

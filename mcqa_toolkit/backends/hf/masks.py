@@ -27,8 +27,10 @@ LAYER_TYPES = ("full_attention", "sliding_attention")
 
 
 def _cached(layer: Any) -> int:
+    """Number of cached keys a cache layer holds (0 before its first update)."""
     keys = getattr(layer, "keys", None)
-    return int(keys.shape[-2]) if getattr(layer, "is_initialized", False) and keys is not None and keys.dim() == 4 else 0
+    ready = getattr(layer, "is_initialized", False) and keys is not None and keys.dim() == 4
+    return int(keys.shape[-2]) if ready else 0
 
 
 def layer_groups(model: Any, cache: Any) -> dict[str | None, tuple[int | None, int]] | None:
