@@ -111,6 +111,12 @@ def test_table_degenerate_inputs():
     assert [r[1] for r in body(ties.to_latex())] == [r"\textbf{0.50}", r"\textbf{0.50}", "0.30"]  # printed tie
 
 
+def test_unescape_latex_inverts_escape_latex():
+    for text in [r"50% & $x_1$ #{a}~^\ ", r"\{ \textbackslash{} <a> \\}", "plain"]:
+        assert T.unescape_latex(T.escape_latex(text)) == text
+    assert T.unescape_latex(r"DI \textless{} 0.2, \{x\}") == "DI < 0.2, {x}"
+
+
 def test_escape_latex_angle_brackets():
     """< and > would print as inverted ! and ? in LaTeX's default OT1 encoding (e.g. 'DI < 0.2' captions)."""
     assert T.escape_latex("DI < 0.2 > x") == r"DI \textless{} 0.2 \textgreater{} x"

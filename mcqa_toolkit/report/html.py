@@ -28,14 +28,12 @@ import pandas as pd
 
 from mcqa_toolkit import __version__
 from mcqa_toolkit.report.overview import headline_table, runs_frame
+from mcqa_toolkit.report.tables import unescape_latex
 
 MAX_FIGURE_WIDTH = 1600  # pixels; the notebooks save 300 dpi PNGs, far more than a screen shows
 SCREEN_SCALE = 1.5  # figures are shown at 1.5x their printed size (paper figures are 3.5-7 inches wide)
 SECTIONS = {"tables": "10 · Tables", "irt": "11 · IRT", "gap": "12 · Language gap", "position": "13 · Position bias",
             "contamination": "14 · Contamination", "adaptive": "15 · Adaptive testing", "course": "16 · Course exam"}
-_UNESCAPE = [(r"\textbackslash{}", "\\"), (r"\textasciitilde{}", "~"), (r"\textasciicircum{}", "^"),
-             (r"\textless{}", "<"), (r"\textgreater{}", ">"), (r"\&", "&"), (r"\%", "%"), (r"\$", "$"),
-             (r"\#", "#"), (r"\_", "_"), (r"\{", "{"), (r"\}", "}")]
 
 
 def _cell(value: Any, digits: int = 3) -> dict[str, Any]:
@@ -78,10 +76,7 @@ def _caption(tex: Path) -> str:
     found = re.search(r"^\\caption\{(.*)\}$", tex.read_text(), re.M) if tex.exists() else None
     if not found:
         return tex.stem.replace("_", " ").capitalize()
-    text = found.group(1)
-    for latex, plain in _UNESCAPE:
-        text = text.replace(latex, plain)
-    return text
+    return unescape_latex(found.group(1))
 
 
 def figure_data_uri(path: Path, max_width: int = MAX_FIGURE_WIDTH) -> tuple[str, int]:

@@ -8,6 +8,7 @@ escaping, bolding and rules are exactly as tested.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -15,16 +16,24 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-_LATEX_SPECIALS = str.maketrans({
+_ESCAPES = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
     "<": r"\textless{}", ">": r"\textgreater{}",  # OT1 fonts print < and > as inverted ! and ?
-})
+}
+_LATEX_SPECIALS = str.maketrans(_ESCAPES)
+_UNESCAPES = {v: k for k, v in _ESCAPES.items()}
+_ESCAPED = re.compile("|".join(re.escape(v) for v in sorted(_UNESCAPES, key=len, reverse=True)))
 
 
 def escape_latex(text: object) -> str:
     """Text with LaTeX's special characters escaped (one pass, so nothing is escaped twice)."""
     return str(text).translate(_LATEX_SPECIALS)
+
+
+def unescape_latex(text: str) -> str:
+    """The inverse of `escape_latex` (one pass): the plain text of a caption or label we wrote."""
+    return _ESCAPED.sub(lambda m: _UNESCAPES[m.group(0)], text)
 
 
 @dataclass(frozen=True)
