@@ -74,7 +74,7 @@ def test_cat_stops_by_rule_and_records_its_path(items, table, tmp_path):
 def test_cat_resumes_mid_test(items, table, tmp_path, killed_at_call):
     st = Strategy.first_token(shuffles=2, style="enem", adaptive={"se_target": 0.4, "max_items": 12})
     full = run(items, LookupBackend(table), st, tmp_path / "full", progress=False)
-    with killed_at_call(runner_mod, "_score", 9):  # in the middle of the first shuffle's CAT
+    with killed_at_call(runner_mod, "ask_letters", 9):  # in the middle of the first shuffle's CAT
         run(items, LookupBackend(table), st, tmp_path / "killed", progress=False)
     backend = LookupBackend(table)
     resumed = run(items, backend, st, tmp_path / "killed", progress=False)

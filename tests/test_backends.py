@@ -8,52 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from mcqa_toolkit.backends import (Backend, Capabilities, CapabilityError, ContinuationLogprobs, Generation,
-                                   LetterLogprobs, check_capabilities, load_backend)
+from lookup_backend import LookupBackend
+
+from mcqa_toolkit.backends import Backend, Capabilities, CapabilityError, load_backend
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.run import Strategy, run, strategy
-
-
-class LookupBackend:
-    """Scores from a table: item_id -> log-prob of each ORIGINAL option. Letters are scored in shown order,
-    option texts by their table value, and generation answers "Resposta: <letter of the best option>"."""
-
-    def __init__(self, table: dict[str, list[float]], capabilities: Capabilities | None = None):
-        self.name = "lookup"
-        self.table = table
-        self.capabilities = capabilities or Capabilities(next_token_logprobs=True, continuation_logprobs=True,
-                                                         generate=True)
-        self.calls = 0
-
-    def provenance(self):
-        return {"backend": "lookup", "source": "table"}
-
-    def usage(self):
-        return {"forwarded_tokens": 10 * self.calls}
-
-    def letter_logprobs(self, prompts):
-        self.calls += 1
-        return [LetterLogprobs(np.array([self.table[p.item_id][o] for o in p.permutation]), 7) for p in prompts]
-
-    def loglikelihoods(self, requests):
-        self.calls += 1
-        out = []
-        for r in requests:
-            if isinstance(r.context, str):  # neutral context (pmi) or Min-K%: a flat prior
-                out.append(ContinuationLogprobs(np.array([-1.0]), r.continuation, 1))
-                continue
-            k = r.context.continuations.index(r.continuation)
-            value = self.table[r.context.item_id][r.context.permutation[k]]
-            out.append(ContinuationLogprobs(np.array([value, 0.0]), r.continuation, 5))
-        return out
-
-    def generate(self, prompts, *, max_new_tokens, temperature=0.0, stop=(), seeds=None):
-        self.calls += 1
-        out = []
-        for p in prompts:
-            best = int(np.argmax([self.table[p.item_id][o] for o in p.permutation]))
-            out.append(Generation(f"Resposta: {p.letters[best]}", 7, 3, "stop"))
-        return out
+from mcqa_toolkit.scoring.methods import check_method
 
 
 @pytest.fixture(scope="module")
@@ -102,9 +62,9 @@ def test_strategy_the_backend_cannot_serve_fails_before_any_request(items, table
     with pytest.raises(CapabilityError, match="cannot render chat prompts"):
         run(items, no_chat, strategy("uned"), tmp_path / "c", progress=False)
     assert generate_only.calls == no_chat.calls == 0 and not (tmp_path / "a").exists()
-    check_capabilities(generate_only, "generate")  # what it can do passes
+    check_method(generate_only, "generate")  # what it can do passes
     with pytest.raises(ValueError, match="unknown method"):
-        check_capabilities(generate_only, "telepathy")
+        check_method(generate_only, "telepathy")
 
 
 def test_load_backend_errors():

@@ -15,10 +15,11 @@ from fake_openai import completion, message
 
 from mcqa_toolkit.backends.batch import import_results
 from mcqa_toolkit.backends.cache import RequestCache
-from mcqa_toolkit.run import batch, run
+from mcqa_toolkit.prompts.types import question_kind
+from mcqa_toolkit.run import batch
+from mcqa_toolkit.run.equality import assert_same_records
 from mcqa_toolkit.run.jobs import Job
-
-VOLATILE = ["seconds", "n_forwarded_tokens", "run_id"]
+from mcqa_toolkit.run.recipe import BackendCache, run_job
 
 
 class OpenAIBatchServer:
@@ -27,6 +28,7 @@ class OpenAIBatchServer:
 
     def __init__(self, api: FakeAPI, fail: set[str]):
         self.api, self.fail, self.files, self.polls, self.batches = api, fail, {}, {}, {}
+        self.answer = completion
         api.route("POST", "/v1/files", self.upload)
         api.route("POST", "/v1/batches", self.create)
         api.route("GET", "/v1/batches/", self.retrieve)
@@ -66,7 +68,7 @@ class OpenAIBatchServer:
                     "error": {"message": "server error"}}}, "error": None})
             else:
                 out.append({"id": "r", "custom_id": rec["custom_id"], "error": None,
-                            "response": {"status_code": 200, "request_id": "q", "body": completion(rec["body"])}})
+                            "response": {"status_code": 200, "request_id": "q", "body": self.answer(rec["body"])}})
         self.files[f"out-{bid}"] = "\n".join(json.dumps(o) for o in reversed(out))  # unordered on purpose
         self.files[f"err-{bid}"] = "\n".join(json.dumps(e) for e in err)
         return 200, self._batch(bid, "completed", {"output_file_id": f"out-{bid}", "error_file_id": f"err-{bid}"})
@@ -87,31 +89,31 @@ def test_openai_batch_submit_poll_fetch_resubmit_then_run_from_cache(tmp_path):
     with FakeAPI() as api:
         server = OpenAIBatchServer(api, fail=set())
         job = _job(tmp_path, api.url + "/v1", {"backend": "openai"})
-        state = batch.submit(job)
+        cache = BackendCache()
+        state = batch.submit(job, cache)
         assert state["n_requests"] == 6 and len(state["batches"]) == 1  # 3 items x 2 shuffles, letters
         lines = (job.run_dir.dir / state["batches"][0]["input_file"]).read_text().splitlines()
         assert {json.loads(x)["url"] for x in lines} == {"/v1/completions"} and len(lines) == 6
         server.fail = {json.loads(lines[0])["custom_id"]}
-        assert not batch.fetch(job)["ready"]  # first poll: in progress
-        state = batch.fetch(job)
+        assert not batch.fetch(job, cache)["ready"]  # first poll: in progress
+        state = batch.fetch(job, cache)
         assert state["batches"][0]["status"] == "completed" and [f["custom_id"] for f in state["failed"]] == [
             json.loads(lines[0])["custom_id"]] and not state["ready"]
-        again = batch.submit(job)  # only the failed request is missing from the cache
+        again = batch.submit(job, cache)  # only the failed request is missing from the cache
         assert again["n_requests"] == 1
         server.fail = set()
-        batch.fetch(job)
-        assert batch.fetch(job)["ready"] and json.loads(job.run_dir.batch_file.read_text())["ready"]
+        batch.fetch(job, cache)
+        assert batch.fetch(job, cache)["ready"] and json.loads(job.run_dir.batch_file.read_text())["ready"]
         before = len(api.calls("/v1/completions"))
-        backend = job.backend()
-        records = run(job.items(), backend, job.build_strategy(), job.out_dir, dataset="demo", limit=3,
-                      progress=False)
-        assert len(api.calls("/v1/completions")) == before and backend.usage()["http_requests"] == 0
+        result = run_job(job, progress=False)  # a new process would load its own backend: from the cache only
+        records = result.records
+        assert len(api.calls("/v1/completions")) == before and result.provenance["usage"]["http_requests"] == 0
     with FakeAPI() as api:  # the same job online, without batch: identical records
         api.route("POST", "/v1/completions", lambda r: (200, completion(r.json)))
         online = _job(tmp_path / "online", api.url + "/v1", {"backend": "openai"})
-        direct = run(online.items(), online.backend(), online.build_strategy(), online.out_dir, dataset="demo",
-                     limit=3, progress=False)
-    assert records.drop(columns=VOLATILE).equals(direct.drop(columns=VOLATILE))
+        direct = run_job(online, progress=False).records
+    # tokens forwarded are what this execution paid: none for answers read from the cache
+    assert_same_records(records, direct, ignore=["run_id", "n_forwarded_tokens"])
 
 
 def test_anthropic_message_batches_unordered_results_and_failures(tmp_path, monkeypatch):
@@ -143,10 +145,11 @@ def test_anthropic_message_batches_unordered_results_and_failures(tmp_path, monk
         api.route("GET", "/v1/messages/batches/msgbatch_1", retrieve)
         job = _job(tmp_path, api.url, {"backend": "anthropic", "api_key_env": "FAKE_ANTHROPIC"},
                    strategy={"base": "S1", "chat": True, "style": "default"}, shuffles=1)
-        submitted = batch.submit(job)
+        cache = BackendCache()
+        submitted = batch.submit(job, cache)
         assert submitted["n_requests"] == 3 and state["requests"][0]["params"]["messages"][-1]["role"] == "assistant"
-        assert not batch.fetch(job)["ready"]
-        fetched = batch.fetch(job)
+        assert not batch.fetch(job, cache)["ready"]
+        fetched = batch.fetch(job, cache)
         assert fetched["batches"][0]["stored"] == 1 and len(fetched["failed"]) == 2 and not fetched["ready"]
         assert {f["error"] if isinstance(f["error"], str) else "errored" for f in fetched["failed"]} == {
             "expired", "errored"}
@@ -170,3 +173,41 @@ def test_vllm_run_batch_output_and_bad_lines(tmp_path):
     assert (stored, [f["custom_id"] for f in failed]) == (1, ["k2"]) and cache.get("k1") == {"choices": []}
     with pytest.raises(ValueError, match="batch output line 2 is not JSON"):
         import_results([json.dumps(ok), "{nope"], cache)
+
+
+def test_short_answer_grid_under_batch_submit(tmp_path):
+    """A course exam (every question type, short answers judged by the model itself) through --batch-submit /
+    --batch-fetch: the answers are batched; the judge's requests exist only once the answers are known, so a
+    second submit batches them; the run then makes no request at all."""
+    def judged(body):
+        if "grading an answer" in body["prompt"]:  # the judge's prompt: a verdict in the documented JSON
+            out = completion(body)
+            out["choices"][0]["text"] = ' 1, "justification": "close to the reference"}'
+            return out
+        return completion(body)
+
+    with FakeAPI() as api:
+        server = OpenAIBatchServer(api, fail=set())
+        server.answer = judged
+        entry = {"backend": "openai", "model": "fake-model"}
+        job = Job(model="fake-model", dataset="course_exam", dataset_args={}, language="en",
+                  strategy={"base": "S1", "max_new_tokens": 24}, out_dir=tmp_path / "run", min_k=False,
+                  backend_options={"base_url": api.url + "/v1", "cache_dir": str(tmp_path / "cache"), "backoff": 0.001,
+                                   "backend": "openai"},
+                  judges=[{**entry, "base_url": api.url + "/v1", "cache_dir": str(tmp_path / "cache"),
+                           "backoff": 0.001}])
+        cache = BackendCache()
+        first = batch.submit(job, cache)
+        probes = len(api.calls("/v1/completions"))  # the capability probe (top-k and echo) is the only online use
+        assert first["n_requests"] >= 10 and probes == 2
+        batch.fetch(job, cache)
+        assert batch.fetch(job, cache)["ready"]
+        second = batch.submit(job, cache)  # the judge's requests, now that the answers are cached
+        n_short = sum(question_kind(it)[0] == "short" for it in job.items())  # letter-keyed ones are read, not judged
+        assert second["n_requests"] == n_short > 0 and len(api.calls("/v1/completions")) == probes
+        batch.fetch(job, cache)
+        assert batch.fetch(job, cache)["ready"]
+        result = run_job(job, progress=False)
+        assert len(api.calls("/v1/completions")) == probes and result.provenance["usage"]["http_requests"] == 0
+    judged = result.records[result.records["judgements"] != ""]
+    assert len(result.records) == 10 and len(judged) == n_short and (judged["points_earned"] == 1).all()

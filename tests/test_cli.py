@@ -96,8 +96,9 @@ def test_course_exam_params_expand_with_judges_and_every_question_type(tmp_path)
     assert {it.answer_type for it in items} == {"single", "multi", "truefalse", "short"} and len(items) == 10
     bad = tmp_path / "bad.yaml"
     bad.write_text("models: [m]\ndatasets: [course_exam]\nstrategies: [S1]\njudge_combine: median\n")
-    with pytest.raises(ValueError, match="judge_combine"):
-        jobs.load_params(bad)
+    with pytest.raises(ValueError, match="judge_combine must be one of"):
+        jobs.expand(jobs.load_params(bad))
     bad.write_text("models: [m]\ndatasets: [course_exam]\nstrategies: [S1]\njudges: gemma\n")
-    with pytest.raises(ValueError, match="'judges' must be a non-empty list"):
-        jobs.load_params(bad)
+    with pytest.raises(ValueError, match="judges must be a non-empty list"):
+        jobs.expand(jobs.load_params(bad))
+    assert cli.main(["run", str(bad)]) == 2  # `mcqa: error: <file>: judges must be ...`

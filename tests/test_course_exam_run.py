@@ -158,10 +158,10 @@ def test_yes_no_path_of_log_prob_strategies(items, tmp_path):
 
 
 def test_killed_run_resumes_without_rejudging(items, tmp_path, killed_at_call):
-    st = Strategy.generate(max_new_tokens=20, batch_size=3)
+    st = Strategy.generate(max_new_tokens=20, block_size=3)
     full = _run(items, tmp_path, st, name="full")
     judge = ScriptedJudge()
-    with killed_at_call(runner_mod, "_score_block", 3):
+    with killed_at_call(runner_mod, "ask", 3):
         _run(items, tmp_path, st, judge=judge, name="killed")
     judged_before = list(judge.generated)
     resumed = _run(items, tmp_path, st, judge=judge, name="killed")
@@ -181,7 +181,7 @@ def test_checks_before_any_request(items, tmp_path):
     _run(items.filter(item_id="course-104"), tmp_path, name="c")
     other = ScriptedJudge()
     other.name = "another-judge"
-    with pytest.raises(ValueError, match="other judges"):
+    with pytest.raises(ValueError, match="holds a different run, made with judges"):
         _run(items.filter(item_id="course-104"), tmp_path, judge=other, name="c")
     with pytest.raises(ValueError, match="needs method='generate'"):
         Strategy.first_token(structured=True)
@@ -201,7 +201,7 @@ def test_structured_strategy_asks_for_json_and_keeps_old_hashes(items, tmp_path)
     assert all('{"answer":' in p.text and p.text.endswith("JSON:") for p in prompts) and len(prompts) == 10
     assert df.set_index("item_id").loc["course-101", "status"] == "correct"  # single choice asked the JSON way
     plain = Strategy.generate()  # a field added later leaves the hashes of earlier strategies unchanged
-    fields = {k: v for k, v in plain.to_dict().items() if k not in ("name", "batch_size", "structured", "adaptive")}
+    fields = {k: v for k, v in plain.to_dict().items() if k not in ("name", "block_size", "structured", "adaptive")}
     assert plain.hash == hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
     assert Strategy.generate(structured=True).hash != plain.hash
 

@@ -99,7 +99,7 @@ def test_generate_and_min_k(server_url, items, short_items, tmp_path):
 def test_resume_after_kill_and_cache(server_url, items, tmp_path, killed_at_call):
     st = Strategy.first_token(shuffles=2, style="enem")
     full = run(items, backend(server_url, tmp_path / "c1"), st, tmp_path / "full", progress=False)
-    with killed_at_call(runner_mod, "_score", 3):
+    with killed_at_call(runner_mod, "ask", 3):
         run(items, backend(server_url, tmp_path / "c2"), st, tmp_path / "killed", progress=False)
     resumed_backend = backend(server_url, tmp_path / "c2")
     resumed = run(items, resumed_backend, st, tmp_path / "killed", progress=False)

@@ -21,16 +21,16 @@ def _naive_min_k(lm, text: str, k: float) -> tuple[float, int]:
     return float(min_k_prob(lp, k)), len(lp)
 
 
-@pytest.mark.parametrize("batch_size", [1, 5, 16])
-def test_min_k_table_equals_one_question_at_a_time(tiny_backend, batch_size):
+@pytest.mark.parametrize("block_size", [1, 5, 16])
+def test_min_k_table_equals_one_question_at_a_time(tiny_backend, block_size):
     items = load("demo", language="it").filter(subject=["chemistry", "history"])
-    got = min_k_table(tiny_backend, items, k=0.2, batch_size=batch_size)
+    got = min_k_table(tiny_backend, items, k=0.2, block_size=block_size)
     assert list(got["item_id"]) == items.ids and set(got["model"]) == {tiny_backend.name}
     want = [_naive_min_k(tiny_backend.lm, question_text(it), 0.2) for it in items]
     assert list(got["n_tokens"]) == [n for _, n in want]
     assert np.abs(got["min_k_prob"].to_numpy() - np.array([v for v, _ in want])).max() <= 1e-4
 
 
-def test_min_k_table_rejects_a_batch_size_below_one(tiny_backend):
-    with pytest.raises(ValueError, match="batch_size"):
-        min_k_table(tiny_backend, load("demo", language="en")[:2], batch_size=0)
+def test_min_k_table_rejects_a_block_size_below_one(tiny_backend):
+    with pytest.raises(ValueError, match="block_size"):
+        min_k_table(tiny_backend, load("demo", language="en")[:2], block_size=0)

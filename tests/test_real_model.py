@@ -7,7 +7,7 @@ from mcqa_toolkit.datasets import load
 from mcqa_toolkit.prompts import load_template, render, select_shots, split_shots
 from mcqa_toolkit.backends.hf import HFBackend
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request, naive_scores
-from mcqa_toolkit.backends.hf.generation import generate_batch, generate_one
+from mcqa_toolkit.backends.hf.generation import generate_padded, generate_one
 from mcqa_toolkit.backends.hf.tokens import (context_continuation, context_continuations, encode, letter_requests,
                                              next_token_candidates, prompt_text, shared_prefix_ids)
 from mcqa_toolkit.prompts.permutations import permutations
@@ -126,7 +126,7 @@ def test_batched_greedy_generation_matches_one_by_one(gemma):
     items = load("demo", language="es")[:3]
     t = load_template("es", "enade")
     ids = [encode(gemma, *prompt_text(gemma, render(it, t))) for it in items]
-    batched, forwarded, padded = generate_batch(gemma, ids, max_new_tokens=4)
+    batched, forwarded, padded = generate_padded(gemma, ids, max_new_tokens=4)
     single = [generate_one(gemma, x, max_new_tokens=4)[0] for x in ids]
     assert [g.text for g in batched] == [g.text for g in single] and all(g.text for g in batched)
     assert forwarded == sum(len(x) + g.n_generated_tokens - 1 for x, g in zip(ids, batched))

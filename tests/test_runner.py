@@ -43,11 +43,11 @@ def test_first_token_records(tiny_backend, demo_pt, tmp_path):
 
 
 @pytest.mark.parametrize("st", [Strategy.first_token(shots=0, shuffles=2, style="enem", seed=7),
-                                Strategy.generate(shuffles=2, style="enade", max_new_tokens=3, batch_size=2)],
+                                Strategy.generate(shuffles=2, style="enade", max_new_tokens=3, block_size=2)],
                          ids=["first_token", "generate_batched"])
 def test_killed_run_resumes_without_loss_or_duplicates(tiny_backend, demo_pt, tmp_path, killed_at_call, st):
     full = run(demo_pt, tiny_backend, st, tmp_path / "full", limit=6, progress=False)
-    with killed_at_call(runner_mod, "_score", 3):
+    with killed_at_call(runner_mod, "ask", 3):
         run(demo_pt, tiny_backend, st, tmp_path / "killed", limit=6, progress=False)
     jsonl = tmp_path / "killed" / "records.jsonl"
     with open(jsonl, "a") as f:  # a record half-written when the process died
@@ -68,7 +68,7 @@ def test_same_seed_same_records(tiny_backend, demo_pt, tmp_path):
 
 def test_refuses_to_mix_runs(tiny_backend, demo_pt, tmp_path):
     run(demo_pt, tiny_backend, Strategy.first_token(), tmp_path / "r", limit=2, progress=False)
-    with pytest.raises(ValueError, match="different strategy_hash"):
+    with pytest.raises(ValueError, match="holds a different run, made with strategy_hash"):
         run(demo_pt, tiny_backend, Strategy.first_token(shuffles=2), tmp_path / "r", limit=2, progress=False)
 
 

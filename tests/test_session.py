@@ -3,6 +3,7 @@ renewed per run, records are exactly those of a fresh load, a killed `mcqa run` 
 first, and the kernel talks over IPC (no "running over TCP without encryption" warning)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -18,11 +19,13 @@ import yaml
 from papermill.exceptions import PapermillExecutionError
 
 from mcqa_toolkit import cli
-from mcqa_toolkit.backends import load_backend
+from mcqa_toolkit.backends import backend_entry
 from mcqa_toolkit.resources import notebooks_dir
-from mcqa_toolkit.run import grid, jobs, run
+from mcqa_toolkit.run import grid, jobs
+from mcqa_toolkit.run.equality import assert_same_records
+from mcqa_toolkit.run.recipe import BackendCache, run_job
+from mcqa_toolkit.run.state import RunState, run_state
 from mcqa_toolkit.run.store import RunDir
-from mcqa_toolkit.run.strategy import build_strategy
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -110,29 +113,28 @@ def test_no_tcp_warning_from_the_kernel(tmp_path):
     assert "without encryption" not in done.stderr + done.stdout
 
 
-def test_renewed_backend_reuses_weights_with_fresh_state(tiny_model_dir):
-    first = load_backend(str(tiny_model_dir))
-    same = load_backend(str(tiny_model_dir), reuse=first)
-    assert same is not first and same.lm is first.lm and same.engine is not first.engine
-    assert load_backend(str(tiny_model_dir), reuse=first, dtype="bfloat16").lm is not first.lm  # other entry
-    assert load_backend(str(tiny_model_dir), reuse=object()).lm is not first.lm
-    job = jobs.Job(str(tiny_model_dir), "demo", {}, "pt", "S5", Path("x"))
-    assert job.backend(reuse=first).lm is first.lm
+def test_backend_cache_loads_once_renews_per_run_and_releases_the_rest(tiny_model_dir):
+    cache = BackendCache()
+    entry = backend_entry(str(tiny_model_dir))
+    (first,) = cache.for_run([entry])
+    same, judge = cache.for_run([entry, backend_entry({"model": str(tiny_model_dir)})])  # equal entries: one object
+    assert same is judge and same is not first and same.lm is first.lm and same.engine is not first.engine
+    (other,) = cache.for_run([backend_entry(str(tiny_model_dir), dtype="bfloat16")])  # another entry: loaded
+    assert other.lm is not first.lm and len(cache) == 1  # and the float32 model released
 
 
 def test_records_of_a_renewed_backend_equal_a_fresh_load(tiny_model_dir, tmp_path):
-    """What `mcqa run` does now (one load, renewed per run, after other runs) vs what it did (a load per run)."""
-    items = jobs.load_items("demo", {}, "pt")
-    plan = [build_strategy("enem_1shot", shuffles=2), build_strategy("S5"), build_strategy("S2", max_new_tokens=3)]
-    shared = load_backend(str(tiny_model_dir))
+    """What `mcqa run` does (one load, renewed per run, after other runs) vs a load per run."""
+    plan = ["enem_1shot", "S5", {"base": "S2", "max_new_tokens": 3}]
+    cache = BackendCache()
     for st in plan:
-        reused = run(items, load_backend(str(tiny_model_dir), reuse=shared), st, tmp_path / "shared" / st.name,
-                     dataset="demo", limit=4, progress=False)
-        fresh = run(items, load_backend(str(tiny_model_dir)), st, tmp_path / "fresh" / st.name, dataset="demo",
-                    limit=4, progress=False)
-        pd.testing.assert_frame_equal(reused.drop(columns="seconds"), fresh.drop(columns="seconds"))
-        usage = [json.loads((tmp_path / d / st.name / "provenance.json").read_text())["usage"]
-                 for d in ("shared", "fresh")]
+        name = st if isinstance(st, str) else "S2"
+        job = jobs.Job(str(tiny_model_dir), "demo", {}, "pt", st, tmp_path / "shared" / name, shuffles=2, limit=4,
+                       min_k=False)
+        reused = run_job(job, cache, progress=False).records
+        fresh = run_job(dataclasses.replace(job, out_dir=tmp_path / "fresh" / name), progress=False).records
+        assert_same_records(reused, fresh, ignore=["run_id"])
+        usage = [json.loads((tmp_path / d / name / "provenance.json").read_text())["usage"] for d in ("shared", "fresh")]
         assert {k: v for k, v in usage[0].items() if k != "seconds"} == \
                {k: v for k, v in usage[1].items() if k != "seconds"}
 
@@ -174,9 +176,10 @@ def test_killed_mcqa_run_resumes_with_the_records_of_an_uninterrupted_one(tmp_pa
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
     killed = jobs.expand(jobs.load_params(params))
-    assert not all(j.is_complete() for j in killed), "the grid finished before the kill; nothing was tested"
+    complete = lambda j: run_state(j.run_dir, {"job": j.identity()}) is RunState.COMPLETE  # noqa: E731
+    assert not all(complete(j) for j in killed), "the grid finished before the kill; nothing was tested"
     assert grid.run_params(params, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
-    assert all(j.is_complete() for j in killed)
+    assert all(complete(j) for j in killed)
     clean = _grid(tmp_path, tiny_model_dir, "clean")
     assert grid.run_params(clean, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
     for job in killed:

@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 from mcqa_toolkit.backends.base import (Backend, Capabilities, CapabilityError, Continuation, ContinuationLogprobs,
-                                        Generation, LetterLogprobs, check_capabilities)
+                                        Generation, LetterLogprobs)
 
 # backend kind -> "module:factory"; a factory takes the entry's keyword arguments and returns a Backend
 REGISTRY: dict[str, str] = {
@@ -22,31 +22,38 @@ REGISTRY: dict[str, str] = {
 }
 
 
-def load_backend(spec: str | dict[str, Any] | Backend, reuse: Any = None, **overrides: Any) -> Backend:
-    """A Backend from a model name/path (local transformers model) or a dict {backend: kind, model: ..., ...}.
+def backend_entry(spec: str | dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    """The complete entry a backend is loaded from: {backend: kind, model, device, dtype, ...options}.
 
-    `overrides` (e.g. device, dtype from a notebook) fill keys the entry does not set; None values are ignored.
-    An already-built Backend is returned unchanged. `reuse`: a backend loaded earlier in this process (e.g.
-    by the previous run notebook in a `mcqa run` kernel); when it was loaded from the same entry its weights
-    are reused through `reuse.renew()` (fresh caches and counters) instead of being loaded again.
-    """
-    if isinstance(spec, Backend):
-        return spec
+    `spec` is a model name/path (a local transformers model) or a params-file dict; `overrides` (device, dtype
+    from a job) fill keys a local model's entry does not set (None values are ignored; servers and APIs
+    choose their own). Two specs that load the same
+    backend give equal entries (run.recipe.BackendCache keys on them)."""
     entry = {"backend": "hf", "model": spec} if isinstance(spec, str) else dict(spec)
-    for key, value in overrides.items():
-        if value is not None:
-            entry.setdefault(key, value)
-    kind = entry.pop("backend", "hf")
+    kind = entry.setdefault("backend", "hf")
     if kind not in REGISTRY:
         raise ValueError(f"unknown backend {kind!r}; known: {sorted(REGISTRY)}")
     if "model" not in entry:
         raise ValueError(f"backend entry {spec!r} needs a 'model'")
-    wanted = {"backend": kind, "device": None, "dtype": None, **entry}
-    if reuse is not None and hasattr(reuse, "renew") and getattr(reuse, "spec", None) == wanted:
-        return reuse.renew()
+    if kind != "hf":
+        return entry
+    for key, value in overrides.items():
+        if value is not None:
+            entry.setdefault(key, value)
+    return {"device": None, "dtype": None, **entry}
+
+
+def load_backend(spec: str | dict[str, Any] | Backend, **overrides: Any) -> Backend:
+    """A Backend from a model name/path (local transformers model) or a dict {backend: kind, model: ..., ...}
+    (see `backend_entry`); an already-built Backend is returned unchanged. To load each model once for many
+    runs, use run.recipe.BackendCache."""
+    if isinstance(spec, Backend):
+        return spec
+    entry = backend_entry(spec, **overrides)
+    kind, model = entry.pop("backend"), entry.pop("model")
     module, factory = REGISTRY[kind].split(":")
-    return getattr(importlib.import_module(module), factory)(entry.pop("model"), **entry)
+    return getattr(importlib.import_module(module), factory)(model, **entry)
 
 
 __all__ = ["Backend", "Capabilities", "CapabilityError", "Continuation", "ContinuationLogprobs", "Generation",
-           "LetterLogprobs", "check_capabilities", "load_backend", "REGISTRY"]
+           "LetterLogprobs", "backend_entry", "load_backend", "REGISTRY"]

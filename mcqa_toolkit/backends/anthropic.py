@@ -15,8 +15,8 @@ import importlib.metadata as md
 import os
 from typing import Any, Sequence
 
-from mcqa_toolkit.backends.base import (Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs,
-                                        check_capabilities)
+from mcqa_toolkit.backends.base import (Capabilities, CapabilityError, Continuation, ContinuationLogprobs, Generation,
+                                        LetterLogprobs)
 from mcqa_toolkit.backends.cache import RequestCache
 from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, TokenMeter, classify_status
 
@@ -108,12 +108,12 @@ class AnthropicBackend:
         return self.meter.usage(self.sender.counters)
 
     def letter_logprobs(self, prompts: Sequence[Any]) -> list[LetterLogprobs]:
-        check_capabilities(self, "first_token")  # always raises: the Messages API has no log-probabilities
-        return []
+        raise CapabilityError(f"backend {self.name!r} cannot score first_token: the Messages API exposes no "
+                              "log-probabilities; use method='generate'")
 
     def loglikelihoods(self, requests: Sequence[Continuation]) -> list[ContinuationLogprobs]:
-        check_capabilities(self, "loglik")  # always raises, as above
-        return []
+        raise CapabilityError(f"backend {self.name!r} cannot score loglik: the Messages API cannot return "
+                              "log-probabilities of given text; use method='generate'")
 
     def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0,
                  stop: Sequence[str] = (), seeds: Sequence[int] | None = None) -> list[Generation]:

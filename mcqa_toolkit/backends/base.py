@@ -11,8 +11,9 @@ token ids, so a local transformers model, an OpenAI-compatible server or a hoste
 3. `generate(prompts, ...)`: text written after the prompt (greedy or sampled with a per-record seed,
    stop strings cut off, at most `max_new_tokens`).
 
-What a backend can do is declared in `capabilities`; `check_capabilities` turns a strategy that needs a
-missing one into one sentence before any work starts. Token accounting (`usage()`), caching and retries
+What a backend can do is declared in `capabilities`; the table of methods (scoring.methods) says what each
+method needs, and `scoring.methods.check_method` turns a strategy that needs a missing capability into one
+sentence before any work starts. Token accounting (`usage()`), caching and retries
 are the backend's business. Records are computed from these calls only, so two backends serving the
 same weights give comparable records.
 """
@@ -25,7 +26,7 @@ import numpy as np
 
 __all__ = [
     "Capabilities", "LetterLogprobs", "Continuation", "ContinuationLogprobs", "Generation", "Backend",
-    "CapabilityError", "check_capabilities", "METHOD_NEEDS", "split_trailing_space",
+    "CapabilityError", "split_trailing_space",
 ]
 
 
@@ -119,31 +120,3 @@ def split_trailing_space(context: str, continuation: str) -> tuple[str, str]:
 
 class CapabilityError(ValueError):
     """A strategy asks for something the backend cannot do; raised before any request is made."""
-
-
-# method -> (capability it needs, what it is in words, what to use instead)
-METHOD_NEEDS: dict[str, tuple[str, str, str]] = {
-    "first_token": ("next_token_logprobs", "it exposes no next-token log-probabilities", "method='generate'"),
-    "loglik": ("continuation_logprobs", "it cannot return log-probabilities of given text (no echo)",
-               "method='first_token' or method='generate'"),
-    "cloze": ("continuation_logprobs", "it cannot return log-probabilities of given text (no echo)",
-              "method='generate'"),
-    "generate": ("generate", "it cannot generate text", "method='first_token' or 'loglik'"),
-    "min_k": ("continuation_logprobs", "it cannot return log-probabilities of given text (no echo)",
-              "min_k: false"),
-}
-
-
-def check_capabilities(backend: Backend, method: str, chat: bool = False) -> None:
-    """Raise CapabilityError, in one sentence, if `backend` cannot serve `method` (and chat formatting)."""
-    if method not in METHOD_NEEDS:
-        raise ValueError(f"unknown method {method!r}; known: {sorted(METHOD_NEEDS)}")
-    caps = backend.capabilities
-    need, why, instead = METHOD_NEEDS[method]
-    if not getattr(caps, need):
-        raise CapabilityError(f"backend {backend.name!r} cannot score {method}: {why}; use {instead}")
-    if chat and not caps.chat:
-        raise CapabilityError(f"backend {backend.name!r} cannot render chat prompts; use a strategy with chat=False")
-    if chat and method != "generate" and not caps.chat_scoring:
-        raise CapabilityError(f"backend {backend.name!r} cannot score {method} on chat prompts (log-probs of a "
-                              "chat-rendered prompt); use chat=False or method='generate'")

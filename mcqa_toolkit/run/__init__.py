@@ -1,13 +1,20 @@
 """Run: administer items to a backend under a strategy and keep the records.
 
+    recipe     run_job(): every step of one run (items, backends, strategy, judges, records, Min-K%, summary);
+               BackendCache (each model loaded once per session); called by the notebook, the CLI, batch mode
+    jobs       Job (what one run is) and a params file expanded into jobs (run folders)
     strategy   Strategy (how the exam is administered), STRATEGIES (the seeds' named strategies), strategy()
     runner     run(): items (every question type) x strategy -> one record per (item, shuffle), resumable
-    administer how each question type is asked (letters, generation, yes/no log-probs) and judged
+    dispatch   the one dispatcher: how each item is asked (letters by the method table, generation per question
+               type, yes/no log-probs) and judged
+    adaptive   the CAT loop (run_adaptive): one item at a time, the most informative at the current theta
+    state      run_state(): the one decision whether a run folder is new, resumable, complete or another run
     records    the record factory: every column derived, every record graded by the exam rule
+    equality   the equality rule of two runs' records (timing aside, scores within 1e-6)
     store      RunDir: every file name of a run folder; load_results / load_min_k over many run folders
     columns    the record column contract
-    jobs       params file -> jobs (run folders), resume contract, the steps of the run notebook
     grid       `mcqa run`: every incomplete job's run notebook, cheapest first, in one kernel (session)
+    batch      API batch mode: collect a job's requests, submit them, fetch the results into the request cache
     session    KernelSession: one Jupyter kernel that executes many papermill notebooks in turn
 """
 from mcqa_toolkit.run.runner import plan_shots, run

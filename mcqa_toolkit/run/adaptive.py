@@ -45,7 +45,7 @@ def _past(store: Any, index: dict[str, int]) -> dict[int, list[tuple[int, int]]]
     return {k: [(i, x) for _, i, x in sorted(v)] for k, v in out.items()}
 
 
-def administer(items: ItemSet, strategy: Any, store: Any, render_one: Callable[..., Any],
+def run_adaptive(items: ItemSet, strategy: Any, store: Any, render_one: Callable[..., Any],
                score_one: Callable[..., dict[str, Any]], progress: bool = True) -> None:
     """Run one CAT per shuffle, appending one record per administered item.
 

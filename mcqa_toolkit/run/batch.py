@@ -11,40 +11,51 @@ Fetching is idempotent and resumable; failed, errored and expired requests are l
 """
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-from mcqa_toolkit.backends.base import check_capabilities
+from mcqa_toolkit.backends import backend_entry
+
 from mcqa_toolkit.backends.batch import ENDED, batch_api, import_results
-from mcqa_toolkit.run.runner import run
+from mcqa_toolkit.run.recipe import BackendCache, run_job
 
 VLLM_RESULTS = "batch_results.jsonl"  # a `vllm run-batch -o` output placed in the run folder is imported
 
 
-def collect_requests(job: Any, backend: Any) -> dict[str, tuple[str, dict[str, Any]]]:
-    """The requests a run of `job` needs that the request cache does not hold yet."""
-    items, strategy, sender = job.items(), job.build_strategy(), backend.sender
-    check_capabilities(backend, strategy.method, strategy.chat)  # probes the server online, before collecting
-    if not backend.capabilities.batch:
+def _entries(job: Any) -> list[dict[str, Any]]:
+    """The complete entries of a job's backends: its model, then its judges (run.recipe.run_job's order)."""
+    return [backend_entry(spec, device=job.device, dtype=job.dtype) for spec in [job.model_entry(), *(job.judges or [])]]
+
+
+def collect_requests(job: Any, backends: BackendCache) -> tuple[Any, dict[str, tuple[str, dict[str, Any]]]]:
+    """(the job's backend, the requests a run of `job` needs that its request cache does not hold yet): the
+    recipe (run_job) run into a temporary folder while every API backend of the job (model and judges)
+    collects instead of sending, so nothing is sent online. API backends are not renewed between runs
+    (BackendCache), so run_job gets these very backends. Judges grade answers, so their requests exist only
+    once the answers are known: after a fetch, a new submit collects them (when the judge is the job's own
+    model; another judge model answers online when the run executes)."""
+    run_backends = backends.for_run(_entries(job))
+    backend = run_backends[0]
+    if not backend.capabilities.batch:  # (first use probes the server online, before anything is collected)
         raise ValueError(f"backend {backend.name!r} has no batch API")
-    sender.collecting = {}
+    senders = list({id(b.sender): b.sender for b in run_backends if hasattr(b, "sender")}.values())
+    for sender in senders:
+        sender.collecting = {}
     try:
         with tempfile.TemporaryDirectory(prefix="mcqa_batch_") as tmp:
-            records = run(items, backend, strategy, tmp, dataset=job.dataset, limit=job.limit, progress=False)
-            if job.min_k and backend.capabilities.continuation_logprobs:
-                from mcqa_toolkit.scoring.min_k import min_k_table
-
-                min_k_table(backend, items.filter(item_id=set(records["item_id"])))
-        return dict(sender.collecting)
+            run_job(dataclasses.replace(job, out_dir=Path(tmp)), backends, progress=False)
+        return backend, dict(backend.sender.collecting)
     finally:
-        sender.collecting = None
+        for sender in senders:
+            sender.collecting = None
 
 
-def submit(job: Any) -> dict[str, Any]:
+def submit(job: Any, backends: BackendCache) -> dict[str, Any]:
     """Collect and submit one job's missing requests; returns (and stores) the batch state."""
-    backend = job.backend()
-    requests = collect_requests(job, backend)
+    backend, requests = collect_requests(job, backends)
     rd = job.run_dir
     rd.dir.mkdir(parents=True, exist_ok=True)
     entries = batch_api(backend).submit(requests, rd.dir) if requests else []
@@ -54,7 +65,7 @@ def submit(job: Any) -> dict[str, Any]:
     return state
 
 
-def fetch(job: Any) -> dict[str, Any]:
+def fetch(job: Any, backends: BackendCache) -> dict[str, Any]:
     """Poll the job's batches and store the results of ended ones. state["ready"] is True when every batch
     has been fetched without failures (the job can then run from the cache); failures are listed in
     state["failed"] and a new `submit` resubmits exactly them."""
@@ -62,7 +73,7 @@ def fetch(job: Any) -> dict[str, Any]:
     state = rd.batch_state()
     if not state:
         raise ValueError(f"{rd.dir}: no batch was submitted for this run; use --batch-submit first")
-    backend = job.backend()
+    backend = backends.for_run(_entries(job))[0]
     vllm_out = rd.dir / VLLM_RESULTS
     if vllm_out.exists() and not state.get("imported_vllm"):
         stored, failed = import_results(vllm_out.read_text().splitlines(), backend.sender.cache)

@@ -19,8 +19,8 @@ RUN_COLUMNS = (
     "dataset",         # str: dataset registry name (e.g. "demo", "enem")
     "strategy",        # str: strategy name (e.g. "S5", "enem_4shot")
     "strategy_hash",   # str: sha256[:12] of the strategy's fields
-    "method",          # str: first_token | loglik | generate | cloze
-    "normalization",   # str: sum | token | char | byte | pmi | "" (first_token/generate)
+    "method",          # str: a method of scoring.methods.METHODS (first_token | loglik | cloze | generate)
+    "normalization",   # str: scoring.methods.NORMALIZATIONS (sum | token | char | byte | pmi); "" without one
     "shots",           # int
     "seed",            # int
 )
@@ -61,5 +61,3 @@ STATUSES = ("correct", "partial", "incorrect", "unanswered", "refused", "error")
 ANSWERED = ("correct", "partial", "incorrect")   # a response was read and graded
 LEGACY_STATUSES = ("answered", "unanswered", "refused")  # records written before the per-type schema
 
-METHODS = ("first_token", "loglik", "generate", "cloze")
-from mcqa_toolkit.scoring.loglik import NORMALIZATIONS  # noqa: E402,F401  (sum | token | char | byte | pmi)

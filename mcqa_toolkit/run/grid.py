@@ -1,6 +1,7 @@
 """The grid's execution (`mcqa run`): every incomplete job of a params file runs `notebooks/run_model.ipynb`
 with papermill in one shared kernel (run.session), model by model and cheapest strategies first, printing each
-run's headline numbers as it finishes.
+run's headline numbers as it finishes. The notebook calls run.recipe.run_job with the kernel's BackendCache
+(BACKENDS), so each model is loaded once for the whole grid.
 """
 from __future__ import annotations
 
@@ -10,24 +11,23 @@ from pathlib import Path
 from typing import Any
 
 from mcqa_toolkit.run.jobs import Job, expand, load_params
+from mcqa_toolkit.run.state import RunRefused, RunState, run_state
+from mcqa_toolkit.scoring.methods import MIN_K_COST, record_cost
 
-# Relative wall time of one record (item x shuffle) by method, and of Min-K% per item, measured on Gemma-3-270M
-# on 2 CPU cores (the demo's strategies, one language): `mcqa run` starts with the cheapest runs so that the
-# first numbers are on screen early. Cloze scores every token of every option (an LM-head call per token);
-# generation costs about one unit per new token.
-METHOD_COST = {"first_token": 12.0, "cloze": 17.0, "loglik": 17.0, "generate": 1.2}  # generate: x max_new_tokens
-MIN_K_COST = 24.0
+# The kernel's BackendCache (run.recipe), created once per `mcqa run` and kept between notebooks; the run
+# notebook passes it to run_job.
+BACKENDS = "BACKENDS"
+_SETUP = f"from mcqa_toolkit.run.recipe import BackendCache\n{BACKENDS} = BackendCache()"
 
 
 def estimated_cost(job: Job) -> float:
-    """A job's relative cost per item, for ordering only (a strategy that fails to build sorts first: it
-    fails at once)."""
+    """A job's relative cost per item (scoring.methods), for ordering only (a strategy that fails to build
+    sorts first: it fails at once)."""
     try:
         st = job.build_strategy()
     except ValueError:
         return 0.0
-    per_record = METHOD_COST[st.method] * (st.max_new_tokens if st.method == "generate" else 1)
-    return per_record * st.shuffles + (MIN_K_COST if job.min_k else 0.0)
+    return record_cost(st.method, st.max_new_tokens) * st.shuffles + (MIN_K_COST if job.min_k else 0.0)
 
 
 def _model_key(job: Job) -> str:
@@ -54,6 +54,18 @@ def _result_line(job: Job) -> str:
            f"({s.get('n_items', 0)} items x {s.get('shuffles', 0)} shuffles)"
 
 
+def _pending(jobs: list[Job], failures: list[tuple[Job, str]]) -> list[Job]:
+    """The jobs whose run folder is not complete (run.state); a folder holding another run is a failure."""
+    todo = []
+    for job in jobs:
+        try:
+            if run_state(job.run_dir, {"job": job.identity()}) is not RunState.COMPLETE:
+                todo.append(job)
+        except RunRefused as e:
+            failures.append((job, str(e)))
+    return todo
+
+
 def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool = False, kernel: str = "python3",
                batch: str | None = None) -> int:
     """Execute every incomplete combination of a params file in one kernel (run.session), printing each
@@ -67,28 +79,37 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
     if batch not in (None, "submit", "fetch"):
         raise ValueError(f"batch must be None, 'submit' or 'fetch', got {batch!r}")
     params = load_params(path)
-    jobs = expand(params, base_dir=base_dir)
-    todo = schedule([j for j in jobs if not j.is_complete()])
-    print(f"{len(jobs)} combinations, {len(jobs) - len(todo)} already complete, {len(todo)} to run", flush=True)
+    try:
+        jobs = expand(params, base_dir=base_dir)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    failures: list[tuple[Job, str]] = []
+    todo = schedule(_pending(jobs, failures))
+    print(f"{len(jobs)} combinations, {len(jobs) - len(todo) - len(failures)} already complete, {len(todo)} to run",
+          flush=True)
     if dry_run or not todo:
         for j in todo:
             print("  would run", j.run_dir.name)
-        return 0
-    failures: list[tuple[Job, str]] = []
-    t0 = time.time()
+        return _report_failures(failures)
+    t0, refused = time.time(), len(failures)
     width = len(str(len(todo)))
     with contextlib.ExitStack() as stack:
-        session = None
+        session, backends = None, None
         for n, job in enumerate(todo, start=1):
             t = time.time()
             try:
-                if batch is not None and not _batch_step(job, batch):
-                    continue
-                if session is None:  # started on first use: `--batch submit` runs no notebook
+                if batch is not None:
+                    if backends is None:
+                        from mcqa_toolkit.run.recipe import BackendCache
+
+                        backends = BackendCache()
+                    if not _batch_step(job, batch, backends):
+                        continue
+                if session is None:  # started on first use: `--batch-submit` runs no notebook
                     from mcqa_toolkit.run.session import KernelSession
 
                     session = stack.enter_context(KernelSession(params.get("kernel") or kernel, cwd=notebook.parent,
-                                                                keep=("backend",)))
+                                                                keep=(BACKENDS,), setup=_SETUP))
                 execute(job, notebook, session)
                 result = _result_line(job)
             except Exception as e:  # papermill raises PapermillExecutionError with the cell's traceback
@@ -96,19 +117,25 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
                 failures.append((job, f"{type(e).__name__}: {last}"))
                 result = "failed (see below)"
             print(f"[{n:>{width}}/{len(todo)}] {time.time() - t:5.0f} s  {job.run_dir.name:<40} {result}", flush=True)
-    print(f"done in {time.time() - t0:.0f} s: {len(todo) - len(failures)} processed, {len(failures)} failed")
+    failed = len(failures) - refused
+    print(f"done in {time.time() - t0:.0f} s: {len(todo) - failed} processed, {failed} failed")
+    return _report_failures(failures)
+
+
+def _report_failures(failures: list[tuple[Job, str]]) -> int:
     for job, msg in failures:
-        print(f"  FAILED {job.run_dir.name}: {msg}\n    see {job.run_dir.notebook}")
+        print(f"  FAILED {job.run_dir.name}: {msg}" + (f"\n    see {job.run_dir.notebook}"
+                                                        if job.run_dir.notebook.exists() else ""))
     return len(failures)
 
 
-def _batch_step(job: Job, mode: str) -> bool:
+def _batch_step(job: Job, mode: str, backends: Any) -> bool:
     """Submit or fetch one job's batch and print its state; True when the job should now run from the cache."""
     from mcqa_toolkit.run import batch
 
-    state = batch.submit(job) if mode == "submit" else batch.fetch(job)
+    state = batch.submit(job, backends) if mode == "submit" else batch.fetch(job, backends)
     print(batch.describe(job.run_dir.name, state), flush=True)
     return mode == "fetch" and bool(state.get("ready"))
 
 
-__all__ = ["run_params", "schedule", "estimated_cost", "execute", "METHOD_COST", "MIN_K_COST"]
+__all__ = ["run_params", "schedule", "estimated_cost", "execute", "BACKENDS"]

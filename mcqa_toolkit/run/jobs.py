@@ -1,32 +1,35 @@
-"""Jobs: a params file (models x datasets x languages x strategies) expanded into run folders, the resume
-contract, and the steps `notebooks/run_model.ipynb` runs for one job (run.grid executes the notebooks).
+"""Jobs: a params file (models x datasets x languages x strategies) expanded into run folders.
 
-A job is complete when its run folder holds a finished run (records.parquet + provenance with complete=True)
-AND a summary.json written with the same job parameters (RESUME_KEYS); anything else is (re-)executed, and
-the runner itself refuses to mix a different strategy, model or dataset into existing records.
+A Job says *what* one run is (its model, dataset, language, strategy and options, and its run folder); the
+recipe (run.recipe.run_job) does it. `Job.identity()` are the parameters that determine the run's records:
+they are recorded in the run folder, and run.state refuses a folder made with other ones. A Job converts to
+and from the run notebook's UPPER_CASE parameters (papermill injects them).
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-import pandas as pd
 import yaml
 
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.run.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy, build_strategy
+from mcqa_toolkit.scoring.judge import COMBINE_RULES
 
-PARAM_KEYS = {"output_dir", "models", "datasets", "languages", "strategies", "limit", "seed", "shuffles", "shots",
-              "device", "dtype", "min_k", "kernel", "judges", "judge_combine"}
-# the notebook parameters that must match for a finished run folder to count as this job (and the backend kind)
-RESUME_KEYS = ("MODEL", "DATASET", "DATASET_ARGS", "LANGUAGE", "STRATEGY", "SHOTS", "SHUFFLES", "SEED", "LIMIT",
-               "JUDGES", "JUDGE_COMBINE")
+# params-file keys: the grid (models, datasets, languages, strategies), where it goes, and options every job gets
+PARAM_KEYS = {"output_dir", "models", "datasets", "languages", "strategies", "kernel", "limit", "seed", "shuffles",
+              "shots", "device", "dtype", "min_k", "judges", "judge_combine"}
+_OPTIONS = ("limit", "seed", "shuffles", "shots", "device", "dtype", "judges", "judge_combine")  # Job fields too
+_PARAMETER = {"backend_options": "BACKEND", "out_dir": "OUTPUT_DIR"}  # notebook parameter names that differ
+# fields that do not change the records: where they go, where the model runs, whether Min-K% is measured
+_NOT_IDENTITY = ("out_dir", "device", "dtype", "min_k", "backend_options")
 
 
 def load_items(dataset: str, dataset_args: dict[str, Any] | None = None, language: str | None = None) -> ItemSet:
@@ -62,77 +65,58 @@ class Job:
     min_k: bool = True
     backend_options: dict[str, Any] = field(default_factory=dict)  # {backend: openai, base_url: ..., ...}; {} = hf
     judges: list[Any] | None = None  # judge models of short answers (names/paths/backend dicts); None: no judge
-    judge_combine: str | None = None  # mean | majority (None: mean)
+    judge_combine: str = "mean"      # several judges: scoring.judge.COMBINE_RULES
+
+    def __post_init__(self) -> None:
+        if self.judge_combine not in COMBINE_RULES:
+            raise ValueError(f"judge_combine must be one of {COMBINE_RULES}, got {self.judge_combine!r}")
+        if self.judges is not None and (not isinstance(self.judges, list) or not self.judges):
+            raise ValueError("judges must be a non-empty list of models (or left out)")
 
     @property
     def run_dir(self) -> RunDir:
         return RunDir(self.out_dir)
 
-    def parameters(self) -> dict[str, Any]:
-        """The run notebook's parameters for this job (papermill injects them)."""
-        return {"MODEL": self.model, "BACKEND": self.backend_options, "DATASET": self.dataset,
-                "DATASET_ARGS": self.dataset_args,
-                "LANGUAGE": self.language, "STRATEGY": self.strategy, "OUTPUT_DIR": str(self.out_dir),
-                "SHOTS": self.shots, "SHUFFLES": self.shuffles, "SEED": self.seed, "LIMIT": self.limit,
-                "DEVICE": self.device, "DTYPE": self.dtype, "MIN_K": self.min_k, "JUDGES": self.judges,
-                "JUDGE_COMBINE": self.judge_combine}
+    def model_entry(self) -> dict[str, Any]:
+        """The params-file entry of the job's model (backends.backend_entry completes it)."""
+        return {"model": self.model, **self.backend_options}
 
-    @classmethod
-    def from_parameters(cls, **params: Any) -> "Job":
-        """The job a run notebook was given (its UPPER_CASE parameters)."""
-        fields = {k.lower(): v for k, v in params.items()}
-        fields["backend_options"] = dict(fields.pop("backend", None) or {})
-        out = fields.pop("output_dir")  # None: a fresh temporary folder (tests re-execute the notebook)
-        fields["out_dir"] = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mcqa_run_"))
-        return cls(**fields)
-
-    # ---- the steps of one run ----------------------------------------------------------------------------
     def items(self) -> ItemSet:
         return load_items(self.dataset, self.dataset_args, self.language)
 
     def build_strategy(self) -> Strategy:
         return build_strategy(self.strategy, shots=self.shots, shuffles=self.shuffles, seed=self.seed)
 
-    def backend(self, reuse: Any = None) -> Any:
-        """The job's backend; `reuse` (the previous job's backend in the same kernel) is renewed instead of
-        loaded again when it was loaded from the same model entry (backends.load_backend)."""
-        from mcqa_toolkit.backends import load_backend
+    def parameters(self) -> dict[str, Any]:
+        """The run notebook's parameters for this job (papermill injects them)."""
+        return {_name(f.name): _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
-        return load_backend({"model": self.model, **self.backend_options}, reuse=reuse, device=self.device,
-                            dtype=self.dtype)
+    def identity(self) -> dict[str, Any]:
+        """The parameters that determine the records, and the backend kind (see run.state)."""
+        skip = {_name(n) for n in _NOT_IDENTITY}
+        return {**{k: v for k, v in self.parameters().items() if k not in skip},
+                "BACKEND_KIND": self.backend_options.get("backend", "hf")}
 
-    def judging(self, backend: Any) -> dict[str, Any]:
-        """run()'s judges= and combine= arguments: an LLMJudge per entry of `judges` (an entry naming the run's
-        own model reuses its loaded backend) and the combination rule."""
-        from mcqa_toolkit.backends import load_backend
-        from mcqa_toolkit.scoring.judge import LLMJudge
+    @classmethod
+    def from_parameters(cls, params: Mapping[str, Any]) -> "Job":
+        """The job of a run notebook's parameters (any mapping holding them, e.g. the notebook's `globals()`;
+        other names are ignored). OUTPUT_DIR None: a fresh temporary folder (tests re-execute the notebook)."""
+        fields = {f.name: params[_name(f.name)] for f in dataclasses.fields(cls) if _name(f.name) in params}
+        fields["backend_options"] = dict(fields.get("backend_options") or {})
+        out = fields.get("out_dir")
+        fields["out_dir"] = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mcqa_run_"))
+        if fields.get("judge_combine") is None:
+            fields.pop("judge_combine", None)
+        return cls(**fields)
 
-        judges = [LLMJudge(backend if spec == self.model else load_backend(spec, device=self.device, dtype=self.dtype),
-                           name=model_label(spec)) for spec in (self.judges or [])]
-        return {"judges": judges, "combine": self.judge_combine or "mean"}
 
-    def measure_min_k(self, backend: Any, items: ItemSet, records: pd.DataFrame) -> pd.DataFrame:
-        """Min-K% prob of the evaluated questions, written to the run folder."""
-        from mcqa_toolkit.scoring.min_k import min_k_table
+def _name(field_name: str) -> str:
+    """A Job field's notebook parameter name."""
+    return _PARAMETER.get(field_name, field_name.upper())
 
-        table = min_k_table(backend, items.filter(item_id=set(records["item_id"])))
-        self.run_dir.write_min_k(table)
-        return table
 
-    def write_summary(self, summary: dict[str, Any], strategy: Strategy) -> Path:
-        """summary.json with the parameters that make this run folder count as this job (resume contract)."""
-        params = {k: v for k, v in self.parameters().items() if k in RESUME_KEYS}
-        return self.run_dir.write_summary(summary, {**params, "BACKEND_KIND": self.backend_options.get("backend", "hf"),
-                                                    "strategy_hash": strategy.hash})
-
-    def is_complete(self) -> bool:
-        """A finished run made with the same parameters (else it is re-executed)."""
-        rd = self.run_dir
-        if not (rd.is_complete() and rd.summary_file.exists()):
-            return False
-        done, want = rd.summary().get("params", {}), self.parameters()
-        kind = done.get("BACKEND_KIND", "hf") == self.backend_options.get("backend", "hf")
-        return kind and all(done.get(k) == want.get(k) for k in RESUME_KEYS)
+def _plain(value: Any) -> Any:
+    return str(value) if isinstance(value, Path) else value
 
 
 def _slug(text: str) -> str:
@@ -173,10 +157,6 @@ def load_params(path: str | Path) -> dict[str, Any]:
     for key in ("models", "datasets", "strategies"):
         if not params.get(key) or not isinstance(params[key], list):
             raise ValueError(f"{p}: '{key}' must be a non-empty list")
-    if params.get("judges") is not None and (not isinstance(params["judges"], list) or not params["judges"]):
-        raise ValueError(f"{p}: 'judges' must be a non-empty list of models (or left out)")
-    if params.get("judge_combine") not in (None, "mean", "majority"):
-        raise ValueError(f"{p}: 'judge_combine' must be mean or majority, got {params['judge_combine']!r}")
     return params
 
 
@@ -185,8 +165,7 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
     out = Path(params.get("output_dir", "outputs"))
     if base_dir is not None and not out.is_absolute():
         out = base_dir / out
-    options = {k: params.get(k) for k in ("limit", "seed", "shuffles", "shots", "device", "dtype", "judges",
-                                          "judge_combine")}
+    options = {k: params[k] for k in _OPTIONS if params.get(k) is not None}
     wanted_min_k = params.get("min_k") is None or bool(params["min_k"])
     jobs: list[Job] = []
     min_k_done: set[tuple] = set()  # Min-K% depends on model and items only: measure it once per combination
@@ -210,4 +189,4 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
     return jobs
 
 
-__all__ = ["Job", "load_items", "load_params", "expand", "model_label", "RESUME_KEYS", "PARAM_KEYS"]
+__all__ = ["Job", "load_items", "load_params", "expand", "model_label", "PARAM_KEYS"]

@@ -6,10 +6,10 @@ notebook still gets its own executed copy, written by papermill exactly as befor
 cell timings, error markers, PapermillExecutionError on a failing cell).
 
 Between notebooks the kernel forgets the previous one: its user namespace is cleared except the names the
-caller asks to keep (`keep`; `mcqa run` keeps `backend`, which the next run notebook may reuse when it asks
-for the same model), its output history is dropped and its execution counter restarts at 1, so an executed
-notebook reads as if it had had a kernel of its own. A kernel that died (out of memory, say) is restarted
-before the next notebook.
+caller asks to keep (`keep`), its output history is dropped and its execution counter restarts at 1, so an
+executed notebook reads as if it had had a kernel of its own. `setup` is code run once in a new kernel
+(`mcqa run` creates its BackendCache there, kept as BACKENDS, which every run notebook passes to run_job).
+A kernel that died (out of memory, say) is restarted, and set up again, before the next notebook.
 
 The kernel gets OPENBLAS_NUM_THREADS=1 unless the caller's environment sets it: torch already uses every core,
 and numpy's OpenBLAS threads, which keep spinning after each small matrix product, then slowed the model's runs
@@ -75,13 +75,14 @@ _mcqa_reset({keep!r}, {cwd!r})
 
 
 class KernelSession:
-    """One kernel for many notebooks: `with KernelSession(keep=("backend",)) as s: s.execute(nb, out, params)`."""
+    """One kernel for many notebooks: `with KernelSession(keep=("X",), setup="X = 1") as s: s.execute(nb, out, p)`."""
 
     def __init__(self, kernel_name: str = "python3", cwd: str | Path | None = None, keep: Iterable[str] = (),
-                 startup_timeout: int = 60):
+                 startup_timeout: int = 60, setup: str = ""):
         self.kernel_name = kernel_name
         self.cwd = str(cwd) if cwd is not None else None
         self.keep = tuple(keep)
+        self.setup = setup
         self.startup_timeout = startup_timeout
         self.km: AsyncKernelManager | None = None
         self.kc: Any = None
@@ -105,6 +106,8 @@ class KernelSession:
         self.kc.start_channels()
         try:
             run_sync(self.kc.wait_for_ready)(timeout=self.startup_timeout)
+            if self.setup:
+                self._silent(self.setup, "set up the kernel")
         except Exception:
             self.close()
             raise
@@ -136,11 +139,14 @@ class KernelSession:
     def reset(self, cwd: str | Path | None = None) -> None:
         """Forget the previous notebook (except `keep`) and start counting cells at 1; raise if that fails."""
         self._ensure_alive()
-        code = _RESET.format(keep=self.keep, cwd=str(cwd) if cwd is not None else self.cwd)
+        self._silent(_RESET.format(keep=self.keep, cwd=str(cwd) if cwd is not None else self.cwd), "reset the kernel")
+
+    def _silent(self, code: str, what: str) -> None:
+        """Run code in the kernel without output, history or execution count; raise if it fails."""
         reply = run_sync(self.kc.execute_interactive)(code, silent=True, store_history=False,
                                                       timeout=self.startup_timeout, output_hook=lambda msg: None)
         if reply["content"]["status"] != "ok":
-            raise RuntimeError(f"could not reset the kernel: {reply['content'].get('evalue', '')}")
+            raise RuntimeError(f"could not {what}: {reply['content'].get('evalue', '')}")
 
     def execute(self, notebook: str | Path, output: str | Path, parameters: dict[str, Any] | None = None,
                 cwd: str | Path | None = None) -> Any:

@@ -10,7 +10,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from mcqa_toolkit.run.columns import METHODS, NORMALIZATIONS
+from mcqa_toolkit.scoring.methods import METHOD_NAMES, METHODS, NORMALIZATIONS
 
 
 @dataclass(frozen=True)
@@ -32,21 +32,23 @@ class Strategy:
     max_new_tokens: int = 12
     stop: tuple[str, ...] = ("\n\n",)
     seed: int = 0
-    batch_size: int = 8                # greedy generate: items per left-padded batch (execution detail, not hashed)
+    block_size: int = 8                # greedy generate: items per backend call, left-padded together (execution
+                                       # detail, not hashed)
     adaptive: dict[str, Any] | None = None  # CAT: {se_target: 0.3, max_items: 20, ...} (irt.CatConfig fields)
     structured: bool = False           # generate: ask for a JSON reply {"answer", "explanation"} (course-exam style)
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
-            raise ValueError(f"Strategy.method {self.method!r} not in {METHODS}")
-        if self.method in ("loglik", "cloze"):
+            raise ValueError(f"Strategy.method {self.method!r} not in {METHOD_NAMES}")
+        if METHODS[self.method].normalized:
             if self.normalization not in NORMALIZATIONS:
                 raise ValueError(f"Strategy.normalization {self.normalization!r} not in {NORMALIZATIONS}")
         elif self.normalization:
-            raise ValueError(f"Strategy.normalization applies to loglik/cloze, not {self.method!r}")
-        if self.shuffles < 1 or self.shots < 0 or self.max_new_tokens < 1 or self.temperature < 0 or self.batch_size < 1:
+            raise ValueError(f"Strategy.normalization applies to "
+                             f"{'/'.join(m.name for m in METHODS.values() if m.normalized)}, not {self.method!r}")
+        if self.shuffles < 1 or self.shots < 0 or self.max_new_tokens < 1 or self.temperature < 0 or self.block_size < 1:
             raise ValueError("Strategy needs shuffles >= 1, shots >= 0, max_new_tokens >= 1, temperature >= 0, "
-                             "batch_size >= 1")
+                             "block_size >= 1")
         if self.structured and self.method != "generate":
             raise ValueError("Strategy.structured asks for a JSON reply: it needs method='generate'")
         object.__setattr__(self, "shot_ids", tuple(self.shot_ids))
@@ -71,10 +73,10 @@ class Strategy:
 
     @property
     def hash(self) -> str:
-        """Identifies what is administered; the name and batch size (like device and dtype) are not part of it.
+        """Identifies what is administered; the name and block size (like device and dtype) are not part of it.
         Fields added after the first release count only when set (`_LATER`), so earlier hashes stay valid."""
         fields = {k: v for k, v in self.to_dict().items()
-                  if k not in ("name", "batch_size") and _LATER.get(k, object()) != v}
+                  if k not in ("name", "block_size") and _LATER.get(k, object()) != v}
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
 
     def with_(self, **changes: Any) -> "Strategy":

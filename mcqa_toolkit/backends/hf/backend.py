@@ -1,6 +1,6 @@
 """HFBackend: a local transformers model behind the Backend protocol, scored with the KV-prefix engine.
 
-Every call takes all the prompts of one unit of work (one item's shuffles, or a block of items for batched
+Every call takes all the prompts of one block (one item's shuffles, or several items for padded greedy
 generation) so the engine shares the item's stem across shuffles and options; the run prefix
 (instruction + few-shot block) comes from each prompt's declared `shared_prefix` and its KV cache is kept
 in the engine's LRU. Token accounting (`usage()`) counts real tokens forwarded for every call, generation
@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from mcqa_toolkit.backends.base import (Capabilities, Continuation, ContinuationLogprobs, Generation,
                                         LetterLogprobs, split_trailing_space)
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request
-from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_batch, generate_one
+from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_padded, generate_one
 from mcqa_toolkit.backends.hf.loading import LM
 from mcqa_toolkit.backends.hf.tokens import (context_continuations, encode, letter_requests, prompt_text,
                                              shared_prefix_ids)
@@ -25,10 +25,9 @@ _PACKAGES = ("torch", "transformers", "tokenizers")
 class HFBackend:
     """A loaded `LM` (model + tokenizer) as a Backend. One per model; pass it around (no globals)."""
 
-    def __init__(self, lm: LM, spec: dict[str, Any] | None = None, **engine_options: Any):
+    def __init__(self, lm: LM, **engine_options: Any):
         self.lm = lm
         self.name = lm.name
-        self.spec = spec  # the load_backend entry it was loaded from (None when built around a given model)
         self.engine = PrefixScorer(lm, **engine_options)
         self._engine_options = engine_options
         self._generated = {"generated_tokens": 0, "generation_padded": 0}
@@ -36,7 +35,7 @@ class HFBackend:
     def renew(self) -> "HFBackend":
         """A backend on the same loaded weights with empty caches and counters, as good as a fresh load: the
         KV-prefix cache and the token accounting start over, so records do not depend on earlier runs."""
-        return HFBackend(self.lm, self.spec, **self._engine_options)
+        return HFBackend(self.lm, **self._engine_options)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -95,11 +94,12 @@ class HFBackend:
 
     def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0,
                  stop: Sequence[str] = DEFAULT_STOP, seeds: Sequence[int] | None = None) -> list[Generation]:
-        """Greedy with several prompts: one left-padded batch; otherwise one by one (own seed, run-prefix cache)."""
+        """Greedy with several prompts: left-padded into one tensor; otherwise one by one (own seed, run-prefix
+        cache)."""
         id_lists = [encode(self.lm, *prompt_text(self.lm, p)) for p in prompts]
         stats = self.engine.stats
         if temperature == 0 and len(prompts) > 1:
-            gens, forwarded, padded = generate_batch(self.lm, id_lists, max_new_tokens=max_new_tokens, stop=stop)
+            gens, forwarded, padded = generate_padded(self.lm, id_lists, max_new_tokens=max_new_tokens, stop=stop)
             stats.forwarded += forwarded
             stats.naive += sum(len(x) for x in id_lists)
             self._generated["generation_padded"] += padded
@@ -122,6 +122,5 @@ def load(name_or_path: str = "gemma-3-270m", device: Any = None, dtype: Any = No
     """Load a causal LM (embedded Gemma-3-270M, HF id, local directory or .gguf) as an HFBackend."""
     from mcqa_toolkit.backends.hf.loading import load_model
 
-    spec = {"backend": "hf", "model": name_or_path, "device": device, "dtype": dtype, **kwargs}
-    return HFBackend(load_model(name_or_path, device=device, dtype=dtype, **kwargs), spec)
+    return HFBackend(load_model(name_or_path, device=device, dtype=dtype, **kwargs))
 

@@ -1,5 +1,5 @@
 """Text generation with a local transformers model: one prompt at a time (sampling, or reusing the run
-prefix's KV cache), or greedy left-padded batches.
+prefix's KV cache), or greedy with several prompts left-padded into one tensor (`generate_padded`).
 
 Greedy when temperature is 0, else sampling seeded per record (torch.manual_seed, so one record's draw
 does not depend on how many were made before it). Every call returns `Generation`s with the tokens the
@@ -90,14 +90,14 @@ def generate_one(lm: LM, ids: Sequence[int], *, max_new_tokens: int = 16, temper
 
 
 @torch.inference_mode()
-def generate_batch(lm: LM, id_lists: Sequence[Sequence[int]], *, max_new_tokens: int = 16,
+def generate_padded(lm: LM, id_lists: Sequence[Sequence[int]], *, max_new_tokens: int = 16,
                    stop: Sequence[str] = DEFAULT_STOP) -> tuple[list[Generation], int, int]:
-    """Greedy continuations of several prompts in one left-padded batch: (generations, real tokens
+    """Greedy continuations of several prompts left-padded into one tensor: (generations, real tokens
     forwarded, pad tokens forwarded).
 
-    Decoding one token reads every weight once whatever the batch size (Gemma's 262k x 640 LM head alone is
-    670 MB in fp32), so a batch of B prompts costs little more than one. Rows finish independently at their
-    stop strings. The batch composition changes float rounding slightly, so the runner keeps it fixed.
+    Decoding one token reads every weight once whatever the number of rows (Gemma's 262k x 640 LM head alone is
+    670 MB in fp32), so B prompts cost little more than one. Rows finish independently at their
+    stop strings. Which prompts share the tensor changes float rounding slightly, so the runner keeps its blocks fixed.
     """
     tok = lm.tokenizer
     pad = _pad_id(tok)

@@ -1,0 +1,129 @@
+"""run_job(): every step of one run, in one function that the run notebook, `mcqa run`, batch mode and Python
+users all call.
+
+    from mcqa_toolkit.run.jobs import Job
+    from mcqa_toolkit.run.recipe import BackendCache, run_job
+    backends = BackendCache()                      # load each model once for many runs
+    result = run_job(Job("gemma-3-270m", "demo", {}, "pt", "S5", Path("outputs/pt_S5")), backends)
+
+The steps: decide what the run folder holds (run.state: a finished run is returned as it is, another run is
+refused); load the items; build the strategy; get the backends of the model and its judges; refuse before
+any work what they cannot serve (run.dispatch.check_plan, and Min-K% without log-probs of given text);
+administer (run.runner.run: resumable records and provenance); summarise; measure Min-K% prob of the
+evaluated questions; write summary.json, the step that marks the run complete.
+"""
+from __future__ import annotations
+
+import gc
+import json
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pandas as pd
+
+from mcqa_toolkit.backends import Backend, backend_entry, load_backend
+from mcqa_toolkit.measure.summary import summarize_run
+from mcqa_toolkit.run.jobs import Job, model_label
+from mcqa_toolkit.run.runner import run
+from mcqa_toolkit.run.state import RunState, run_state
+from mcqa_toolkit.scoring.judge import LLMJudge
+from mcqa_toolkit.scoring.methods import MIN_K, check_need
+from mcqa_toolkit.scoring.min_k import min_k_table
+
+__all__ = ["BackendCache", "RunResult", "run_job", "HEADLINE"]
+
+HEADLINE = ("n_items", "accuracy", "kappa", "points_earned", "points_possible", "unanswered", "refused", "error")
+
+
+class BackendCache:
+    """The loaded backends of one session, by their complete entry (backends.backend_entry), so that a grid of
+    runs loads each model once. Whoever runs many jobs creates one and passes it to every run_job: the
+    `mcqa run` kernel holds one as BACKENDS (run.grid), a Python user makes their own. There is no
+    module-level instance.
+
+    For every run, `for_run` renews the backends it returns (fresh KV caches and token counters: the records
+    are those of a fresh load) and releases the backends the run does not use, so a grid over several large
+    models holds one model (plus its judges) at a time."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, Backend] = {}
+
+    @staticmethod
+    def key(entry: dict[str, Any]) -> str:
+        return json.dumps(entry, sort_keys=True, default=str)
+
+    def __len__(self) -> int:
+        return len(self._loaded)
+
+    def put(self, spec: str | dict[str, Any], backend: Backend) -> None:
+        """Use an already-built `backend` for the model `spec` (e.g. one loaded by hand, or a test backend)."""
+        self._loaded[self.key(backend_entry(spec))] = backend
+
+    def for_run(self, entries: Sequence[dict[str, Any]]) -> list[Backend]:
+        """One backend per complete entry, in order; equal entries get the same object."""
+        keys = [self.key(e) for e in entries]
+        for k in [k for k in self._loaded if k not in keys]:
+            del self._loaded[k]
+        gc.collect()  # free the released weights before loading others
+        fresh: dict[str, Backend] = {}
+        for k, entry in zip(keys, entries):
+            if k not in fresh:
+                old = self._loaded.get(k)
+                renew = getattr(old, "renew", None)
+                fresh[k] = load_backend(entry) if old is None else renew() if renew else old
+                self._loaded[k] = fresh[k]
+        return [fresh[k] for k in keys]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one run produced: its records, headline summary, Min-K% table (None when not measured) and the
+    state its folder was in when run_job started (NEW, RESUMABLE or COMPLETE: then nothing was computed)."""
+
+    job: Job
+    state: RunState
+    records: pd.DataFrame
+    summary: dict[str, Any]
+    min_k: pd.DataFrame | None
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """What produced the records (run.runner.provenance, with token usage), as written in the run folder."""
+        return self.job.run_dir.provenance()
+
+    def headline(self) -> dict[str, Any]:
+        """The headline numbers (HEADLINE), rounded to 4 decimals."""
+        return {k: None if self.summary.get(k) is None else round(self.summary[k], 4) for k in HEADLINE}
+
+
+def _stored(job: Job, state: RunState) -> RunResult:
+    rd = job.run_dir
+    min_k = pd.read_parquet(rd.min_k_file) if rd.min_k_file.exists() else None
+    summary = {k: v for k, v in rd.summary().items() if k != "params"}
+    return RunResult(job, state, rd.load(), summary, min_k)
+
+
+def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = True) -> RunResult:
+    """Every step of one run (see the module docstring); resumable, and a no-op on a finished run.
+    `backends`: the session's BackendCache (None: a fresh one, i.e. the model is loaded for this run)."""
+    state = run_state(job.run_dir, {"job": job.identity()})
+    if state is RunState.COMPLETE:
+        return _stored(job, state)
+    items = job.items()
+    strategy = job.build_strategy()
+    judge_specs = list(job.judges or [])
+    backend, *judge_backends = (backends if backends is not None else BackendCache()).for_run(
+        [backend_entry(spec, device=job.device, dtype=job.dtype) for spec in [job.model_entry(), *judge_specs]])
+    if job.min_k:
+        check_need(backend, MIN_K, "min_k")
+    judges = [LLMJudge(b, name=model_label(spec)) for b, spec in zip(judge_backends, judge_specs)]
+    records = run(items, backend, strategy, job.out_dir, dataset=job.dataset, limit=job.limit, progress=progress,
+                  judges=judges, combine=job.judge_combine, job=job.identity())
+    summary = summarize_run(records)
+    min_k = None
+    if job.min_k:
+        min_k = min_k_table(backend, items.filter(item_id=set(records["item_id"])))
+        job.run_dir.write_min_k(min_k)
+        summary["min_k_prob_mean"] = float(min_k["min_k_prob"].mean())
+    job.run_dir.write_summary(summary, {**job.identity(), "strategy_hash": strategy.hash})
+    return RunResult(job, state, records, summary, min_k)
