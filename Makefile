@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-full test test-fast install chromium bench clean-outputs lab
+.PHONY: demo demo-full test test-fast install chromium bench clean-outputs lab screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ test: $(STAMP) chromium
 # unit tier only: no real model, no notebook kernels (target under 90 s)
 test-fast: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m unit
+
+# refresh the committed browser screenshots in figures/inspector/ (a test run writes them to a temporary folder)
+screenshots: $(STAMP) chromium
+	MCQA_SCREENSHOTS=$(CURDIR)/figures/inspector $(BIN)/python -m pytest -q tests/report/test_browser.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/irt_throughput.py

@@ -27,8 +27,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads OpenBLA
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from mcqa_toolkit import irt  # noqa: E402
-from mcqa_toolkit.datasets.enem_params import read_itens_prova  # noqa: E402
+from mcqa_toolkit import enem, irt  # noqa: E402
+from mcqa_toolkit.enem.itens_prova import read_itens_prova  # noqa: E402
 
 ITEMS_CSV = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "enem" / "ITENS_PROVA_golden.csv"
 
@@ -118,7 +118,7 @@ def main() -> None:
         size = path.stat().st_size / 1e6
         print(f"wrote {args.microdata_n:,}-row microdata ({size:.0f} MB) in {time.perf_counter() - t0:.1f} s")
         t0 = time.perf_counter()
-        out = irt.score_microdata(path, ITEMS_CSV, "MT")
+        out = enem.score_microdata(path, ITEMS_CSV, "MT")
         t_md = time.perf_counter() - t0
     rate = args.microdata_n / t_md
     print(f"score_microdata: {args.microdata_n:,} rows ({len(out):,} present) in {t_md:.2f} s "

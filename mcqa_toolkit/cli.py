@@ -124,7 +124,7 @@ def _main(argv: list[str] | None = None) -> int:
     v.add_argument("--chunksize", type=int, default=100_000, help="rows per chunk (bounds memory)")
     args = ap.parse_args(argv)
     if args.command == "validate-enem":
-        from mcqa_toolkit.report.enem_validation import validate_enem
+        from mcqa_toolkit.enem.validate import validate_enem
 
         print(validate_enem(args.item_params, args.microdata, args.out, args.area, args.chunksize).text())
         return 0

@@ -1,7 +1,7 @@
 """One item schema for every exam source: `Item`, the ordered `ItemSet`, and `DatasetError`.
 
 Every loader in `mcqa_toolkit.datasets` returns an `ItemSet` of `Item`s, so prompts, scoring and
-psychometrics never see a source's quirks. Field names follow DESIGN.md (one name per concept).
+psychometrics never see a source's quirks. One name per concept (item_id, option_index, choice, correct, theta, psd).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Write a synthetic INEP-format ENEM microdata file and its ITENS_PROVA, to measure `mcqa validate-enem`
 at scale without INEP's multi-GB files (SYNTHETIC candidates on the golden booklets' real parameters; see
-`mcqa_toolkit.irt.enem_simulate`). Writes in chunks, so memory stays small whatever --rows is.
+`mcqa_toolkit.enem.simulate`). Writes in chunks, so memory stays small whatever --rows is.
 
     python scripts/synthetic_enem_microdata.py /tmp/enem_synth --rows 1000000
     /usr/bin/time -v mcqa validate-enem /tmp/enem_synth/ITENS_PROVA_2023.csv /tmp/enem_synth/MICRODADOS_ENEM_2023.csv
@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.datasets.enem_params import read_itens_prova
-from mcqa_toolkit.irt.enem_simulate import itens_prova_layout, simulate_microdata, two_set_booklet
+from mcqa_toolkit.enem.itens_prova import read_itens_prova
+from mcqa_toolkit.enem.simulate import itens_prova_layout, simulate_microdata, two_set_booklet
 
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "enem" / "ITENS_PROVA_golden.csv"
 BOOKLETS = {"CN": [1221], "CH": [1055], "LC": [1201, 1065, 9691], "MT": [1211, 9187]}

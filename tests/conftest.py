@@ -3,8 +3,10 @@ layers, and a plain Llama), and the real embedded Gemma-3-270M for the few tests
 from __future__ import annotations
 
 import contextlib
+import subprocess
 
 import pytest
+from paths import REPO
 
 TIERS = ("slow", "notebooks", "browser", "server")
 
@@ -16,6 +18,31 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.notebooks)
         elif not any(item.get_closest_marker(t) for t in TIERS):
             item.add_marker(pytest.mark.unit)
+
+
+def _worktree_state() -> str | None:
+    """`git status` of the checkout (tracked changes and untracked files), None outside a git checkout."""
+    try:
+        done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, text=True,
+                              capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def pytest_sessionstart(session):
+    session.config._mcqa_worktree = _worktree_state()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A test run never modifies a tracked file nor leaves files in the checkout: fail the run if it did."""
+    before = getattr(session.config, "_mcqa_worktree", None)
+    after = _worktree_state()
+    if before is not None and after is not None and after != before:
+        changed = sorted(set(after.splitlines()) ^ set(before.splitlines()))
+        print("\nthe test run changed the checkout (tests must write to temporary folders only):\n  "
+              + "\n  ".join(changed[:20]))
+        session.exitstatus = 1
 
 
 @pytest.fixture
@@ -132,9 +159,9 @@ def tiny_model_dir(tmp_path_factory, tiny_gemma):
 
 @pytest.fixture(scope="session")
 def synthetic_dir(tmp_path_factory):
-    """A schema-exact synthetic results directory (see test_psychometrics.write_synthetic_results), shared by the
+    """A schema-exact synthetic results directory (see synthetic_results.write_synthetic_results), shared by the
     psychometrics, plot and analysis-notebook tests."""
-    from test_psychometrics import write_synthetic_results
+    from synthetic_results import write_synthetic_results
 
     return write_synthetic_results(tmp_path_factory.mktemp("outputs"))
 

@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from mcqa_toolkit.backends.base import (Capabilities, CapabilityError, Continuation, ContinuationLogprobs, Generation,
                                         LetterLogprobs)
 from mcqa_toolkit.backends.cache import RequestCache
-from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, TokenMeter, classify_status
+from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, SenderBacked, TokenMeter, classify_status
 
 MESSAGES_PATH = "/v1/messages"
 
@@ -60,7 +60,7 @@ def parse_message(response: dict[str, Any] | None) -> Generation:
                       response.get("stop_reason") or "")
 
 
-class AnthropicBackend:
+class AnthropicBackend(SenderBacked):
     """Claude through the Messages API (generation only)."""
 
     kind = "anthropic"
@@ -106,6 +106,12 @@ class AnthropicBackend:
 
     def usage(self) -> dict[str, float]:
         return self.meter.usage(self.sender.counters)
+
+    def batch_api(self) -> Any:
+        """The provider's batch API for this backend (backends.base.BatchBackend)."""
+        from mcqa_toolkit.backends.batch import AnthropicBatches
+
+        return AnthropicBatches(self)
 
     def letter_logprobs(self, prompts: Sequence[Any]) -> list[LetterLogprobs]:
         raise CapabilityError(f"backend {self.name!r} cannot score first_token: the Messages API exposes no "

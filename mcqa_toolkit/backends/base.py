@@ -19,6 +19,7 @@ same weights give comparable records.
 """
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
@@ -26,7 +27,7 @@ import numpy as np
 
 __all__ = [
     "Capabilities", "LetterLogprobs", "Continuation", "ContinuationLogprobs", "Generation", "Backend",
-    "CapabilityError", "split_trailing_space",
+    "BatchBackend", "CapabilityError",
 ]
 
 
@@ -112,10 +113,23 @@ class Backend(Protocol):
                  stop: Sequence[str] = (), seeds: Sequence[int] | None = None) -> list[Generation]: ...
 
 
-def split_trailing_space(context: str, continuation: str) -> tuple[str, str]:
-    """Move the context's trailing whitespace to the continuation (lm-eval convention)."""
-    stripped = context.rstrip()
-    return stripped, context[len(stripped):] + continuation
+@runtime_checkable
+class BatchBackend(Protocol):
+    """Declared optional part of the protocol, for backends behind a provider's API (openai, anthropic): their
+    requests go through an on-disk request cache (backends.cache) keyed by request, and they have a batch API
+    (`capabilities.batch`). Batch mode (run.batch) uses only these three:
+
+    - `request_cache`: where every answer is kept (a batch's results are stored there by custom_id);
+    - `collecting()`: a context manager during which requests the cache lacks are recorded, not sent; it yields
+      the dict {cache key: (endpoint, body)} it fills;
+    - `batch_api()`: the provider's batch API for this backend (backends.batch: submit, poll, fetch)."""
+
+    @property
+    def request_cache(self) -> Any: ...
+
+    def collecting(self) -> AbstractContextManager[dict[str, tuple[str, dict[str, Any]]]]: ...
+
+    def batch_api(self) -> Any: ...
 
 
 class CapabilityError(ValueError):

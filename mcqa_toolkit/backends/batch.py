@@ -6,7 +6,7 @@ unordered and are matched by custom_id).
 cache: a later ordinary run then finds every answer there and produces records exactly as an online run
 would, making no request. Fetching twice is harmless. Failed, errored and expired requests are returned so
 they can be listed and resubmitted (a new submission collects only what the cache still lacks).
-The OpenAI JSONL is also the input format of `vllm run-batch`, whose output file `import_results` reads.
+`import_results` also reads the output file of `vllm run-batch` (which accepts chat-completions lines only).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from mcqa_toolkit.backends.cache import RequestCache
 
-__all__ = ["openai_batch_lines", "import_results", "OpenAIBatches", "AnthropicBatches", "batch_api"]
+__all__ = ["openai_batch_lines", "import_results", "OpenAIBatches", "AnthropicBatches"]
 
 OPENAI_URLS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 ENDED = {"completed", "failed", "expired", "cancelled", "ended"}
@@ -62,14 +62,14 @@ class OpenAIBatches:
 
         key = os.environ.get(backend.api_key_env) if backend.api_key_env else None
         self.client = openai.OpenAI(base_url=backend.base_urls[0], api_key=key or "EMPTY", max_retries=3)
-        self.cache = backend.sender.cache
+        self.cache = backend.request_cache
 
     def submit(self, requests: dict[str, tuple[str, dict[str, Any]]], folder: Path) -> list[dict[str, Any]]:
         entries = []
         for url, lines in openai_batch_lines(requests).items():
             data = ("\n".join(lines) + "\n").encode("utf-8")
             name = f"batch_{url.strip('/').replace('/', '_')}.jsonl"
-            (folder / name).write_bytes(data)  # kept: also the input of `vllm run-batch`
+            (folder / name).write_bytes(data)  # kept beside the batch state: what was submitted
             uploaded = self.client.files.create(file=(name, data), purpose="batch")
             batch = self.client.batches.create(input_file_id=uploaded.id, endpoint=url, completion_window="24h")
             entries.append({"api": self.api, "id": batch.id, "endpoint": url, "input_file": name,
@@ -103,7 +103,7 @@ class AnthropicBatches:
 
         self.client = anthropic.Anthropic(api_key=os.environ.get(backend.api_key_env), base_url=backend.base_url,
                                           max_retries=3)
-        self.cache = backend.sender.cache
+        self.cache = backend.request_cache
 
     def submit(self, requests: dict[str, tuple[str, dict[str, Any]]], folder: Path) -> list[dict[str, Any]]:
         items = [{"custom_id": key, "params": body} for key, (_, body) in sorted(requests.items())]
@@ -127,13 +127,3 @@ class AnthropicBatches:
             else:  # errored | canceled | expired
                 failed.append({"custom_id": rec["custom_id"], "error": result.get("error") or result["type"]})
         return stored, failed
-
-
-def batch_api(backend: Any) -> OpenAIBatches | AnthropicBatches:
-    """The batch API of a backend, or a clear error for backends without one."""
-    kind = getattr(backend, "kind", None)
-    if kind == "openai":
-        return OpenAIBatches(backend)
-    if kind == "anthropic":
-        return AnthropicBatches(backend)
-    raise ValueError(f"backend {backend.name!r} has no batch API (batch mode needs backend: openai or anthropic)")

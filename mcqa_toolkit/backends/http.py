@@ -9,10 +9,11 @@ In collect mode (batch submission) misses are recorded instead of sent and come 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import threading
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
@@ -115,6 +116,15 @@ class RequestSender:
     def key(self, endpoint: str, body: dict[str, Any]) -> str:
         return request_key(self.kind, self.model, endpoint, body)
 
+    @contextlib.contextmanager
+    def collect(self) -> Iterator[dict[str, tuple[str, dict[str, Any]]]]:
+        """Within the block, requests the cache lacks are recorded (and answered None), not sent."""
+        self.collecting = {}
+        try:
+            yield self.collecting
+        finally:
+            self.collecting = None
+
     def send_all(self, requests: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any] | None]:
         """Responses in request order (None for requests recorded in collect mode)."""
         keys = [self.key(e, b) for e, b in requests]
@@ -166,3 +176,18 @@ class RequestSender:
                 self.counters["retries"] += 1
                 await self.sleep(self.policy.delay(attempt, retry_after, self._rng))
         raise AssertionError("unreachable")
+
+
+class SenderBacked:
+    """`request_cache` and `collecting()` of the optional backends.base.BatchBackend protocol, for a backend whose
+    requests all go through `self.sender` (a RequestSender)."""
+
+    sender: RequestSender
+
+    @property
+    def request_cache(self) -> RequestCache:
+        return self.sender.cache
+
+    def collecting(self) -> contextlib.AbstractContextManager[dict[str, tuple[str, dict[str, Any]]]]:
+        return self.sender.collect()
+

@@ -19,12 +19,12 @@ import os
 from typing import Any, Sequence
 from urllib.parse import urlsplit
 
-from mcqa_toolkit.backends.base import (Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs,
-                                        split_trailing_space)
+from mcqa_toolkit.backends.base import Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs
 from mcqa_toolkit.backends.cache import RequestCache
-from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, TokenMeter, classify_status
+from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, SenderBacked, TokenMeter, classify_status
 from mcqa_toolkit.backends.openai_wire import (echo_body, generate_body, letter_body, parse_echo,
                                                parse_generation, parse_letters, usage_tokens)
+from mcqa_toolkit.prompts.builder import move_trailing
 
 PATHS = {"completions": "/completions", "chat": "/chat/completions"}
 _PROBE_TEXT = "The capital of France is Paris, and the capital of Italy is Rome."
@@ -43,7 +43,7 @@ def classify(e: BaseException) -> tuple[bool, float | None]:
     return classify_status(e, (openai.APITimeoutError, openai.APIConnectionError), openai.APIStatusError)
 
 
-class OpenAIBackend:
+class OpenAIBackend(SenderBacked):
     """An OpenAI-compatible server. `prefill=True` (vLLM: continue_final_message) lets chat prompts end with
     the template's assistant prefix and be scored; without it the prefix cannot be sent and chat prompts are
     generation-only. `price` = {"input": USD per 1M tokens, "output": ...} adds cost to usage."""
@@ -132,6 +132,12 @@ class OpenAIBackend:
     def usage(self) -> dict[str, float]:
         return self.meter.usage(self.sender.counters)
 
+    def batch_api(self) -> Any:
+        """The provider's batch API for this backend (backends.base.BatchBackend)."""
+        from mcqa_toolkit.backends.batch import OpenAIBatches
+
+        return OpenAIBatches(self)
+
     # ---- the protocol's three calls ----------------------------------------------------------------------
     def _chat_messages(self, prompt: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:
         messages = [dict(m) for m in prompt.messages]
@@ -158,7 +164,7 @@ class OpenAIBackend:
             if not isinstance(r.context, str) and getattr(r.context, "messages", None):
                 raise ValueError("the openai backend scores continuations of completion prompts only (chat=False)")
             text = r.context if isinstance(r.context, str) else r.context.text
-            pairs.append(split_trailing_space(text, r.continuation))
+            pairs.append(move_trailing(text, r.continuation))
         responses = self._call([("completions", echo_body(self.model, c + x)) for c, x in pairs])
         return [parse_echo(resp, c, x) for resp, (c, x) in zip(responses, pairs)]
 

@@ -13,7 +13,7 @@ from mcqa_toolkit.items import ItemSet
 REGISTRY: dict[str, str] = {
     "demo": "mcqa_toolkit.datasets.demo:load_demo",
     "enem": "mcqa_toolkit.datasets.enem:load_enem",
-    "enem_params": "mcqa_toolkit.datasets.enem_params:load_item_params",
+    "enem_params": "mcqa_toolkit.enem.itens_prova:load_item_params",   # INEP's ITENS_PROVA as Items
     "enade": "mcqa_toolkit.datasets.enade:load_enade",
     "medicina": "mcqa_toolkit.datasets.medicina:load_medicina",
     "uned": "mcqa_toolkit.datasets.uned:load_uned",

@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from mcqa_toolkit.datasets._common import (items_from_records, iter_jsonl, parse_float, read_json, require,
+from mcqa_toolkit.datasets.common import (items_from_records, iter_jsonl, parse_float, read_json, require,
                                            require_text)
 from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
 from mcqa_toolkit.resources import demo_dir

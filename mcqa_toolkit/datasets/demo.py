@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.datasets._common import UniqueIds, check_options, iter_jsonl, require, require_text
+from mcqa_toolkit.datasets.common import UniqueIds, check_options, iter_jsonl, require, require_text
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 from mcqa_toolkit.resources import demo_dir
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from mcqa_toolkit.datasets._common import (csv_columns, is_annulled, is_missing, items_from_records, iter_csv, iter_jsonl,
+from mcqa_toolkit.datasets.common import (csv_columns, is_annulled, is_missing, items_from_records, iter_csv, iter_jsonl,
                                            letter_to_index, parse_bool, parse_int, require, require_text)
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 

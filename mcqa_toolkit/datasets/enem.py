@@ -9,7 +9,7 @@ Sources and their quirks:
 - 2024-style JSONL: id ("questao_01"), exam (year), IU, ledor, question with "[[placeholder]]" where a figure
   was, alternatives, label ("Anulado" possible), figures, description. Each placeholder is replaced, in
   order, by the matching image description so text-only models see what blind candidates hear.
-- ITENS_PROVA_<year>.csv (INEP's item parameters): read, split into item sets and attached by `enem_params`.
+- ITENS_PROVA_<year>.csv (INEP's item parameters): read, split into item sets and attached by `enem.itens_prova`.
 
 Rules: subject = area name (AREA_NAMES), area code in meta["area"]. Areas are read from the CSV `test` column;
 for JSON they follow from year and question number (2017+: LC 1-45, CH 46-90, CN 91-135, MT 136-180;
@@ -23,7 +23,7 @@ when the position appears twice in one CSV (booklets print the English items fir
 ones); the `foreign_language` argument. Item parameters are matched on (CO_PROVA, area, position) and,
 when the booklet lists an English and a Spanish item at a position, on TP_LINGUA (0 English, 1 Spanish).
 When a booklet code lists two item sets, the set whose keys agree with the file's answers is used (or the
-`item_set` argument's); meta["item_set"] records it (see `enem_params`).
+`item_set` argument's); meta["item_set"] records it (see `enem.itens_prova`).
 """
 from __future__ import annotations
 
@@ -32,10 +32,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
-from mcqa_toolkit.datasets._common import (UniqueIds, check_options, concat, is_annulled, is_missing,
+from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, is_annulled, is_missing,
                                            items_from_records, iter_csv, iter_json_records, iter_jsonl,
                                            letter_to_index, parse_bool, parse_int, require, require_text)
-from mcqa_toolkit.datasets.enem_params import AREAS, TP_LINGUA, ItemParams
+from mcqa_toolkit.enem.itens_prova import AREAS, TP_LINGUA, ItemParams
 from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
 
 AREA_NAMES = {"CH": "humanities", "CN": "natural sciences", "LC": "languages", "MT": "mathematics"}

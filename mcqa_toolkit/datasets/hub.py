@@ -15,7 +15,7 @@ import importlib
 from functools import partial
 from typing import Any, Callable, Mapping
 
-from mcqa_toolkit.datasets._common import items_from_records
+from mcqa_toolkit.datasets.common import items_from_records
 from mcqa_toolkit.items import Item, ItemSet
 
 # mapper name -> module whose `parse_record(rec, n, path, **mapper_kwargs)` turns one row into an Item

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from mcqa_toolkit.datasets._common import (UniqueIds, check_options, concat, items_from_records, iter_csv,
+from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, items_from_records, iter_csv,
                                            letter_to_index, require, require_text)
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 

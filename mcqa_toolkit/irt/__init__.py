@@ -1,13 +1,13 @@
-"""Psychometrics for LLM exam results: IRT models, ability, person fit, calibration, ENEM scoring.
+"""Psychometrics for LLM exam results: IRT models, ability, person fit, calibration, adaptive testing, anchors.
 
-Pure numpy/scipy, no I/O except `enem.score_microdata` and `enem.iter_microdata` (which stream INEP's CSV).
+Generic and pure numpy/scipy: no file I/O, nothing exam-specific (ENEM's official scoring is mcqa_toolkit.enem).
 Response matrices are persons x items of 0/1 with NaN = not administered; item parameters are 1-D arrays
 a, b, c on the logistic metric with scaling constant D (1 unless given).
 
     from mcqa_toolkit import irt
     est = irt.ability_eap(responses, a, b, c)            # theta, psd
     lz = irt.person_fit_lz(responses, est.theta, a, b, c)
-    irt.score_answers("CEAEA...", booklet_items, "MT")   # official ENEM score
+    enem.score_answers("CEAEA...", booklet_items, "MT")   # official ENEM score
     state = irt.cat_start(irt.CatBank(a, b, c), irt.CatConfig(se_target=0.3))  # adaptive testing
     anchors = irt.select_anchors(a, b, c, k=10)          # tinyBenchmarks-style anchor items
 """
@@ -21,7 +21,6 @@ from mcqa_toolkit.irt.cat_sim import (CatSimulation, CatSummary, cat_random_base
                                       sympson_hetter)
 from mcqa_toolkit.irt.compare import (GuessingBaseline, ItemResiduals, expected_correct, item_residuals,
                                       percentile_of, random_guessing_baseline)
-from mcqa_toolkit.irt.enem import ENEM_CONSTANTS, EnemScore, iter_microdata, score_answers, score_microdata
 from mcqa_toolkit.irt.fit import (ItemStatistics, discrimination_index, item_statistics, person_fit_lz,
                                   person_fit_lz_star, point_biserial, proportion_correct, total_score)
 from mcqa_toolkit.irt.models import (b_from_intercept, check_items, irf, irf_1pl, irf_2pl, irf_3pl,
@@ -35,8 +34,7 @@ __all__ = [
     "cat_summary", "sympson_hetter", "AnchorEstimate", "AnchorEvaluation", "AnchorSet", "anchor_estimate",
     "anchor_evaluate", "gpirt_lambda", "item_features", "kmeans", "random_anchors", "select_anchors",
     "GuessingBaseline", "ItemResiduals", "expected_correct", "item_residuals", "percentile_of",
-    "random_guessing_baseline", "ENEM_CONSTANTS", "EnemScore", "score_answers", "score_microdata", "iter_microdata",
-    "ItemStatistics",
+    "random_guessing_baseline", "ItemStatistics",
     "discrimination_index", "item_statistics", "person_fit_lz", "person_fit_lz_star", "point_biserial",
     "proportion_correct", "total_score", "b_from_intercept", "check_items", "irf", "irf_1pl", "irf_2pl", "irf_3pl",
     "irf_derivative", "item_information", "standard_error", "test_information", "simulate_3pl",

@@ -112,7 +112,7 @@ def select_anchors(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, k:
 
     pick "nearest": the member nearest the centre (tinyBenchmarks), a typical item of its cluster.
     "informative": the member with the most information averaged over a N(0, 1) ability prior, which
-    keeps the coverage of the clusters but sharpens the anchors' theta (see tests/test_anchors.py).
+    keeps the coverage of the clusters but sharpens the anchors' theta (see tests/irt/test_anchors.py).
     """
     x = item_features(a, b, c, D, features)
     centres, labels = kmeans(x, k, seed)

@@ -52,10 +52,19 @@ class Prompt:
     shot_ids: tuple[str, ...] = ()
 
 
-def _split_trailing_spaces(s: str) -> tuple[str, str]:
-    """('Answer:', ' ') for 'Answer: ': the spaces move to the front of whatever is scored next."""
-    stripped = s.rstrip(" ")
-    return stripped, s[len(stripped):]
+def split_trailing(text: str, chars: str | None = " ") -> tuple[str, str]:
+    """('Answer:', ' ') for 'Answer: ': `text` without its trailing `chars` (None: any whitespace), and those
+    characters, which move to the front of whatever is scored next (the tokenizer has different ids for ' A'
+    and 'A', and a model writes the space with the letter). The one splitter of the package."""
+    stripped = text.rstrip(chars)
+    return stripped, text[len(stripped):]
+
+
+def move_trailing(context: str, continuation: str) -> tuple[str, str]:
+    """lm-evaluation-harness's convention for scoring a continuation: the context's trailing whitespace moves
+    to the continuation ('Answer: ' + 'Paris' is scored as 'Answer:' + ' Paris')."""
+    head, tail = split_trailing(context, None)
+    return head, tail + continuation
 
 
 def _valid_letters(letters: str) -> str:
@@ -156,7 +165,7 @@ def render(
     if shot_list:
         shared += template.shots_footer
     body = shared + _question_block(item, perm, template, show)
-    cue, cue_space = _split_trailing_spaces(template.answer_cue)
+    cue, cue_space = split_trailing(template.answer_cue)
     text = body + cue
 
     messages = assistant_prefix = None
@@ -167,7 +176,7 @@ def render(
         messages = tuple(
             [{"role": "system", "content": system}] * bool(system) + [{"role": "user", "content": user}]
         )
-        assistant_prefix, lead = _split_trailing_spaces(template.assistant_prefix)
+        assistant_prefix, lead = split_trailing(template.assistant_prefix)
 
     continuations = tuple(
         lead + template.continuation.format(letter=letters[pos], text=item.options[orig])

@@ -69,7 +69,7 @@ def _placeholders(text: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
 
 
-def _read(file: Path) -> dict[str, Any]:
+def read_template_file(file: Path) -> dict[str, Any]:
     if not file.is_file():
         raise ValueError(f"template file not found: {file}")
     try:
@@ -81,7 +81,7 @@ def _read(file: Path) -> dict[str, Any]:
     return data
 
 
-def _resolve(language: str, path: str | Path | None) -> Path:
+def template_path(language: str, path: str | Path | None = None) -> Path:
     if not isinstance(language, str) or not language:
         raise ValueError(f"language must be a non-empty str, got {language!r}")
     if path is not None:
@@ -95,7 +95,7 @@ def _resolve(language: str, path: str | Path | None) -> Path:
 
 def list_styles(language: str, path: str | Path | None = None) -> list[str]:
     """Style names defined for `language` (in the bundled file, or in the YAML at `path`)."""
-    return list(_read(_resolve(language, path))["styles"])
+    return list(read_template_file(template_path(language, path))["styles"])
 
 
 def load_template(language: str, style: str = "default", path: str | Path | None = None) -> Template:
@@ -104,8 +104,8 @@ def load_template(language: str, style: str = "default", path: str | Path | None
     Unknown language or style, a missing or unknown key, a non-string value or an unknown placeholder ->
     ValueError naming the file and the key.
     """
-    file = _resolve(language, path)
-    data = _read(file)
+    file = template_path(language, path)
+    data = read_template_file(file)
     declared = data.get("language")
     if declared is not None and declared != language:
         raise ValueError(f"{file}: key 'language' is {declared!r}, but language {language!r} was requested")

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from mcqa_toolkit.items import LETTERS, Item
-from mcqa_toolkit.prompts.builder import Prompt, _split_trailing_spaces
+from mcqa_toolkit.prompts.builder import Prompt, split_trailing
 from mcqa_toolkit.prompts.permutations import check_permutation, identity
-from mcqa_toolkit.prompts.template import _placeholders, _read, _resolve
+from mcqa_toolkit.prompts.template import _placeholders, read_template_file, template_path
 
 __all__ = ["TypeTemplate", "load_type_template", "question_kind", "render_typed", "render_yes_no", "KINDS"]
 
@@ -57,8 +57,8 @@ def load_type_template(language: str, kind: str, path: str | Path | None = None)
     unknown key, a non-string value or an unknown placeholder -> ValueError naming the file and the key."""
     if kind not in KINDS:
         raise ValueError(f"question type {kind!r} not in {KINDS}")
-    file = _resolve(language, path)
-    data = _read(file)
+    file = template_path(language, path)
+    data = read_template_file(file)
     section = data.get("question_types")
     if not isinstance(section, dict) or not isinstance(section.get(kind), dict):
         raise ValueError(f"{file}: no mapping question_types.{kind}")
@@ -114,7 +114,7 @@ def _body(item: Item, tt: TypeTemplate, perm: tuple[int, ...], letters: str) -> 
 
 def _prompt(item: Item, perm: tuple[int, ...], shuffle: int, letters: str, shared: str, body: str, cue: str,
             chat: bool, continuations: tuple[str, ...] = ()) -> Prompt:
-    cue, space = _split_trailing_spaces(cue)
+    cue, space = split_trailing(cue)
     messages = assistant_prefix = None
     if chat:
         messages = ({"role": "user", "content": body.rstrip()},)

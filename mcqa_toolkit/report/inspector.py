@@ -1,7 +1,7 @@
 """QuestionInspector: browse an exam item by item in JupyterLab, with translations, IRT and model responses.
 
 The pure functions of `report.inspector_views` decide what is shown; `QuestionInspector` only wires them to
-ipywidgets, so everything except the pixels is testable without a browser (tests/test_browser.py checks the
+ipywidgets, so everything except the pixels is testable without a browser (tests/report/test_browser.py checks the
 pixels: the widget rendered by JupyterLab in headless Chromium). The bar chart is stored as PNG in an
 `Output` widget, which works with or without a kernel.
 """
@@ -20,7 +20,7 @@ from mcqa_toolkit.report.inspector_views import (FILTER_FIELDS, OUTCOMES, filter
 from mcqa_toolkit.report.responses import responses_frame, responses_html
 
 # The value of a dropdown's "all" / "any" entry. Not None: ipywidgets treats a None value as "nothing
-# selected", so the browser would show an empty box instead of "all" (tests/test_browser.py caught it).
+# selected", so the browser would show an empty box instead of "all" (tests/report/test_browser.py caught it).
 ALL = ""
 
 

@@ -1,6 +1,6 @@
 """Batch mode for API backends: `mcqa run params.yaml --batch-submit`, later `--batch-fetch`.
 
-Submit runs the job exactly as an online run would, but with the backend's request sender in collect mode:
+Submit runs the job exactly as an online run would (run.recipe.run_job), but with its API backends collecting:
 every request the cache lacks is recorded instead of sent (answers are placeholders, and the records they
 would give are thrown away), then submitted to the provider's batch API with custom_id = the request-cache
 key. The batch state (ids, counts, status, failures) is kept in the run folder (RunDir.batch_file).
@@ -11,6 +11,7 @@ Fetching is idempotent and resumable; failed, errored and expired requests are l
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import tempfile
 import time
@@ -18,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from mcqa_toolkit.backends import backend_entry
-
-from mcqa_toolkit.backends.batch import ENDED, batch_api, import_results
+from mcqa_toolkit.backends.base import BatchBackend
+from mcqa_toolkit.backends.batch import ENDED, import_results
 from mcqa_toolkit.run.recipe import BackendCache, run_job
 
 VLLM_RESULTS = "batch_results.jsonl"  # a `vllm run-batch -o` output placed in the run folder is imported
@@ -33,24 +34,20 @@ def _entries(job: Any) -> list[dict[str, Any]]:
 def collect_requests(job: Any, backends: BackendCache) -> tuple[Any, dict[str, tuple[str, dict[str, Any]]]]:
     """(the job's backend, the requests a run of `job` needs that its request cache does not hold yet): the
     recipe (run_job) run into a temporary folder while every API backend of the job (model and judges)
-    collects instead of sending, so nothing is sent online. API backends are not renewed between runs
-    (BackendCache), so run_job gets these very backends. Judges grade answers, so their requests exist only
+    collects instead of sending (backends.base.BatchBackend), so nothing is sent online. API backends are not
+    renewed between runs (BackendCache), so run_job gets these very backends. Judges grade answers, so their requests exist only
     once the answers are known: after a fetch, a new submit collects them (when the judge is the job's own
     model; another judge model answers online when the run executes)."""
     run_backends = backends.for_run(_entries(job))
     backend = run_backends[0]
-    if not backend.capabilities.batch:  # (first use probes the server online, before anything is collected)
-        raise ValueError(f"backend {backend.name!r} has no batch API")
-    senders = list({id(b.sender): b.sender for b in run_backends if hasattr(b, "sender")}.values())
-    for sender in senders:
-        sender.collecting = {}
-    try:
+    if not (isinstance(backend, BatchBackend) and backend.capabilities.batch):  # (capabilities probes a server)
+        raise ValueError(f"backend {backend.name!r} has no batch API (batch mode needs backend: openai or anthropic)")
+    with contextlib.ExitStack() as stack:
+        collected = [stack.enter_context(b.collecting()) for b in {id(b): b for b in run_backends}.values()
+                     if isinstance(b, BatchBackend)]
         with tempfile.TemporaryDirectory(prefix="mcqa_batch_") as tmp:
             run_job(dataclasses.replace(job, out_dir=Path(tmp)), backends, progress=False)
-        return backend, dict(backend.sender.collecting)
-    finally:
-        for sender in senders:
-            sender.collecting = None
+        return backend, dict(collected[0])
 
 
 def submit(job: Any, backends: BackendCache) -> dict[str, Any]:
@@ -58,7 +55,7 @@ def submit(job: Any, backends: BackendCache) -> dict[str, Any]:
     backend, requests = collect_requests(job, backends)
     rd = job.run_dir
     rd.dir.mkdir(parents=True, exist_ok=True)
-    entries = batch_api(backend).submit(requests, rd.dir) if requests else []
+    entries = backend.batch_api().submit(requests, rd.dir) if requests else []
     state = {"submitted_at": time.strftime("%Y-%m-%dT%H:%M:%S"), "n_requests": len(requests), "batches": entries,
              "note": "" if requests else "every request is already cached: nothing to submit"}
     rd.write_batch_state(state)
@@ -76,12 +73,12 @@ def fetch(job: Any, backends: BackendCache) -> dict[str, Any]:
     backend = backends.for_run(_entries(job))[0]
     vllm_out = rd.dir / VLLM_RESULTS
     if vllm_out.exists() and not state.get("imported_vllm"):
-        stored, failed = import_results(vllm_out.read_text().splitlines(), backend.sender.cache)
+        stored, failed = import_results(vllm_out.read_text().splitlines(), backend.request_cache)
         state.update(imported_vllm=True, failed=state.get("failed", []) + failed)
         for entry in state["batches"]:
             entry.update(status="ended", fetched=True, stored=stored)
     pending = [e for e in state["batches"] if not e.get("fetched")]
-    api = batch_api(backend) if pending else None
+    api = backend.batch_api() if pending else None
     for i, entry in enumerate(state["batches"]):
         if entry.get("fetched"):
             continue

@@ -5,7 +5,7 @@ lists are in ORIGINAL option order (index into `Item.options`), so records from 
 positions are 0-based places in the shown (shuffled) order. `run.store.load_results(dir)` returns a DataFrame
 with exactly these columns (plus `extra`). Every record is built by `run.records.make_record`.
 
-Status vocabulary (DESIGN.md): correct | partial | incorrect (graded answers), unanswered (nothing could be
+Status vocabulary: correct | partial | incorrect (graded answers), unanswered (nothing could be
 read from the output), refused (the model declined), error (the answer could not be graded, e.g. a judge output
 that is not a number in range: its points are NaN, never 0). `correct` (bool) is status == "correct", kept
 because the single-answer analyses (accuracy, kappa, position, IRT) are shares of correct records.

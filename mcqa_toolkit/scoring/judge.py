@@ -24,8 +24,8 @@ from typing import Any, Sequence
 
 from mcqa_toolkit.backends.base import Backend, CapabilityError
 from mcqa_toolkit.items import Item
-from mcqa_toolkit.prompts.builder import Prompt, _split_trailing_spaces
-from mcqa_toolkit.prompts.template import _read, _resolve
+from mcqa_toolkit.prompts.builder import Prompt, split_trailing
+from mcqa_toolkit.prompts.template import read_template_file, template_path
 from mcqa_toolkit.scoring.responses import first_json_object
 
 __all__ = ["Judgement", "LLMJudge", "parse_verdict", "combine_scores", "judge_answers", "COMBINE_RULES"]
@@ -109,8 +109,8 @@ class LLMJudge:
         if not self.backend.capabilities.generate:
             raise CapabilityError(f"backend {self.backend.name!r} cannot judge: it cannot generate text")
         self.name = self.name or self.backend.name
-        file = _resolve(self.language, self.path)
-        raw = _read(file).get("judge")
+        file = template_path(self.language, self.path)
+        raw = read_template_file(file).get("judge")
         if not isinstance(raw, dict) or set(raw) != set(_FIELDS) or not all(isinstance(v, str) for v in raw.values()):
             raise ValueError(f"{file}: 'judge' must be a mapping of the string keys {sorted(_FIELDS)}")
         self.template = dict(raw)
@@ -127,7 +127,7 @@ class LLMJudge:
         body = t["instruction"] + t["body"].format(
             question=item.stem, reference=str(item.answer), explanation=item.meta.get("explanation") or "(none)",
             answer=answer, points=pts) + t["reply"].format(points=pts)
-        cue, _ = _split_trailing_spaces(t["cue"] + t["prefill"])
+        cue, _ = split_trailing(t["cue"] + t["prefill"])
         return Prompt(item_id=item.item_id, shuffle=0, permutation=(), letters="", text=body + cue,
                       shared_prefix=t["instruction"], continuations=(), letter_continuations=(), neutral_context="")
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import importlib.metadata as md
 from typing import Any, Sequence
 
-from mcqa_toolkit.backends.base import (Capabilities, Continuation, ContinuationLogprobs, Generation,
-                                        LetterLogprobs, split_trailing_space)
+from mcqa_toolkit.backends.base import Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request
-from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_padded, generate_one
+from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_one, generate_padded
 from mcqa_toolkit.backends.hf.loading import LM
 from mcqa_toolkit.backends.hf.tokens import (context_continuations, encode, letter_requests, prompt_text,
                                              shared_prefix_ids)
+from mcqa_toolkit.prompts.builder import move_trailing
 
 _PACKAGES = ("torch", "transformers", "tokenizers")
 
@@ -86,7 +86,7 @@ class HFBackend:
                 if not cont:
                     raise ValueError(f"text {r.continuation[:40]!r} has no token to score")
             reqs.append(Request(ctx + cont, len(ctx)))
-            texts.append(split_trailing_space(text, r.continuation)[1])
+            texts.append(move_trailing(text, r.continuation)[1])
         first = requests[0].context
         shared = () if isinstance(first, str) else shared_prefix_ids(self.lm, first)
         logps = self.engine.score(reqs, shared)

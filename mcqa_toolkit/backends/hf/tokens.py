@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from mcqa_toolkit.backends.base import split_trailing_space
 from mcqa_toolkit.backends.hf.loading import LM
+from mcqa_toolkit.prompts.builder import move_trailing
 
 
 def prompt_text(lm: LM, prompt: Any) -> tuple[str, bool]:
@@ -53,7 +53,7 @@ def context_continuations(lm: LM, pairs: Sequence[tuple[str, str]], add_special_
                           ) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """`context_continuation` for many pairs in two tokenizer calls; each distinct context is encoded once
     (an item's options share their prompt)."""
-    split = [split_trailing_space(c, x) for c, x in pairs]
+    split = [move_trailing(c, x) for c, x in pairs]
     contexts = list(dict.fromkeys(c for c, _ in split))
     ctx_ids = dict(zip(contexts, encode_batch(lm, contexts, add_special_tokens)))
     out = []

@@ -1,4 +1,4 @@
-"""Figure of `mcqa validate-enem`: how often our ENEM scores equal INEP's NU_NOTA. Data: `irt.enem_validation`."""
+"""Figure of `mcqa validate-enem`: how often our ENEM scores equal INEP's NU_NOTA. Data: `enem.agreement`."""
 from __future__ import annotations
 
 import numpy as np

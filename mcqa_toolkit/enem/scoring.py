@@ -1,0 +1,287 @@
+"""Official ENEM scoring, reproducing INEP's NU_NOTA to 0.1: `score_answers`, `score_microdata`, `iter_microdata`.
+
+INEP's method (reference/irt_reference.json -> enem.method): 3PL with D = 1 and the published
+NU_PARAM_A/B/C; EAP over 40 equally spaced points on [-4, 4] with N(0, 1) weights normalised over the
+grid; score = round(k * theta + d, 1) with per-area constants. Items are the booklet's ITENS_PROVA rows
+sorted by CO_POSICAO (LC: by TP_LINGUA, then CO_POSICAO, common items last) and paired with the answer
+string by position; annulled items (IN_ITEM_ABAN = 1) leave the likelihood; '.' (blank) and '*'
+(double mark) are wrong. LC answer strings of 45 characters (2020+) start with the 5 answers of the
+chosen foreign language (TP_LINGUA 0 = English, 1 = Spanish) and the other language's items are not
+administered; 50-character strings (up to 2019) hold both blocks, '9' marking the language not taken.
+A booklet with no answer at all scores 0 (theta and psd are still those of the all-wrong pattern).
+
+Booklet codes with two item sets. Some codes list two rows per (position, language) in ITENS_PROVA (2013:
+187-190; 2020 LC: 691-694): two item sets share the code; `enem.itens_prova.split_item_sets` numbers
+them in file order (the k-th row of a position is set k). The set candidates took is chosen, in order:
+1. the caller's `item_set` (an int, or {CO_PROVA: set} for microdata);
+2. the answer key: the one set whose TX_GABARITO agrees with the candidates' key string (microdata column
+   TX_GABARITO_<area>, `key=` for one string) on every scored, administered item;
+3. nothing tells them apart (no key, a key laid out unlike the answers, or several sets agree):
+   `score_microdata` scores those candidates under each such set, one row per set, and `score_answers`
+   refuses, quoting the score under each set.
+A key that agrees with no set is an error. Results record `item_set` and `item_set_rule`: single (the code
+has one set), given, key, or undetermined.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator, Mapping, NamedTuple
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from mcqa_toolkit.enem.itens_prova import read_itens_prova
+from mcqa_toolkit.enem.booklet import (ENEM_CONSTANTS, ENEM_GRID, RULES, Booklet, KeyMismatch,  # noqa: F401
+                                           booklet_sets, check_area, choose_sets, infer_lingua, layout,
+                                           score_chars, valid_rows)
+
+_COLUMNS = ["CO_PROVA", "TP_LINGUA", "theta", "psd", "score", "NU_NOTA", "n_correct", "n_scored", "item_set",
+            "item_set_rule"]
+_SCORE_COLUMNS = ["area", *_COLUMNS]
+PROBLEM_COLUMNS = ["area", "CO_PROVA", "problem", "detail", "n_rows", "first_row"]
+
+
+class MicrodataChunk(NamedTuple):
+    """One chunk of a microdata file: rows read, scores (score_microdata's columns + area), problems."""
+
+    n_rows: int
+    scores: pd.DataFrame
+    problems: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class EnemScore:
+    """One candidate's result: EAP theta and psd, official-scale score, correct and scored item counts, and
+    the booklet's item set the answers were scored with (1 for codes with one set)."""
+
+    theta: float
+    psd: float
+    score: float
+    n_correct: int
+    n_scored: int
+    item_set: int = 1
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([asdict(self)])
+
+
+def score_answers(answers: str, booklet_items: pd.DataFrame, area: str, foreign_language: int | None = None,
+                  item_set: int | None = None, key: str | None = None) -> EnemScore:
+    """Official ENEM score of one answer string (case-insensitive) for one booklet's ITENS_PROVA rows.
+
+    foreign_language: TP_LINGUA, 0 English or 1 Spanish; needed for 45-character LC strings, inferred
+    from the '9' block of 50-character ones. item_set / key: which item set, for booklet codes with two
+    (see the module docstring); a key is also checked against the chosen set.
+    """
+    area = check_area(area)
+    if not isinstance(answers, str):
+        raise ValueError(f"answers must be a str, got {type(answers).__name__}")
+    sets = booklet_sets(booklet_items, area)
+    ans = answers.strip().upper()
+    lingua = foreign_language if foreign_language is not None else infer_lingua(ans, sets[0])
+    if key is not None:
+        key = key.strip().upper()
+        try:
+            layout(sets[0], len(key), lingua)
+        except ValueError as err:
+            raise ValueError(f"key: {err}") from None
+    chosen, _ = choose_sets(sets, key, lingua, item_set)
+    src = layout(chosen[0], len(ans), lingua)
+    try:
+        chars = np.frombuffer(ans.encode("ascii"), dtype=np.uint8)[None, :]
+    except UnicodeEncodeError:
+        raise ValueError(f"answers {answers!r}: contains a non-ASCII character") from None
+    results = [(bk, score_chars(chars, bk, src, area, np.array([0]))) for bk in chosen]
+    if len(results) > 1:
+        each = ", ".join(f"set {bk.item_set}: {r['score'][0]:.1f}" for bk, r in results)
+        why = "no key was given" if key is None else "the key agrees with each of them"
+        raise ValueError(f"booklet {chosen[0].co_prova} has {len(sets)} item sets and {why} ({each}); "
+                         "pass item_set= or key= (the candidate's TX_GABARITO)")
+    bk, r = results[0]
+    return EnemScore(float(r["theta"][0]), float(r["psd"][0]), float(r["score"][0]),
+                     int(r["n_correct"][0]), int(r["n_scored"][0]), bk.item_set)
+
+
+def score_microdata(microdata_csv: str | Path, item_params_csv: str | Path, area: str,
+                    chunksize: int = 200_000, item_set: int | Mapping[int, int] | None = None,
+                    progress: bool = False) -> pd.DataFrame:
+    """Score every present candidate of INEP's MICRODADOS_ENEM_<year>.csv for one area, streaming.
+
+    Reads only the area's columns (';', latin-1) in chunks; skips candidates with TP_PRESENCA_<area>
+    != 1. Returns one row per scored candidate (per item set when undetermined), indexed by the 0-based
+    data row of the file: CO_PROVA, TP_LINGUA, theta, psd, score (ours), NU_NOTA (official), n_correct,
+    n_scored, item_set, item_set_rule. Bad input (a booklet absent from item_params_csv, a
+    TX_GABARITO_<area> that agrees with no item set, a malformed answer string) raises ValueError.
+    The whole result is held in memory; `iter_microdata` gives it chunk by chunk.
+    """
+    frames = [c.scores for c in iter_microdata(microdata_csv, item_params_csv, [area], chunksize, item_set,
+                                               strict=True, progress=progress) if len(c.scores)]
+    if not frames:
+        return pd.DataFrame(columns=_COLUMNS)
+    df = pd.concat(frames).sort_index(kind="mergesort")[_COLUMNS]
+    df.index.name = "row"
+    return df
+
+
+def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas: list[str] | None = None,
+                   chunksize: int = 200_000, item_set: int | Mapping[int, int] | None = None, strict: bool = True,
+                   progress: bool = False) -> Iterator[MicrodataChunk]:
+    """Stream a microdata file: per chunk, rows read, scores and problems for every area in `areas` (default:
+    every area whose columns the file has). scores: the `score_microdata` columns plus `area`; problems (only
+    with strict=False, else ValueError): rows that could not be scored, per area, booklet and kind
+    (PROBLEM_COLUMNS: problem in "bad booklet code", "absent from item file", "item sets do not split",
+    "empty answer string", "answer string length", "key mismatch", "invalid answer characters").
+    Memory is bounded by `chunksize`; progress=True shows a tqdm bar over the file's bytes.
+    """
+    if int(chunksize) < 1:
+        raise ValueError(f"chunksize = {chunksize}: must be >= 1")
+    try:
+        header = pd.read_csv(microdata_csv, sep=";", encoding="latin-1", nrows=0).columns
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{microdata_csv}: empty file") from None
+    if areas is None:
+        areas = [a for a in ENEM_CONSTANTS if f"TX_RESPOSTAS_{a}" in header]
+        if not areas:
+            raise ValueError(f"{microdata_csv}: no TX_RESPOSTAS_<area> column; is this an ENEM microdata file?")
+    areas = [check_area(a) for a in areas]
+    needed = [f"{col}_{a}" for a in areas for col in ("TX_RESPOSTAS", "TX_GABARITO", "CO_PROVA", "NU_NOTA",
+                                                      "TP_PRESENCA")] + (["TP_LINGUA"] if "LC" in areas else [])
+    missing = [col for col in needed if col not in header]
+    if missing:
+        raise ValueError(f"{microdata_csv}: missing column(s) {missing}")
+    scorer = _ChunkScorer(read_itens_prova(item_params_csv), item_set, strict)
+    size = Path(microdata_csv).stat().st_size
+    # object (Python str) columns parse and join faster than Arrow strings; `with` closes on errors too
+    with open(microdata_csv, encoding="latin-1", newline="") as fh, \
+            tqdm(total=size, unit="B", unit_scale=True, desc=f"scoring {Path(microdata_csv).name}",
+                 disable=not progress) as bar, \
+            pd.read_csv(fh, sep=";", usecols=needed, dtype=object, keep_default_na=False,
+                        chunksize=int(chunksize)) as reader:
+        for chunk in reader:
+            scores, problems = [], []
+            for area in areas:
+                s, p = scorer.area(chunk, area)
+                scores += s
+                problems += p
+            yield MicrodataChunk(len(chunk), pd.concat(scores) if scores else pd.DataFrame(columns=_SCORE_COLUMNS),
+                                 pd.DataFrame(problems, columns=PROBLEM_COLUMNS))
+            bar.update(fh.buffer.tell() - bar.n)
+
+
+class _Problem(Exception):
+    """Rows of one group that cannot be scored: a kind (see iter_microdata) and a message."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class _ChunkScorer:
+    """Scores the chunks of one microdata file, caching each booklet's item sets across chunks."""
+
+    def __init__(self, items: pd.DataFrame, item_set: int | Mapping[int, int] | None, strict: bool):
+        self.by_area = {a: items[items["SG_AREA"] == a] for a in ENEM_CONSTANTS}
+        self.item_set, self.strict = item_set, strict
+        self.sets: dict[tuple[str, str], list[Booklet] | tuple[str, str]] = {}
+
+    def area(self, chunk: pd.DataFrame, area: str) -> tuple[list[pd.DataFrame], list[dict]]:
+        """One area of a chunk, scored per (booklet, language, string length, key) group, never per row."""
+        cols = {f"TX_RESPOSTAS_{area}": "answers", f"TX_GABARITO_{area}": "key", f"CO_PROVA_{area}": "booklet",
+                f"NU_NOTA_{area}": "NU_NOTA", f"TP_PRESENCA_{area}": "present"}
+        sub = chunk[list(cols)].rename(columns=cols)
+        present = _equals(sub["present"], "1")
+        if not present.any():
+            return [], []
+        sub = sub[present]
+        # the foreign language only changes the layout of LC strings; codes, language and key are stripped
+        # per group (below), not per row: string methods over millions of rows are the slow part
+        lang = chunk.loc[sub.index, "TP_LINGUA"] if area == "LC" else ""
+        sub = sub.assign(lingua=lang, length=sub["answers"].str.len())
+        frames, problems = [], []
+        groups = sub.groupby(["booklet", "lingua", "length", "key"], sort=False).indices
+        for (co, lang, length, key), idx in groups.items():
+            group = sub.iloc[idx]
+            try:
+                f, p = self._group(group, area, co, lang.strip(), int(length), key.strip())
+            except _Problem as err:
+                if self.strict:
+                    raise ValueError(str(err)) from None
+                f, p = [], [_problem(area, co, err.kind, str(err), group.index)]
+            frames += f
+            problems += p
+        return frames, problems
+
+    def _group(self, group: pd.DataFrame, area: str, co: str, lang: str, length: int,
+               key: str) -> tuple[list[pd.DataFrame], list[dict]]:
+        row = group.index[0]
+        sets = self._sets(area, co, row)
+        lingua = int(lang) if lang in ("0", "1") else None
+        if length == 0:
+            raise _Problem("empty answer string", f"row {row}: present candidate with an empty {area} answer string")
+        try:
+            src = layout(sets[0], length, lingua)
+        except ValueError as err:                # name the first row of the group in the message
+            raise _Problem("answer string length", f"row {row}: {err}") from None
+        forced = self.item_set.get(sets[0].co_prova) if isinstance(self.item_set, Mapping) else self.item_set
+        try:
+            chosen, rule = choose_sets(sets, key, lingua, forced, area)
+        except KeyMismatch as err:
+            raise _Problem("key mismatch", f"row {row}: {err}") from None
+        chars = np.frombuffer("".join(group["answers"]).encode("latin-1"), dtype=np.uint8).reshape(len(group), length)
+        problems = []
+        if not self.strict:                      # drop (and count) rows with marks other than A-E . *
+            ok = valid_rows(chars, src)
+            if not ok.all():
+                bad = group.index[~ok]
+                problems.append(_problem(area, co, "invalid answer characters", f"row {bad[0]}: {area} answer "
+                                         "string with a character other than A-E, '.' or '*'", bad))
+                group, chars = group[ok], chars[ok]
+        nota = pd.to_numeric(group["NU_NOTA"], errors="coerce")
+        if nota.isna().any():                    # a decimal comma, or blanks around the number
+            nota = nota.fillna(pd.to_numeric(group["NU_NOTA"][nota.isna()].str.strip().str.replace(",", "."),
+                                             errors="coerce"))
+        frames = [pd.DataFrame({"area": area, "CO_PROVA": bk.co_prova,
+                                "TP_LINGUA": pd.array([lingua] * len(group), "Int64"),
+                                **score_chars(chars, bk, src, area, group.index.to_numpy()), "NU_NOTA": nota,
+                                "item_set": bk.item_set, "item_set_rule": rule}, index=group.index)
+                  for bk in chosen if len(group)]
+        return frames, problems
+
+    def _sets(self, area: str, co: str, row: int) -> list[Booklet]:
+        """The booklet's item sets, or the _Problem that makes its rows unusable (cached either way)."""
+        if (area, co) not in self.sets:
+            self.sets[area, co] = self._load_sets(area, co, row)
+        entry = self.sets[area, co]
+        if isinstance(entry, tuple):
+            raise _Problem(*entry)
+        return entry
+
+    def _load_sets(self, area: str, co: str, row: int) -> list[Booklet] | tuple[str, str]:
+        try:
+            code = int(co)
+        except ValueError:
+            return "bad booklet code", f"row {row}: CO_PROVA_{area} = {co!r} is not a booklet code"
+        rows = self.by_area[area][self.by_area[area]["CO_PROVA"] == code]
+        if rows.empty:
+            return ("absent from item file",
+                    f"row {row}: booklet CO_PROVA_{area} = {code} is not in item_params_csv for {area}")
+        try:
+            return booklet_sets(rows, area)
+        except ValueError as err:
+            return "item sets do not split", f"row {row}: {err}"
+
+
+def _equals(values: pd.Series, flag: str) -> pd.Series:
+    """values == flag, ignoring surrounding blanks (stripping only the few values that are not bare)."""
+    out = values == flag
+    odd = ~(out | values.isin(("0", "", "2")))
+    if odd.any():
+        out[odd] = values[odd].str.strip() == flag
+    return out
+
+
+def _problem(area: str, co: str, kind: str, detail: str, rows: pd.Index) -> dict:
+    return {"area": area, "CO_PROVA": co, "problem": kind, "detail": detail, "n_rows": len(rows),
+            "first_row": int(rows[0])}

@@ -1,0 +1,214 @@
+"""KV-prefix sharing must equal the naive full-prompt computation (max |delta log-prob| <= 1e-4, fp32).
+
+Tiny random models here (fast); the same check on the real Gemma-3-270M lives in test_hf_real_model.py.
+The shared prefix is longer than the tiny Gemma's sliding window (16) so sliding layers are exercised, and the
+long-option items make packed trie rows run past the window too (masks inside a row and against the cache).
+Every layout is covered: split rows in many batches, one row per item, the unpacked fallback, chunked LM
+head, and the eager attention implementation (additive masks) besides sdpa (boolean masks).
+"""
+import numpy as np
+import pytest
+import torch
+
+from mcqa_toolkit.backends.hf.tokens import (context_continuation, context_continuations, encode, letter_requests,
+                                             next_token_candidates)
+from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request, lm_head, naive_scores
+from mcqa_toolkit.backends.hf.packing import unique_tokens
+
+TOL = 1e-4
+
+PREFIX = "Here are some questions from a college entrance exam.\n\n" + \
+         "Question: What is 2 + 2?\nOptions:\n(A) 3\n(B) 4\n(C) 5\nAnswer: (B) 4\n\n" * 3
+
+
+def _requests(lm, stems=("What colour is the sky?", "Qual é a capital do Brasil?")):
+    reqs = []
+    letters = ["A", "B", "C"]
+    for stem in stems:
+        for perm in (("red", "blue", "green"), ("blue", "green", "red"), ("green", "red", "blue")):
+            text = PREFIX + f"Question: {stem}\nOptions:\n" + "".join(
+                f"({l}) {o}\n" for l, o in zip(letters, perm)) + "Answer: ("
+            ids = encode(lm, text)
+            cands, _ = next_token_candidates(lm, ids, text, letters)
+            reqs.append(Request(ids, len(ids), cands))
+            for o in perm:
+                ctx, cont = context_continuation(lm, text[: -len(" (")], " " + o)
+                reqs.append(Request(ctx + cont, len(ctx)))
+    return reqs
+
+
+def test_lm_head_matches_model_logits(tiny_lm):
+    ids = torch.tensor([encode(tiny_lm, PREFIX)])
+    with torch.no_grad():
+        full = tiny_lm.model(input_ids=ids).logits[0]
+        hidden = tiny_lm.model.base_model(input_ids=ids).last_hidden_state[0]
+        assert torch.allclose(lm_head(tiny_lm.model, hidden), full, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch_tokens", [8192, 40])  # 40 forces many small suffix batches
+def test_prefix_sharing_equals_naive(tiny_lm, batch_tokens):
+    reqs = _requests(tiny_lm)
+    assert len(encode(tiny_lm, PREFIX)) > 16, "prefix must exceed the sliding window"
+    naive = naive_scores(tiny_lm, reqs)
+    trimmed = naive_scores(tiny_lm, reqs, full_logits=False)
+    assert max(float(np.abs(a - b).max()) for a, b in zip(naive, trimmed)) <= 1e-5
+    scorer = PrefixScorer(tiny_lm, max_batch_tokens=batch_tokens)
+    shared = encode(tiny_lm, PREFIX)
+    half = len(reqs) // 2
+    got = scorer.score(reqs[:half], shared) + scorer.score(reqs[half:], shared)
+    delta = max(float(np.abs(a - b).max()) for a, b in zip(naive, got))
+    assert delta <= TOL
+    st = scorer.stats
+    assert st.forwarded < st.naive and st.unique <= st.forwarded <= st.naive
+    # the run prefix is forwarded once although two calls used it
+    assert st.forwarded < st.naive - len(shared)
+
+
+# option texts long enough that an item's suffix rows run well past the tiny Gemma's 16-token sliding window
+LONG_OPTIONS = ("the red planet seen from the desert at night, bright and steady above the capital",
+                "blue, because the capital of Brazil is far from the sea and the sky is clear there",
+                "green like the boiling water of the exam question, 100 degrees at sea level")
+
+
+def _max_suffix(reqs):
+    plen = min(r.first_scored for r in reqs)
+    return max(len(r.tokens) for r in reqs) - plen
+
+
+def _assert_equal_to_naive(lm, reqs, got):
+    naive = naive_scores(lm, reqs)
+    assert max(float(np.abs(a - b).max()) for a, b in zip(naive, got)) <= TOL
+    assert all(int(np.argmax(a)) == int(np.argmax(b)) for a, b in zip(naive, got) if a.size > 1)
+
+
+@pytest.mark.parametrize("options", [dict(), dict(row_tokens=8, max_batch_tokens=64, max_batch_rows=3),
+                                     dict(row_tokens=10_000), dict(pack=False), dict(head_rows=3)])
+def test_packed_rows_equal_naive(tiny_lm, options):
+    """Packed trie rows (split rows, many batches, one row, unpacked fallback, chunked LM head) = naive."""
+    reqs = _requests(tiny_lm, stems=("What colour is the sky?",))
+    long_reqs = []
+    for perm in (LONG_OPTIONS, LONG_OPTIONS[::-1], LONG_OPTIONS[1:] + LONG_OPTIONS[:1]):
+        text = PREFIX + "Question: Which one is right?\nOptions:\n" + "".join(
+            f"({l}) {o}\n" for l, o in zip("ABC", perm)) + "Answer: ("
+        ids = encode(tiny_lm, text)
+        long_reqs.append(Request(ids, len(ids), next_token_candidates(tiny_lm, ids, text, list("ABC"))[0]))
+        for o in perm:
+            ctx, cont = context_continuation(tiny_lm, text[: -len(" (")], " " + o)
+            long_reqs.append(Request(ctx + cont, len(ctx)))
+    assert _max_suffix(long_reqs) > 3 * 16, "rows must run past the sliding window"
+    shared = encode(tiny_lm, PREFIX)
+    scorer = PrefixScorer(tiny_lm, **options)
+    got = scorer.score(reqs, shared) + scorer.score(long_reqs, shared)
+    _assert_equal_to_naive(tiny_lm, reqs + long_reqs, got)
+    st = scorer.stats
+    if options == dict(row_tokens=10_000):  # one row per item: every trie node forwarded exactly once
+        assert st.forwarded == st.unique and st.padded == 0
+        assert st.calls == 1 + 2 * 2  # run prefix, then per item: its prefix and one call for all its rows
+
+
+def test_packed_rows_with_eager_attention(tiny_tokenizer):
+    """The eager implementation takes additive float masks; sliding and full layers, long suffixes."""
+    from conftest import _tiny
+    from mcqa_toolkit.backends.hf import wrap
+
+    lm = wrap(_tiny("gemma3", tiny_tokenizer, attn="eager"), tiny_tokenizer, name="tiny-gemma3-eager")
+    reqs = _requests(lm)
+    scorer = PrefixScorer(lm, row_tokens=12)
+    _assert_equal_to_naive(lm, reqs, scorer.score(reqs, encode(lm, PREFIX)))
+    assert scorer.stats.calls >= 3
+
+
+def test_no_shared_prefix_and_short_item_prefix(tiny_lm):
+    """Requests that share only BOS: no run prefix, the whole trie is packed rows."""
+    texts = ["Options: (A) red (B) blue. Answer: (", "Question: What is 2 + 2? Answer: (",
+             "Pregunta: la capital de España es Madrid. Answer: ("]
+    reqs = []
+    for t in texts:
+        ids = encode(tiny_lm, t)
+        reqs.append(Request(ids, len(ids), next_token_candidates(tiny_lm, ids, t, ["A", "B"])[0]))
+        ctx, cont = context_continuation(tiny_lm, t, "A) red and blue")
+        reqs.append(Request(ctx + cont, len(ctx)))
+    _assert_equal_to_naive(tiny_lm, reqs, PrefixScorer(tiny_lm, row_tokens=16).score(reqs))
+
+
+def test_wrong_shared_prefix_falls_back_correctly(tiny_lm):
+    reqs = _requests(tiny_lm, stems=("Why?",))
+    scorer = PrefixScorer(tiny_lm)
+    got = scorer.score(reqs, shared_prefix=encode(tiny_lm, "Completely different text"))
+    naive = naive_scores(tiny_lm, reqs)
+    assert max(float(np.abs(a - b).max()) for a, b in zip(naive, got)) <= TOL
+
+
+def test_duplicates_computed_once_and_results_in_order(tiny_lm):
+    reqs = _requests(tiny_lm, stems=("Why?",))
+    scorer = PrefixScorer(tiny_lm)
+    once = scorer.score(reqs)
+    f1 = scorer.stats.forwarded
+    twice = PrefixScorer(tiny_lm).score(reqs + reqs[::-1])
+    assert all(np.array_equal(a, b) for a, b in zip(once + once[::-1], twice))
+    assert f1 > 0
+
+
+def test_candidate_letters_follow_tokenizer(tiny_lm):
+    text = "Answer: ("
+    ids = encode(tiny_lm, text)
+    cands, exact = next_token_candidates(tiny_lm, ids, text, ["A", "B"])
+    assert len(set(cands)) == 2 and all(isinstance(c, int) for c in cands)
+    with pytest.raises(ValueError, match="non-distinct"):
+        next_token_candidates(tiny_lm, ids, text, ["A", "A"])
+
+
+def test_batch_tokenising_equals_one_by_one(tiny_lm):
+    """letter_requests / context_continuations (one tokenizer call per batch) give the one-at-a-time ids."""
+    from types import SimpleNamespace
+
+    texts = [PREFIX + "Question: Why?\nAnswer: (", "Options: (A) red (B) blue. Answer:", "Resposta: ("]
+    prompts = [SimpleNamespace(text=t, messages=None, letter_continuations=["A", "B", " C"]) for t in texts]
+    for p, (ids, cands, exact) in zip(prompts, letter_requests(tiny_lm, prompts)):
+        assert ids == encode(tiny_lm, p.text)
+        assert (cands, exact) == next_token_candidates(tiny_lm, ids, p.text, p.letter_continuations)
+    pairs = [(t, c) for t in texts for c in (" red", "blue and green", "B) 4")]
+    assert context_continuations(tiny_lm, pairs) == [context_continuation(tiny_lm, t, c) for t, c in pairs]
+
+
+def test_request_validation():
+    with pytest.raises(ValueError):
+        Request((1, 2, 3), 3)  # continuation request without continuation
+    with pytest.raises(ValueError):
+        Request((1, 2, 3), 2, (5, 6))  # candidates must score the next token
+    assert unique_tokens([(1, 2, 3), (1, 2, 4), (1, 2, 3)]) == 4
+
+
+def test_lm_eval_split_moves_trailing_space(tiny_lm):
+    ctx, cont = context_continuation(tiny_lm, "Answer: ", "blue")
+    ctx2, cont2 = context_continuation(tiny_lm, "Answer:", " blue")
+    assert (ctx, cont) == (ctx2, cont2)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("attn", ["sdpa", "eager"])
+def test_half_precision_paths_run_in_model_dtype(tiny_tokenizer, dtype, attn):
+    """The CUDA dtypes on CPU: packed rows and the unpacked fallback run in bf16/fp16 (eager masks in the model's
+    dtype with its own min value), give finite log-probs and the naive choices. Half-precision rounding differs
+    between layouts, so the bound here is loose; the 1e-4 equality is an fp32 guarantee."""
+    from conftest import _tiny
+    from mcqa_toolkit.backends.hf import wrap
+    from mcqa_toolkit.backends.hf.masks import layer_groups, tree_masks
+
+    lm = wrap(_tiny("gemma3", tiny_tokenizer, attn=attn).to(getattr(torch, dtype)), tiny_tokenizer, name="tiny-half")
+    reqs = _requests(lm)
+    naive = naive_scores(lm, reqs)
+    for pack in (True, False):
+        got = PrefixScorer(lm, row_tokens=12, pack=pack).score(reqs, encode(lm, PREFIX))
+        assert all(np.isfinite(a).all() for a in got)
+        assert max(float(np.abs(a - b).max()) for a, b in zip(naive, got)) <= 1e-2
+        assert all(int(np.argmax(a)) == int(np.argmax(b)) for a, b in zip(naive, got) if a.size > 1)
+    cache = PrefixScorer(lm)._new_cache()
+    groups = layer_groups(lm.model, cache)
+    depth, end = torch.tensor([[0, 1, 1]]), torch.tensor([[3, 2, 3]])
+    masks = tree_masks(groups, depth, end, attn, lm.dtype)
+    for m in masks.values():
+        if attn == "eager":
+            assert m.dtype == lm.dtype and m.min() == torch.finfo(lm.dtype).min
+        else:
+            assert m.dtype == torch.bool
