@@ -19,6 +19,7 @@ REGISTRY: dict[str, str] = {
     "hf": "mcqa_toolkit.backends.hf.backend:load",
     "openai": "mcqa_toolkit.backends.openai:load",
     "anthropic": "mcqa_toolkit.backends.anthropic:load",
+    "vllm": "mcqa_toolkit.backends.vllm:load",
 }
 
 
