@@ -82,12 +82,17 @@ class ContinuationLogprobs:
 
 @dataclass(frozen=True)
 class Generation:
-    """Generated text (stop strings cut off) and its token counts."""
+    """Generated text (stop strings cut off) and its token counts. A reasoning model's thinking, when the
+    provider returns it apart from the answer (vLLM's / DeepSeek's `reasoning_content`, Gemini's thought parts,
+    Claude's thinking blocks), is `reasoning`, and `n_reasoning_tokens` its token count where the provider
+    reports one (included in `n_generated_tokens`; None: not reported)."""
 
     text: str
     n_prompt_tokens: int
     n_generated_tokens: int
     finish_reason: str = ""
+    reasoning: str = ""
+    n_reasoning_tokens: int | None = None
 
 
 @runtime_checkable
