@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 from urllib.parse import urlsplit
 
-__all__ = ["BatchLimits", "ReasoningRule", "Provider", "Profile", "PROVIDERS", "ANTHROPIC", "GEMINI",
-           "provider_for", "profile", "public_url"]
+__all__ = ["BatchLimits", "ReasoningRule", "Provider", "Profile", "PROVIDERS", "ANTHROPIC", "ANTHROPIC_NO_PREFILL",
+           "ANTHROPIC_NO_TEMPERATURE", "GEMINI", "provider_for", "profile", "public_url"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,10 @@ PROVIDERS: dict[str, Provider] = {p.name: p for p in (
 # Claude's Messages API and Message Batches; Gemini's generateContent and Batch Mode (backends.anthropic / google)
 ANTHROPIC = Provider("anthropic", ("api.anthropic.com",), completions="none", completions_logprobs_max=None,
                      chat_logprobs_max=None, echo=False, batch=BatchLimits(100_000, 256 * 1024 ** 2))
+# Claude models (regex on the model id) that reject a prefilled assistant turn (4.6 and later: "This model does
+# not support assistant message prefill") and any temperature (Opus 4.7 and later: "`temperature` is deprecated")
+ANTHROPIC_NO_PREFILL = r"^claude-(opus|sonnet|haiku)-(4-[6-9]|[5-9])"
+ANTHROPIC_NO_TEMPERATURE = r"^claude-opus-(4-[7-9]|[5-9])"
 GEMINI = Provider("gemini", ("generativelanguage.googleapis.com",), completions="none", completions_logprobs_max=None,
                   chat_logprobs_max=20, echo=False, max_stop=5,
                   batch=BatchLimits(None, 20 * 1000 ** 2, custom_id=r"^.{1,}$"))
