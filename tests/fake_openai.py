@@ -164,14 +164,17 @@ REASONING_TEXT = "A alternativa A parece certa, mas a B contradiz o enunciado; d
 def chat_completion(body: dict[str, Any]) -> dict[str, Any]:
     """A chat reply. Letters (`logprobs: true`): the first token's top_logprobs over the shown letters, written
     without a leading space as a chat model writes them. A reasoning model (o-series, gpt-5) reports reasoning
-    tokens; a model named *r1* returns its reasoning apart (`reasoning_content`), *think* inline (<think>)."""
+    tokens; a model named *r1* returns its reasoning apart (`reasoning_content`), *think* inline (<think>).
+    A prefilled reply (`continue_final_message`) continues the cue: " A" after "Resposta:"."""
     text = "\n".join(str(m["content"]) for m in body["messages"])
     best, model = best_letter(text), body["model"]
     message: dict[str, Any] = {"role": "assistant", "content": f"Resposta: {best}"}
     usage: dict[str, Any] = {"prompt_tokens": len(tokens_of(text)), "completion_tokens": 3}
     logprobs = None
     if body.get("logprobs"):
-        top = sorted(letter_logprobs(text, "").items(), key=lambda kv: -kv[1])[:body.get("top_logprobs") or 0]
+        prefill = body.get("continue_final_message") and not text.endswith("(")  # " A" continues "Resposta:"
+        top = sorted(letter_logprobs(text, " " if prefill else "").items(), key=lambda kv: -kv[1])[
+            :body.get("top_logprobs") or 0]
         first = max(top, key=lambda kv: kv[1]) if top else (best, -0.1)
         logprobs = {"content": [{"token": first[0], "logprob": first[1], "bytes": list(first[0].encode()),
                                  "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in top]}],

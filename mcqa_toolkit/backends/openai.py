@@ -99,7 +99,7 @@ class OpenAIBackend(SenderBacked):
     def capabilities(self) -> Capabilities:
         if self._caps is None:
             letters = self.profile.letters_endpoint is not None
-            echo = self.profile.completions and self.provider.echo is not False
+            echo = self.profile.echo is not False
             if self.probe_server:
                 letters, echo = letters and self._probe_letters(), echo and self._probe_echo()
             self._caps = Capabilities(next_token_logprobs=letters, continuation_logprobs=echo, generate=True,

@@ -42,7 +42,8 @@ class ReasoningRule:
 @dataclass(frozen=True)
 class Provider:
     """One row of the table. `completions`: which models /v1/completions serves ("all", "none", or a regex);
-    `echo`: prompt log-probs through echo (None: probed); `*_logprobs_max`: the largest top-k each endpoint
+    `echo`: prompt log-probs through echo (True, False, None: probed, or a regex of the models that echo);
+    `*_logprobs_max`: the largest top-k each endpoint
     accepts (None: not offered; letters are then probed, as for every provider); `max_stop`: stop strings per
     request (None: no documented limit)."""
 
@@ -51,7 +52,7 @@ class Provider:
     completions: str = "all"
     completions_logprobs_max: int | None = 20
     chat_logprobs_max: int | None = 20
-    echo: bool | None = None
+    echo: bool | str | None = None
     max_stop: int | None = None
     batch: BatchLimits | None = None
     reasoning: tuple[ReasoningRule, ...] = ()
@@ -63,8 +64,9 @@ _OPENAI_REASONING = (
     ReasoningRule(r"^(o\d|gpt-5)"),                       # o1, o3-mini, gpt-5*: max_completion_tokens, no temperature
 )
 PROVIDERS: dict[str, Provider] = {p.name: p for p in (
+    # gpt-3.5-turbo-instruct rejects echo with logprobs ("invalid_parameter_combination"): only the base models echo
     Provider("openai", ("api.openai.com",), completions=r"^(gpt-3\.5-turbo-instruct|davinci-002|babbage-002)",
-             completions_logprobs_max=5, chat_logprobs_max=20, echo=None, max_stop=4,
+             completions_logprobs_max=5, chat_logprobs_max=20, echo=r"^(davinci-002|babbage-002)$", max_stop=4,
              batch=BatchLimits(50_000, 200 * 1024 ** 2), reasoning=_OPENAI_REASONING),
     Provider("vllm", completions_logprobs_max=20, chat_logprobs_max=20, echo=True),   # --max-logprobs (default 20)
     Provider("llama_cpp", echo=None),           # llama-cpp-python echoes; upstream llama-server ignores echo
@@ -119,6 +121,7 @@ class Profile:
     letters_endpoint: str | None     # completions | chat | None (this model exposes no log-probs)
     top_k: int                       # letters' top-k on that endpoint
     completions: bool                # /v1/completions serves this model (echo, completion-style generation)
+    echo: bool | None                # prompt log-probs through echo (None: probed)
     rule: ReasoningRule | None = None
     notes: tuple[str, ...] = field(default=())
 
@@ -152,4 +155,5 @@ def profile(p: Provider, model: str, top_logprobs: int = 20, reasoning: bool | N
     k = min(top_logprobs, cap) if cap is not None else top_logprobs
     if k < top_logprobs and endpoint is not None:
         notes.append(f"top-k capped at {k} ({p.name} {endpoint} maximum)")
-    return Profile(p, model, endpoint, k, completions, rule, tuple(notes))
+    echo = (re.search(p.echo, model) is not None) if isinstance(p.echo, str) else p.echo
+    return Profile(p, model, endpoint, k, completions, echo if completions else False, rule, tuple(notes))
