@@ -121,6 +121,6 @@ def check_method(backend: Backend, method: str, chat: bool = False) -> None:
     caps = backend.capabilities
     if chat and not caps.chat:
         raise CapabilityError(f"backend {backend.name!r} cannot render chat prompts; use a strategy with chat=False")
-    if chat and method != "generate" and not caps.chat_scoring:
+    if chat and not generates(method) and not caps.chat_scoring:
         raise CapabilityError(f"backend {backend.name!r} cannot score {method} on chat prompts (log-probs of a "
                               "chat-rendered prompt); use chat=False or method='generate'")
