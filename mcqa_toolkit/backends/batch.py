@@ -39,14 +39,14 @@ def openai_batch_lines(requests: dict[str, tuple[str, dict[str, Any]]]) -> dict[
     return out
 
 
-def split_lines(lines: list[str], limits: BatchLimits, overhead: int = 0) -> list[list[str]]:
+def split_lines(lines: list[str], limits: BatchLimits, overhead: int = 0, per_line: int = 0) -> list[list[str]]:
     """Consecutive parts of `lines` (JSONL, one request each) within `limits`: at most max_requests lines and
-    max_bytes bytes (UTF-8, newlines and a per-part `overhead` counted). A single line over the byte limit is an
-    error: no batch could carry it."""
+    max_bytes bytes (UTF-8, newlines, a per-part `overhead` and a `per_line` margin for what the wire adds
+    counted). A single line over the byte limit is an error: no batch could carry it."""
     parts: list[list[str]] = [[]]
     size = overhead
     for line in lines:
-        n = len(line.encode("utf-8")) + 1
+        n = len(line.encode("utf-8")) + 1 + per_line
         if n + overhead > limits.max_bytes:
             raise ValueError(f"one batch request is {n} bytes, over the provider's {limits.max_bytes}-byte batch limit")
         full = limits.max_requests is not None and len(parts[-1]) >= limits.max_requests

@@ -44,9 +44,9 @@ def classify(e: BaseException) -> tuple[bool, float | None]:
     if isinstance(e, errors.APIError):
         return e.code in (408, 429) or e.code >= 500, None
     transient = []
-    for name in ("httpx", "httpx2"):  # the SDK uses either
-        try:
-            transient.append(importlib.import_module(name).TransportError)
+    for module, name in (("httpx", "TransportError"), ("httpx2", "TransportError"), ("aiohttp", "ClientConnectionError")):
+        try:  # the SDK uses whichever is installed
+            transient.append(getattr(importlib.import_module(module), name))
         except ImportError:
             pass
     return isinstance(e, tuple(transient)), None
@@ -150,8 +150,10 @@ class GoogleBackend(SenderBacked):
     async def _send(self, endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
         if self._client is None:
             self._client = self.client()
-        got = await self._client.aio.models.generate_content(model=self.model, contents=body["contents"],
-                                                            config=body["config"])
+        from google.genai import types
+
+        got = await self._client.aio.models.generate_content(
+            model=self.model, contents=body["contents"], config=types.GenerateContentConfig.model_validate(body["config"]))
         response = got.model_dump(mode="json", exclude_none=True)
         for key in _VOLATILE:
             response.pop(key, None)
