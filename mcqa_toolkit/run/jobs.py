@@ -169,7 +169,7 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
     if base_dir is not None and not out.is_absolute():
         out = base_dir / out
     options = {k: params[k] for k in _OPTIONS if params.get(k) is not None}
-    if options.get("judges"):  # credentials in a base URL go to the environment, never into a notebook
+    if isinstance(options.get("judges"), list):  # credentials in a base URL go to the environment, not a notebook
         options["judges"] = [strip_credentials(j) if isinstance(j, dict) else j for j in options["judges"]]
     wanted_min_k = params.get("min_k") is None or bool(params["min_k"])
     jobs: list[Job] = []
