@@ -28,7 +28,8 @@ ANTHROPIC_LIMIT = 100_000
 class OpenAIBatchServer:
     def __init__(self, api: FakeAPI, fail: set[str] = frozenset(), outcome: str = "completed",
                  max_requests: int = OPENAI_LIMIT, answer: Callable[[dict], dict] = completion):
-        self.api, self.fail, self.outcome, self.max_requests, self.answer = api, set(fail), outcome, max_requests, answer
+        self.api, self.fail, self.outcome, self.answer = api, set(fail), outcome, answer
+        self.max_requests = max_requests
         self.files: dict[str, str] = {}
         self.polls: dict[str, int] = {}
         self.batches: dict[str, dict[str, Any]] = {}

@@ -66,7 +66,8 @@ def openai_rejects(path: str, body: dict[str, Any]) -> tuple | None:
     stop = body.get("stop") or []
     if len(stop) > 4:
         return openai_error(400, f"Invalid 'stop': array too long. Expected an array with maximum length 4, but got "
-                                 f"an array with length {len(stop)} instead.", param="stop", code="array_above_max_length")
+                                 f"an array with length {len(stop)} instead.", param="stop",
+                            code="array_above_max_length")
     if path.endswith("/completions") and "/chat/" not in path:
         if model not in LEGACY:
             return openai_error(404, "This is a chat model and not supported in the v1/completions endpoint. Did you "
@@ -88,7 +89,8 @@ def openai_rejects(path: str, body: dict[str, Any]) -> tuple | None:
     if REASONING.search(model):
         if "max_tokens" in body:
             return openai_error(400, "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
-                                     "'max_completion_tokens' instead.", param="max_tokens", code="unsupported_parameter")
+                                     "'max_completion_tokens' instead.", param="max_tokens",
+                                code="unsupported_parameter")
         if body.get("temperature", 1) != 1:
             return openai_error(400, f"Unsupported value: 'temperature' does not support {body['temperature']} with "
                                      "this model. Only the default (1) value is supported.", param="temperature",
@@ -176,9 +178,9 @@ def chat_completion(body: dict[str, Any]) -> dict[str, Any]:
         top = sorted(letter_logprobs(text, " " if prefill else "").items(), key=lambda kv: -kv[1])[
             :body.get("top_logprobs") or 0]
         first = max(top, key=lambda kv: kv[1]) if top else (best, -0.1)
+        tops = [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in top]
         logprobs = {"content": [{"token": first[0], "logprob": first[1], "bytes": list(first[0].encode()),
-                                 "top_logprobs": [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in top]}],
-                    "refusal": None}
+                                 "top_logprobs": tops}], "refusal": None}
         message["content"], usage["completion_tokens"] = first[0], 1
     if REASONING.search(model):
         usage["completion_tokens"] += 40

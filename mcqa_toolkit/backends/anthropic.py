@@ -7,7 +7,8 @@ prefilled assistant turn, so the answer continues it as with a local model; mode
 4.6 and later, backends.providers) get the cue at the end of the user turn instead. Completion-style prompts are
 sent as one user turn. Temperature 0 unless the strategy samples (the API has no seed: sampled runs are not
 reproducible, which provenance says); never sent to the models that reject it (Opus 4.7 and later). Thinking
-blocks are kept as the generation's reasoning, never read for the answer. The Messages API exposes no log-probabilities, so first_token,
+blocks are kept as the generation's reasoning, never read for the answer. The Messages API exposes no
+log-probabilities, so first_token,
 loglik and cloze are refused before any request. Retries, concurrency and the request cache are the shared
 ones (backends.http); the API key is read from `api_key_env` when the client is built and never stored.
 """

@@ -25,7 +25,7 @@ from mcqa_toolkit.backends.providers import ANTHROPIC, BatchLimits
 __all__ = ["openai_batch_lines", "split_lines", "import_results", "OpenAIBatches", "AnthropicBatches"]
 
 OPENAI_URLS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
-OPENAI_ENDED = {"completed", "failed", "expired", "cancelled"}   # validating / in_progress / finalizing / cancelling run
+OPENAI_ENDED = {"completed", "failed", "expired", "cancelled"}  # not: validating, in_progress, finalizing, cancelling
 Results = tuple[dict[str, dict[str, Any]], dict[str, str]]
 
 

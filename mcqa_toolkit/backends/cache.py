@@ -31,7 +31,9 @@ def default_cache_dir() -> Path:
 def request_key(kind: str, model: str, endpoint: str, body: dict[str, Any], server: str = "") -> str:
     """The cache key (and batch custom_id: 64 hex digits, within Anthropic's ^[a-zA-Z0-9_-]{1,64}$) of one
     request to `server` (a server identity; "" for none)."""
-    ident = {"backend": kind, "model": model, "endpoint": endpoint, "body": body, **({"server": server} if server else {})}
+    ident = {"backend": kind, "model": model, "endpoint": endpoint, "body": body}
+    if server:
+        ident["server"] = server
     blob = json.dumps(ident, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

@@ -44,7 +44,8 @@ def classify(e: BaseException) -> tuple[bool, float | None]:
     if isinstance(e, errors.APIError):
         return e.code in (408, 429) or e.code >= 500, None
     transient = []
-    for module, name in (("httpx", "TransportError"), ("httpx2", "TransportError"), ("aiohttp", "ClientConnectionError")):
+    for module, name in (("httpx", "TransportError"), ("httpx2", "TransportError"),
+                         ("aiohttp", "ClientConnectionError")):
         try:  # the SDK uses whichever is installed
             transient.append(getattr(importlib.import_module(module), name))
         except ImportError:
@@ -152,8 +153,8 @@ class GoogleBackend(SenderBacked):
             self._client = self.client()
         from google.genai import types
 
-        got = await self._client.aio.models.generate_content(
-            model=self.model, contents=body["contents"], config=types.GenerateContentConfig.model_validate(body["config"]))
+        config = types.GenerateContentConfig.model_validate(body["config"])
+        got = await self._client.aio.models.generate_content(model=self.model, contents=body["contents"], config=config)
         response = got.model_dump(mode="json", exclude_none=True)
         for key in _VOLATILE:
             response.pop(key, None)

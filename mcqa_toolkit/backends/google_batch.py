@@ -2,11 +2,11 @@
 results), through google-genai's `batches` API.
 
 Requests go inline (`src=[{contents, config, metadata: {key: custom_id}}]`), split so that each job's inline
-requests stay under the documented 20 MB (measured as the SDK sends them); each part's requests are kept in the run folder as JSONL lines
-{"key", "request"} (the documented file-input line). A job is pending or running until its state is
-SUCCEEDED, FAILED, CANCELLED or EXPIRED (a job running over 48 hours expires without results); results are
-mapped back by their `metadata.key`: a response is stored, an error is a failure with its message, and a
-request without a result is a failure too (run.batch checks stored + failed == submitted).
+requests stay under the documented 20 MB (measured as the SDK sends them); each part's requests are kept in the
+run folder as JSONL lines {"key", "request"} (the documented file-input line). A job is pending or running until
+its state is SUCCEEDED, FAILED, CANCELLED or EXPIRED (a job running over 48 hours expires without results);
+results are mapped back by their `metadata.key`: a response is stored, an error is a failure with its message,
+and a request without a result is a failure too (run.batch checks stored + failed == submitted).
 """
 from __future__ import annotations
 

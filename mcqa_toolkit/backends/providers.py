@@ -60,7 +60,7 @@ class Provider:
 
 
 _OPENAI_REASONING = (
-    ReasoningRule(r"^o(3|4-mini)(\b|-)", stop=False),    # "stop: Not supported with latest reasoning models o3, o4-mini"
+    ReasoningRule(r"^o(3|4-mini)(\b|-)", stop=False),  # "stop: Not supported with latest reasoning models o3, o4-mini"
     ReasoningRule(r"^(o\d|gpt-5)"),                       # o1, o3-mini, gpt-5*: max_completion_tokens, no temperature
 )
 PROVIDERS: dict[str, Provider] = {p.name: p for p in (

@@ -43,7 +43,8 @@ def collect_requests(job: Any, backends: BackendCache) -> tuple[Any, dict[str, t
     run_backends = backends.for_run(_entries(job))
     backend = run_backends[0]
     if not (isinstance(backend, BatchBackend) and backend.capabilities.batch):  # (capabilities probes a server)
-        raise ValueError(f"backend {backend.name!r} has no batch API (batch mode needs backend: openai, anthropic or google)")
+        raise ValueError(f"backend {backend.name!r} has no batch API with documented limits (batch mode: OpenAI and "
+                         "servers with its Batch API, Anthropic, Gemini; vLLM: `vllm run-batch`, docs/backends.md)")
     with contextlib.ExitStack() as stack:
         collected = [stack.enter_context(b.collecting()) for b in {id(b): b for b in run_backends}.values()
                      if isinstance(b, BatchBackend)]

@@ -124,3 +124,19 @@ def test_request_body_is_the_documented_inline_request():
     body = request_body([{"role": "user", "parts": [{"text": "Q"}]}], "S", temperature=0.0, seed=None)
     assert body == {"contents": [{"role": "user", "parts": [{"text": "Q"}]}],
                     "config": {"temperature": 0.0, "system_instruction": "S"}}
+
+
+def test_the_stand_in_rejects_what_gemini_rejects(gemini):
+    import httpx
+
+    api, _ = gemini
+    url = f"{api.url}/v1beta/models/gemini-2.0-flash:generateContent"
+    contents = [{"role": "user", "parts": [{"text": "Q"}]}]
+    cases = [({"generationConfig": {"responseLogprobs": True, "logprobs": 21}}, "range [0, 20]"),
+             ({"generationConfig": {"stopSequences": list("abcdef")}}, "at most 5 stop sequences"),
+             ({"generationConfig": {"logprobs": 3}}, "only valid if responseLogprobs is true")]
+    for extra, message in cases:
+        got = httpx.post(url, json={"contents": contents, **extra}, headers={"x-goog-api-key": KEY})
+        assert got.status_code == 400 and got.json()["error"]["status"] == "INVALID_ARGUMENT"
+        assert message in got.json()["error"]["message"]
+    assert httpx.post(url, json={"contents": contents}).json()["error"]["status"] == "PERMISSION_DENIED"
