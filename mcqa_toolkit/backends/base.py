@@ -120,8 +120,8 @@ class Backend(Protocol):
 
 @runtime_checkable
 class BatchBackend(Protocol):
-    """Declared optional part of the protocol, for backends behind a provider's API (openai, anthropic): their
-    requests go through an on-disk request cache (backends.cache) keyed by request, and they have a batch API
+    """Declared optional part of the protocol, for backends behind a provider's API (openai, anthropic, google):
+    their requests go through an on-disk request cache (backends.cache) keyed by request, and they have a batch API
     (`capabilities.batch`). Batch mode (run.batch) uses only these three:
 
     - `request_cache`: where every answer is kept (a batch's results are stored there by custom_id);

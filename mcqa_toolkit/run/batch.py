@@ -67,10 +67,13 @@ def submit(job: Any, backends: BackendCache) -> dict[str, Any]:
 
 def _store(api: Any, backend: Any, folder: Path, entry: dict[str, Any]) -> list[dict[str, Any]]:
     """Store an ended batch's answers in the request cache; the failures, one per submitted request without an
-    answer, so that stored + failed == submitted. Answers are stored under the key the backend computes now from
-    the submitted request (the custom_id itself for batches submitted by this version); a result whose custom_id
-    was not submitted is ignored."""
+    answer (whatever the provider returned or left out), so that stored + failed == submitted. Answers are stored
+    under the key the backend computes now from the submitted request (the custom_id itself for batches submitted
+    by this version); a result whose custom_id was not submitted is ignored."""
     submitted = api.submitted(folder, entry)
+    if len(submitted) != entry["n_requests"]:
+        raise ValueError(f"{folder / entry['input_file']}: holds {len(submitted)} requests, but batch {entry['id']} was "
+                         f"submitted with {entry['n_requests']}")
     ok, failed = api.results(entry)
     stored = 0
     for custom_id, response in ok.items():
@@ -81,8 +84,6 @@ def _store(api: Any, backend: Any, folder: Path, entry: dict[str, Any]) -> list[
     why = entry.get("reason") or f"no result (batch {entry['status']})"
     failures = [{"custom_id": c, "batch": entry["id"], "error": failed.get(c) or why} for c in missing]
     entry.update(fetched=True, stored=stored, n_failed=len(failures))
-    if stored + len(failures) != len(submitted):
-        raise AssertionError(f"batch {entry['id']}: {stored} stored + {len(failures)} failed != {len(submitted)}")
     return failures
 
 
