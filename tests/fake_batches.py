@@ -73,7 +73,7 @@ class OpenAIBatchServer:
         for n, r in enumerate(lines, 1):
             if r["custom_id"] in seen:
                 errors.append({"code": "duplicate_custom_id", "line": n, "param": "custom_id",
-                               "message": f"The custom_id for this request is a duplicate of another request."})
+                               "message": "The custom_id for this request is a duplicate of another request."})
             seen.add(r["custom_id"])
         if len(lines) > self.max_requests:
             errors.append({"code": "too_many_tasks", "line": None, "param": None, "message": f"The input file has "
@@ -141,7 +141,7 @@ class AnthropicBatchServer:
         requests = req.json["requests"]
         bad = [r["custom_id"] for r in requests if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", r["custom_id"])]
         if bad:
-            return anthropic_error(400, f"requests.0.custom_id: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'")
+            return anthropic_error(400, "requests.0.custom_id: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'")
         if len(requests) > self.max_requests:
             return anthropic_error(400, f"requests: List should have at most {self.max_requests} items")
         bid = f"msgbatch_{len(self.batches) + 1}"
