@@ -1,8 +1,11 @@
 """On-disk request cache for API backends: a killed or re-run evaluation never pays twice, and a re-run gives
 byte-identical records.
 
-The key is sha256 of (backend kind, model, endpoint, request body) as canonical JSON: never the API key, the
-base URL (replicas of one model share answers) or headers. One JSON file per response under
+The key is sha256 of (backend kind, model, server identity, endpoint, request body) as canonical JSON, never
+the API key or headers. The server identity (`server_id` of an API backend; by default the sorted base URLs
+without credentials) is shared by replicas of one deployment, which share answers, and differs between
+deployments serving the same model id (another quantisation, another provider), which never do. Keys made
+before the server identity was part of them are not read any more (those requests are sent again once). One JSON file per response under
 `<root>/<key[:2]>/<key>.json`, written to a temporary name and renamed, so a kill never leaves half a file.
 The batch APIs use the same key as their `custom_id`, so a fetched batch simply fills this cache.
 """
@@ -25,10 +28,13 @@ def default_cache_dir() -> Path:
     return Path(base) / "mcqa_toolkit"
 
 
-def request_key(kind: str, model: str, endpoint: str, body: dict[str, Any]) -> str:
-    """The cache key (and batch custom_id) of one request."""
-    blob = json.dumps({"backend": kind, "model": model, "endpoint": endpoint, "body": body}, sort_keys=True,
-                      ensure_ascii=False, separators=(",", ":"))
+def request_key(kind: str, model: str, endpoint: str, body: dict[str, Any], server: str = "") -> str:
+    """The cache key (and batch custom_id: 64 hex digits, within Anthropic's ^[a-zA-Z0-9_-]{1,64}$) of one
+    request to `server` (a server identity; "" for none)."""
+    ident = {"backend": kind, "model": model, "endpoint": endpoint, "body": body}
+    if server:
+        ident["server"] = server
+    blob = json.dumps(ident, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
