@@ -146,3 +146,39 @@ def test_in_process_vllm_backend_gives_the_server_path_records(server_url, items
                      progress=False)
         assert_same_records(_only(inproc, keep[name]), _only(server, keep[name]), atol=LOGPROB_TOL,
                             ignore=["run_id", "n_forwarded_tokens"])
+
+
+def test_vllm_run_batch_for_real_gives_the_online_records(server_url, items, tmp_path):
+    """provider: vllm under --batch-submit / --batch-fetch with a real `vllm run-batch` on the chat-generation
+    lines it wrote (the same engine flags as the server): the run then executes from the request cache and its
+    records are the online run's against the server."""
+    from mcqa_toolkit.backends.hf.loading import GEMMA_CHAT_TEMPLATE
+    from mcqa_toolkit.backends.vllm_batch import INPUT, OUTPUT
+    from mcqa_toolkit.backends.vllm_server import FLAGS, SERVED_NAME
+    from mcqa_toolkit.run import batch
+    from mcqa_toolkit.run.jobs import Job
+    from mcqa_toolkit.run.recipe import BackendCache, run_job
+
+    def job(folder, cache):
+        return Job("gemma-3-270m", "demo", {}, "pt", {"base": "uned", "max_new_tokens": 8}, tmp_path / folder,
+                   limit=2, min_k=False, backend_options={"backend": "openai", "provider": "vllm", "base_url": server_url,
+                                                          "cache_dir": str(tmp_path / cache)})
+
+    offline = job("offline", "cache_offline")
+    backends = BackendCache()
+    state = batch.submit(offline, backends)
+    assert state["n_requests"] == 2 and not batch.fetch(offline, backends)["ready"]
+    folder = offline.run_dir.dir
+    template = tmp_path / "chat.jinja"
+    template.write_text(GEMMA_CHAT_TEMPLATE)
+    cmd = [str(vllm_python()), "-m", "vllm.entrypoints.openai.run_batch", "-i", str(folder / INPUT), "-o",
+           str(folder / OUTPUT), "--model", str(embedded_model_dir()), "--served-model-name", SERVED_NAME,
+           *[f for f in FLAGS if f not in ("--max-num-seqs", "16")], "--chat-template", str(template)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, **ENV,
+                                                                                  "TMPDIR": str(tmp_path)})
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert batch.fetch(offline, backends)["ready"]
+    from_batch = run_job(offline, progress=False)
+    assert from_batch.provenance["usage"]["http_requests"] == 0
+    online = run_job(job("online", "cache_online"), progress=False)
+    assert_same_records(from_batch.records, online.records, ignore=["run_id", "n_forwarded_tokens"])
