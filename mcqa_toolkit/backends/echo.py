@@ -95,9 +95,10 @@ def align(tokens: Sequence[str], offsets: Sequence[int], values: Sequence[float 
 
 
 def split_echo(reading: Reading, values: Sequence[float | None], context: str) -> tuple[tuple[int, ...], int]:
-    """(indices of the continuation's tokens, number of context tokens) under `reading`."""
+    """(indices of the continuation's tokens, number of context tokens) under `reading`; a leading special token
+    (vLLM's echoed <bos>) is a context token, as the local backends count it."""
     start = len(_units(context, reading.unit))
-    picked, n_context = [], 0
+    picked, n_context = [], reading.lead
     starts = reading.starts
     for i in range(reading.lead, len(starts)):
         pos = starts[i]

@@ -104,7 +104,8 @@ class OpenAIBackend(SenderBacked):
                 letters, echo = letters and self._probe_letters(), echo and self._probe_echo()
             self._caps = Capabilities(next_token_logprobs=letters, continuation_logprobs=echo, generate=True,
                                       chat=True, chat_scoring=self.prefill and letters,
-                                      batch=self.provider.batch is not None, top_logprobs=self.profile.top_k)
+                                      batch=self.provider.batch is not None or self.provider.run_batch,
+                                      top_logprobs=self.profile.top_k)
         return self._caps
 
     def _attempt(self, what: str, endpoint: str, body: dict[str, Any], check: Callable[[Any], Any]) -> bool:
@@ -150,10 +151,11 @@ class OpenAIBackend(SenderBacked):
         return self.meter.usage(self.sender.counters)
 
     def batch_api(self) -> Any:
-        """The provider's batch API for this backend (backends.base.BatchBackend)."""
+        """The provider's batch API for this backend (backends.base.BatchBackend); vLLM: `vllm run-batch` files."""
         from mcqa_toolkit.backends.batch import OpenAIBatches
+        from mcqa_toolkit.backends.vllm_batch import VLLMRunBatch
 
-        return OpenAIBatches(self)
+        return VLLMRunBatch(self) if self.provider.run_batch else OpenAIBatches(self)
 
     # ---- the protocol's three calls ----------------------------------------------------------------------
     def _chat_messages(self, prompt: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:

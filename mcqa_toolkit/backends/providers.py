@@ -45,7 +45,8 @@ class Provider:
     `echo`: prompt log-probs through echo (True, False, None: probed, or a regex of the models that echo);
     `*_logprobs_max`: the largest top-k each endpoint
     accepts (None: not offered; letters are then probed, as for every provider); `max_stop`: stop strings per
-    request (None: no documented limit)."""
+    request (None: no documented limit); `run_batch`: no batch API, but `--batch-submit` writes the JSONL that
+    `vllm run-batch` reads (chat-completions lines only) and `--batch-fetch` imports its output."""
 
     name: str
     hosts: tuple[str, ...] = ()
@@ -57,6 +58,7 @@ class Provider:
     batch: BatchLimits | None = None
     reasoning: tuple[ReasoningRule, ...] = ()
     logprobs_fallback: tuple[int, ...] = ()     # compatible servers: smaller top-k tried when the probe's is refused
+    run_batch: bool = False
 
 
 _OPENAI_REASONING = (
@@ -68,7 +70,8 @@ PROVIDERS: dict[str, Provider] = {p.name: p for p in (
     Provider("openai", ("api.openai.com",), completions=r"^(gpt-3\.5-turbo-instruct|davinci-002|babbage-002)",
              completions_logprobs_max=5, chat_logprobs_max=20, echo=r"^(davinci-002|babbage-002)$", max_stop=4,
              batch=BatchLimits(50_000, 200 * 1024 ** 2), reasoning=_OPENAI_REASONING),
-    Provider("vllm", completions_logprobs_max=20, chat_logprobs_max=20, echo=True),   # --max-logprobs (default 20)
+    Provider("vllm", completions_logprobs_max=20, chat_logprobs_max=20, echo=True,    # --max-logprobs (default 20)
+             run_batch=True),
     Provider("llama_cpp", echo=None),           # llama-cpp-python echoes; upstream llama-server ignores echo
     Provider("ollama", echo=False),             # logprobs since v0.12.11 (probed), echo never
     Provider("gemini_openai", ("generativelanguage.googleapis.com",), completions="none", echo=False, max_stop=5),

@@ -22,11 +22,7 @@ from typing import Any
 
 from mcqa_toolkit.backends import backend_entry
 from mcqa_toolkit.backends.base import BatchBackend
-from mcqa_toolkit.backends.batch import import_results
 from mcqa_toolkit.run.recipe import BackendCache, run_job
-
-VLLM_RESULTS = "batch_results.jsonl"  # a `vllm run-batch -o` output placed in the run folder is imported
-
 
 def _entries(job: Any) -> list[dict[str, Any]]:
     """The complete entries of a job's backends: its model, then its judges (run.recipe.run_job's order)."""
@@ -97,12 +93,6 @@ def fetch(job: Any, backends: BackendCache) -> dict[str, Any]:
     if not state:
         raise ValueError(f"{rd.dir}: no batch was submitted for this run; use --batch-submit first")
     backend = backends.for_run(_entries(job))[0]
-    vllm_out = rd.dir / VLLM_RESULTS
-    if vllm_out.exists() and not state.get("imported_vllm"):
-        stored, failed = import_results(vllm_out.read_text().splitlines(), backend.request_cache)
-        state.update(imported_vllm=True, failed=state.get("failed", []) + failed)
-        for entry in state["batches"]:
-            entry.update(status="ended", ended=True, fetched=True, stored=stored)
     pending = [e for e in state["batches"] if not e.get("fetched")]
     api = backend.batch_api() if pending else None
     for i, entry in enumerate(state["batches"]):
@@ -123,6 +113,8 @@ def describe(name: str, state: dict[str, Any]) -> str:
     failed = len(state.get("failed", []))
     lines = [f"  {name}: {state.get('n_requests', 0)} requests; {batches}" + (f"; {failed} failed" if failed else "")]
     for e in state.get("batches", []):
+        if not e.get("ended") and e.get("reason"):  # e.g. a `vllm run-batch` file waiting to be run
+            lines.append(f"    {e['reason']}")
         if e.get("n_failed"):
             reasons = sorted({f["error"] for f in state.get("failed", []) if f.get("batch") == e["id"]})
             reason = e.get("reason") or "; ".join(reasons[:3]) + (f"; ... ({len(reasons)} reasons)" if len(reasons) > 3
@@ -132,4 +124,4 @@ def describe(name: str, state: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["collect_requests", "submit", "fetch", "describe", "VLLM_RESULTS"]
+__all__ = ["collect_requests", "submit", "fetch", "describe"]

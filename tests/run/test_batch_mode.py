@@ -16,7 +16,7 @@ import pytest
 import yaml
 from fake_api import FakeAPI
 from fake_batches import AnthropicBatchServer, OpenAIBatchServer
-from fake_openai import completion, provider_route
+from fake_openai import chat_completion, completion, provider_route
 
 from mcqa_toolkit.backends import providers
 from mcqa_toolkit.backends.batch import import_results
@@ -175,6 +175,51 @@ def test_vllm_run_batch_output_and_bad_lines(tmp_path):
     assert (stored, [f["custom_id"] for f in failed]) == (1, ["k2"]) and cache.get("k1") == {"choices": []}
     with pytest.raises(ValueError, match="batch output line 2 is not JSON"):
         import_results([json.dumps(ok), "{nope"], cache)
+
+
+def test_vllm_batch_writes_run_batch_input_then_imports_its_output(tmp_path):
+    """provider: vllm has no Batch API: --batch-submit writes the `vllm run-batch` input (chat lines only, the
+    command to run said in one line) and --batch-fetch imports its output from the run folder. The output here
+    is written the way vLLM writes it (input order, `error: null`), from the stand-in's chat answers; the real
+    `vllm run-batch` runs in tests/backends/test_vllm_server.py."""
+    from mcqa_toolkit.backends.vllm_batch import INPUT, OUTPUT
+
+    with FakeAPI() as api:
+        _serve_completions(api)
+        api.route("POST", "/v1/chat/completions", provider_route("vllm"))
+        job = _job(tmp_path, api.url + "/v1", {"backend": "openai", "provider": "vllm"},
+                   strategy={"base": "uned", "max_new_tokens": 8}, shuffles=1)
+        cache = BackendCache()
+        state = batch.submit(job, cache)
+        assert state["n_requests"] == 3 and state["batches"][0]["status"] == "written"
+        assert "vllm.entrypoints.openai.run_batch -i" in batch.describe("r", state)
+        lines = [json.loads(x) for x in (job.run_dir.dir / INPUT).read_text().splitlines()]
+        assert {x["url"] for x in lines} == {"/v1/chat/completions"}
+        before = len(api.calls("/v1/chat/completions"))
+        assert not batch.fetch(job, cache)["ready"]  # nothing to import yet
+        (job.run_dir.dir / OUTPUT).write_text("".join(json.dumps(
+            {"id": f"vllm-{k}", "custom_id": x["custom_id"], "error": None,
+             "response": {"status_code": 200, "request_id": f"vllm-batch-{k}", "body": chat_completion(x["body"])}})
+            + "\n" for k, x in enumerate(lines)))
+        assert batch.fetch(job, cache)["ready"]
+        offline = run_job(job, progress=False)
+        assert len(api.calls("/v1/chat/completions")) == before and offline.provenance["usage"]["http_requests"] == 0
+    with FakeAPI() as api:  # the same run online, with an empty cache
+        api.route("POST", "/v1/completions", provider_route("vllm"))
+        api.route("POST", "/v1/chat/completions", provider_route("vllm"))
+        fresh = _job(tmp_path / "fresh", api.url + "/v1", {"backend": "openai", "provider": "vllm"},
+                     strategy={"base": "uned", "max_new_tokens": 8}, shuffles=1)
+        direct = run_job(fresh, progress=False).records
+    assert_same_records(offline.records, direct, ignore=["run_id", "n_forwarded_tokens"])
+
+
+def test_vllm_batch_refuses_what_run_batch_cannot_read(tmp_path):
+    with FakeAPI() as api:
+        _serve_completions(api)
+        job = _job(tmp_path, api.url + "/v1", {"backend": "openai", "provider": "vllm"})  # letters: completions
+        with pytest.raises(ValueError, match=r"`vllm run-batch` reads chat-completions lines only, and this run "
+                                             r"needs 6 \['completions'\] requests"):
+            batch.submit(job, BackendCache())
 
 
 def test_short_answer_grid_under_batch_submit(tmp_path):
