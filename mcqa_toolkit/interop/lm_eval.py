@@ -151,14 +151,14 @@ def _response(sample: Mapping[str, Any], output_type: str, task: str, delimiter:
         return Response(_question(sample, task, options, path, n), scores=scores.tolist(), choice=choice,
                         extraction_rule="", extra=extra, payload=payload)
     doc = sample.get("doc") or {}
-    options = _choices(doc)
-    if not options:
+    options = _choices(doc) or []
+    if not options and payload is None:
         raise DatasetError(path, n, "doc", "a generate_until sample without choices in its doc: only multiple-"
                            "choice questions can be imported")
     answer = filtered[0] if filtered else None
     raw = sample.get("resps") or [[""]]
     text = raw[0][0] if isinstance(raw[0], list) and raw[0] else str(raw[0])
-    choice = option_index(str(answer), options) if isinstance(answer, str) else None
+    choice = option_index(str(answer), options) if isinstance(answer, str) and options else None
     return Response(_question(sample, task, options, path, n), choice=-1 if choice is None else choice,
                     generated_text=str(text), extraction_rule=f"lm-eval filter {sample.get('filter', '')}".strip(),
                     extra=extra, payload=payload)
