@@ -115,6 +115,8 @@ def _separate(group: list[Mapping[str, Any]], path: Path, where: str, stats: Map
 def read_helm(path: str | Path) -> tuple[Source, list[Response]]:
     """(Source, responses) of one HELM run folder (or its scenario_state.json)."""
     p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file or folder")
     folder = p if p.is_dir() else p.parent
     state_file = folder / "scenario_state.json"
     if not state_file.exists():
