@@ -101,6 +101,8 @@ def leave_one_model_out(responses: ArrayLike, lengths: Sequence[int], model: str
     if np.isnan(u).any():
         raise ValueError("leave_one_model_out needs complete responses (every model answered every item)")
     lengths = sorted({int(L) for L in lengths})
+    config = irt.CatConfig(se_target=None, max_items=max(lengths))
+    points, prior = irt.normal_grid(config.grid_points, *config.grid_bounds)  # one grid and prior for every EAP
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SmallPopulationWarning)  # the caller is warned once, by calibrate_bank
@@ -111,12 +113,12 @@ def leave_one_model_out(responses: ArrayLike, lengths: Sequence[int], model: str
             x = u[j, kept]
             if max(lengths) > kept.size:
                 raise ValueError(f"length {max(lengths)} exceeds the {kept.size} items of the bank without person {j}")
-            full = irt.ability_eap(x[None], cal.a, cal.b, cal.c, cal.D).theta[0]
+            full = irt.ability_eap(x[None], cal.a, cal.b, cal.c, cal.D, grid=points, prior=prior).theta[0]
             acc = float(x.mean())
-            sim = irt.cat_simulate(bank, x[None], irt.CatConfig(se_target=None, max_items=max(lengths)), seed)
+            sim = irt.cat_simulate(bank, x[None], config, seed)
             for L in lengths:
                 rows.append(_row(j, L, "cat", [sim.theta_path[0, L - 1]], full, acc, cal))
-                draws = irt.cat_random_baseline(bank, np.repeat(x[None], n_random, axis=0), [L] * n_random,
+                draws = irt.cat_random_baseline(bank, np.repeat(x[None], n_random, axis=0), [L] * n_random, config,
                                                 seed=seed + 1 + j).theta  # n_random orders, one per row
                 rows.append(_row(j, L, "random", draws, full, acc, cal))
     return pd.DataFrame(rows)
