@@ -18,7 +18,7 @@ from mcqa_toolkit.interop.runfolder import ImportResult, Response, Source, write
 from mcqa_toolkit.items import ItemSet, item_from_dict
 from mcqa_toolkit.run.store import RunDir
 
-__all__ = ["IMPORTERS", "EXPORTERS", "import_run", "export_run", "run_items", "ImportResult", "Response", "Source",
+__all__ = ["IMPORTERS", "EXPORTERS", "import_run", "import_folder", "export_run", "run_items", "ImportResult", "Response", "Source",
            "write_run"]
 
 # tool -> "module:reader" returning (Source, [Response])
@@ -45,6 +45,30 @@ def import_run(tool: str, path: str | Path, out_dir: str | Path, items: ItemSet 
     reader_kw: the reader's options (e.g. normalization="char" for lm-eval's acc_norm)."""
     source, responses = _resolve(IMPORTERS, tool, "tool")(path, **reader_kw)
     return write_run(source, responses, out_dir, items, dataset)
+
+
+def import_folder(folder: str | Path, out_dir: str | Path, items: ItemSet | None = None,
+                  dataset: str | None = None) -> "pd.DataFrame":
+    """Import every tool output under `folder` (lm-eval: each folder holding samples_*.jsonl; inspect_ai: each
+    .eval log) into `out_dir/<folder name or log stem>__<tool>`; one row per import: tool, source, run_dir,
+    n_records, matched, unmatched. Re-running returns the finished imports as they are."""
+    import pandas as pd
+
+    root = Path(folder)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{root}: no such folder")
+    jobs = [("lm-eval", d) for d in sorted({f.parent for f in root.rglob("samples_*.jsonl")})]
+    jobs += [("inspect", f) for f in sorted(root.rglob("*.eval"))]
+    if not jobs:
+        raise FileNotFoundError(f"{root}: no lm-eval samples_*.jsonl and no inspect .eval log")
+    rows = []
+    for tool, path in jobs:
+        res = import_run(tool, path, Path(out_dir) / f"{path.stem}__{tool}", items, dataset)
+        prov = res.provenance
+        rows.append({"tool": tool, "source": str(path.relative_to(root)), "run_dir": str(res.run_dir.dir),
+                     "model": str(res.records["model"].iloc[0]), "n_records": len(res.records),
+                     "matched": prov["items"]["matched"], "unmatched": len(res.unmatched)})
+    return pd.DataFrame(rows)
 
 
 def run_items(run_dir: str | Path, items: ItemSet | None = None) -> dict[str, Any]:
