@@ -100,12 +100,12 @@ def _items(dataset: str | None, dataset_args: str | None) -> Any:
     return load(dataset, **args)
 
 
-def import_cmd(tool: str, path: str, out: str, dataset: str | None, dataset_args: str | None,
+def import_cmd(tool: str, path: str, out: str, dataset: str | None, dataset_args: str | None, model: str | None,
                reader_kw: dict[str, Any]) -> int:
     """`mcqa import`: write the run folder and say what matched; returns 0."""
     from mcqa_toolkit.interop import import_run
 
-    res = import_run(tool, path, out, items=_items(dataset, dataset_args), dataset=dataset, **reader_kw)
+    res = import_run(tool, path, out, items=_items(dataset, dataset_args), dataset=dataset, model=model, **reader_kw)
     prov = res.provenance
     matched = prov.get("items", {})
     print(f"{res.run_dir.dir}: {len(res.records)} records of {prov['n_items']} items from "
@@ -165,6 +165,7 @@ def _main(argv: list[str] | None = None) -> int:
     im.add_argument("--out", required=True, help="the run folder to write, e.g. outputs/<model>__<dataset>__<tool>")
     im.add_argument("--dataset", help="our loader to match the questions against (human IRT parameters attach)")
     im.add_argument("--dataset-args", help="the loader's keyword arguments as JSON")
+    im.add_argument("--model", help="the model's name in the records (default: the tool's, e.g. lm-eval's path)")
     im.add_argument("--normalization", choices=("sum", "char"), help="lm-eval: acc (sum, default) or acc_norm (char)")
     im.add_argument("--task", help="lm-eval: the task, when the folder holds several")
     ex = sub.add_parser("export", help="a run folder as lm-eval samples, an inspect_ai log or Every Eval Ever JSONL")
@@ -176,7 +177,7 @@ def _main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.command == "import":
         kw = {k: v for k, v in (("normalization", args.normalization), ("task", args.task)) if v is not None}
-        return import_cmd(args.tool, args.path, args.out, args.dataset, args.dataset_args, kw)
+        return import_cmd(args.tool, args.path, args.out, args.dataset, args.dataset_args, args.model, kw)
     if args.command == "export":
         from mcqa_toolkit.interop import export_run
 

@@ -39,12 +39,13 @@ def _resolve(table: dict[str, str], name: str, what: str) -> Any:
 
 
 def import_run(tool: str, path: str | Path, out_dir: str | Path, items: ItemSet | None = None,
-               dataset: str | None = None, **reader_kw: Any) -> ImportResult:
+               dataset: str | None = None, model: str | None = None, **reader_kw: Any) -> ImportResult:
     """Read `tool`'s results at `path` and write them as the run folder `out_dir` (see interop.runfolder).
     items: our items to match the questions against (human IRT parameters attach to matched ones);
-    reader_kw: the reader's options (e.g. normalization="char" for lm-eval's acc_norm)."""
+    model: the records' model name (default: the tool's, e.g. lm-eval's `pretrained` path); reader_kw: the
+    reader's options (e.g. normalization="char" for lm-eval's acc_norm)."""
     source, responses = _resolve(IMPORTERS, tool, "tool")(path, **reader_kw)
-    return write_run(source, responses, out_dir, items, dataset)
+    return write_run(source, responses, out_dir, items, dataset, model)
 
 
 def import_folder(folder: str | Path, out_dir: str | Path, items: ItemSet | None = None,

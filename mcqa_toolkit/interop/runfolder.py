@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -111,17 +111,20 @@ def _record(resp: Response, match_item: Item, perm: Sequence[int], run: dict[str
 
 
 def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path, items: ItemSet | None = None,
-              dataset: str | None = None) -> ImportResult:
+              dataset: str | None = None, model: str | None = None) -> ImportResult:
     """Write (or return, when already there) the run folder of an import; see the module docstring.
     `items`: our items to match against (None: every question keeps the source's own identity); `dataset`:
-    the records' dataset name (default: the task's name)."""
+    the records' dataset name (default: the task's name); `model`: the records' model name (default: what the
+    tool recorded, e.g. lm-eval's `pretrained` path)."""
     if not responses:
         raise ValueError(f"{', '.join(map(str, source.files))}: no question to import")
     store = RunDir(out_dir)
     files = [{"name": Path(f).name, "sha256": sha256_file(f)} for f in source.files]
     matcher = ItemMatcher(items)
     dataset = dataset or source.task
-    identity = {"source": source.tool, "files": files, "dataset": dataset,
+    if model:
+        source = replace(source, model=model)
+    identity = {"source": source.tool, "files": files, "dataset": dataset, "model": source.model,
                 "items_fingerprint": matcher.items.fingerprint()}
     state = run_state(store, {"import": identity})
     if state is RunState.COMPLETE:
@@ -150,6 +153,8 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
             raise ValueError(f"{resp.question.key}: item {item.item_id!r} appears with different contents")
         used[item.item_id] = item
         records.append(rec)
+    datasets = {r["dataset"] for r in records}   # records restored from our payload keep their own dataset
+    dataset = datasets.pop() if len(datasets) == 1 else dataset
     keys = [(r["item_id"], r["shuffle"]) for r in records]
     if len(set(keys)) != len(keys):
         dup = next(k for k in keys if keys.count(k) > 1)
