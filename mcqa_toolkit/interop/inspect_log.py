@@ -34,6 +34,13 @@ from mcqa_toolkit.items import LETTERS, Item
 __all__ = ["read_inspect", "export_inspect", "letter_scores", "log_files"]
 
 
+def _need_inspect() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("inspect_ai") is None:
+        raise ModuleNotFoundError("inspect_ai is not installed: pip install 'mcqa_toolkit[interop]'")
+
+
 def log_files(path: str | Path) -> list[Path]:
     """The .eval / .json logs at `path` (a file, or a folder searched at any depth), sorted."""
     p = Path(path)
@@ -95,6 +102,7 @@ def _question(sample: Any, path: Path) -> SourceQuestion:
 def read_inspect(path: str | Path, scorer: str | None = None) -> tuple[Source, list[Response]]:
     """(Source, responses) of one inspect_ai log (or the only log under a folder). scorer: whose Score
     gives the answer (default: "choice" when present, else the first scorer)."""
+    _need_inspect()
     from inspect_ai.log import read_eval_log
 
     files = log_files(path)
@@ -159,6 +167,7 @@ def _sample(rec: Mapping[str, Any], item: Item) -> Any:
 
 def export_inspect(records: pd.DataFrame, items: Mapping[str, Item], out_dir: str | Path, name: str) -> Path:
     """Write one run's records as the inspect_ai log `<out_dir>/<name>.eval` with inspect's write_eval_log."""
+    _need_inspect()
     from inspect_ai.log import (EvalConfig, EvalDataset, EvalLog, EvalMetric, EvalResults, EvalScore, EvalSpec,
                                 write_eval_log)
 
