@@ -18,7 +18,8 @@ from mcqa_toolkit.interop.runfolder import ImportResult, Response, Source, write
 from mcqa_toolkit.items import ItemSet, item_from_dict
 from mcqa_toolkit.run.store import RunDir
 
-__all__ = ["IMPORTERS", "EXPORTERS", "import_run", "import_folder", "export_run", "run_items", "ImportResult", "Response", "Source",
+__all__ = ["IMPORTERS", "EXPORTERS", "import_run", "import_folder", "export_run", "run_items", "ImportResult",
+           "Response", "Source",
            "write_run"]
 
 # tool -> "module:reader" returning (Source, [Response])

@@ -57,7 +57,8 @@ def _question(state: Mapping[str, Any], shown: list[str], path: Path, where: str
     correct = [r["output"]["text"] for r in refs if "correct" in (r.get("tags") or [])]
     answer = shown.index(correct[0]) if len(correct) == 1 and correct[0] in shown else None
     iid = inst.get("id")
-    return SourceQuestion(key=f"{path.name}: {where} (instance {iid})", stem=str(_need(inst["input"], "text", path, where)),
+    stem = str(_need(inst["input"], "text", path, where))
+    return SourceQuestion(key=f"{path.name}: {where} (instance {iid})", stem=stem,
                           options=tuple(shown), answer=answer, ids=(str(iid),) if iid else ())
 
 

@@ -177,7 +177,8 @@ def export_inspect(records: pd.DataFrame, items: Mapping[str, Item], out_dir: st
     created = datetime(1970, 1, 1, tzinfo=timezone.utc).isoformat()  # fixed: the same run exports the same log
     spec = EvalSpec(created=created, task=name, dataset=EvalDataset(name=str(records["dataset"].iloc[0]),
                     samples=records["item_id"].nunique(), sample_ids=sorted(records["item_id"].unique().tolist())),
-                    model=f"mcqa/{records['model'].iloc[0]}", config=EvalConfig(epochs=int(records["shuffle"].max()) + 1),
+                    model=f"mcqa/{records['model'].iloc[0]}",
+                    config=EvalConfig(epochs=int(records["shuffle"].max()) + 1),
                     packages={"mcqa_toolkit": __version__}, metadata={"exported_by": f"mcqa_toolkit {__version__}"})
     results = EvalResults(total_samples=len(samples), completed_samples=len(samples), scores=[EvalScore(
         name="choice", scorer="choice", metrics={"accuracy": EvalMetric(name="accuracy", value=accuracy)})])

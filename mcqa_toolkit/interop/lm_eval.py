@@ -35,6 +35,7 @@ __all__ = ["read_lm_eval", "export_lm_eval", "sample_files"]
 
 STEM_KEYS = ("question", "query", "stem", "problem", "input", "text")
 ID_KEYS = ("item_id", "id", "question_id", "qid", "parallel_id")
+_YEAR_NUMBER = re.compile(r"((?:19|20)\d\d)\D+?(\d{1,3})$")  # "2022_91", "ENEM_2022_CN_9102_q91"
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d\-.]+)\.jsonl$")
 
 
@@ -109,11 +110,13 @@ def _question(sample: Mapping[str, Any], task: str, options: list[str], path: Pa
     if stem is None:
         stem = str(_arguments(sample, path, n)[0][0])
     target = str(sample.get("target", ""))
-    answer = int(target) if re.fullmatch(r"\d+", target) and int(target) < len(options) else option_index(target, options)
+    if re.fullmatch(r"\d+", target) and int(target) < len(options):
+        answer: int | None = int(target)
+    else:
+        answer = option_index(target, options)
     ids = tuple(str(doc[k]) for k in ID_KEYS if isinstance(doc.get(k), (str, int)) and not isinstance(doc.get(k), bool))
     year, number = doc.get("year", doc.get("exam_year")), doc.get("number", doc.get("question_number"))
-    m = next((re.search(r"((?:19|20)\d\d)\D+?(\d{1,3})$", i) for i in ids if re.search(r"(?:19|20)\d\d\D+?\d{1,3}$", i)),
-             None)
+    m = next((found for found in (_YEAR_NUMBER.search(i) for i in ids) if found), None)
     if m and year is None:
         year = m[1]
     if m and number is None:

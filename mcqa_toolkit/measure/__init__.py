@@ -34,8 +34,9 @@ from mcqa_toolkit.measure.frames import DEFAULT_BY
 from mcqa_toolkit.measure.judging import (HUMAN, apply_human_grades, compare_with_human, icc, judge_agreement,
                                           judgements_frame, quadratic_weighted_kappa)
 from mcqa_toolkit.measure.paired import paired_bootstrap
-from mcqa_toolkit.measure.population import (MIN_PERSONS, SmallPopulationWarning, bank_fit, calibrate_bank,
-                                             leave_one_model_out, lomo_summary, population_responses)
+from mcqa_toolkit.measure.population import (MIN_PERSONS, SmallPopulationWarning, bank_fit, bank_items,
+                                             calibrate_bank, leave_one_model_out, lomo_summary,
+                                             population_responses)
 from mcqa_toolkit.measure.position import (accuracy_by_position, position_bias, position_distribution,
                                            shuffle_consistency)
 from mcqa_toolkit.measure.pride import PrideResult, debias, item_prior, permutation_debiased, pride
@@ -55,6 +56,7 @@ __all__ = [
     "quadratic_weighted_kappa", "accuracy_by_position", "position_bias", "position_distribution", "shuffle_consistency",
     "accuracy", "bootstrap_means", "item_scores", "kappa", "kappa_by_subject", "macro_average", "summarize_run",
     "circular_eval", "is_rotation_set", "rotations", "paired_bootstrap", "MIN_PERSONS", "SmallPopulationWarning",
-    "bank_fit", "calibrate_bank", "leave_one_model_out", "lomo_summary", "population_responses", "PrideResult",
+    "bank_fit", "bank_items", "calibrate_bank", "leave_one_model_out", "lomo_summary", "population_responses",
+    "PrideResult",
     "debias", "item_prior", "permutation_debiased", "pride",
 ]

@@ -23,10 +23,11 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from mcqa_toolkit import irt
+from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.abilities import response_matrix
 
 __all__ = ["MIN_PERSONS", "SmallPopulationWarning", "population_responses", "calibrate_bank", "bank_fit",
-           "leave_one_model_out", "lomo_summary"]
+           "bank_items", "leave_one_model_out", "lomo_summary"]
 
 MIN_PERSONS = {"2pl": 200, "3pl": 1000}
 DEFAULT_A_PRIOR = (0.0, 0.5)  # ln a ~ N(0, 0.5^2): a stays near 1 unless the data insist
@@ -90,6 +91,19 @@ def bank_fit(responses: ArrayLike, calibration: irt.Calibration) -> pd.DataFrame
     return pd.concat([cal.to_frame(), pd.Series(irt.proportion_correct(u), name="p_correct"), fit], axis=1)
 
 
+def bank_items(items: ItemSet, item_ids: Sequence[str], calibration: irt.Calibration) -> ItemSet:
+    """The bank as items: `items` whose item_id is in `item_ids` (the calibrated columns, in order), their
+    `Item.irt` replaced by the calibration's (a, b, c), so a new model takes a real CAT on the bank with an
+    `adaptive` strategy (run.adaptive uses Item.irt). Items not in the bank are left out."""
+    if len(item_ids) != calibration.b.size:
+        raise ValueError(f"{len(item_ids)} item ids for a calibration of {calibration.b.size} items")
+    params = dict(zip(map(str, item_ids), zip(calibration.a, calibration.b, calibration.c)))
+    missing = sorted(set(params) - set(items.ids))
+    if missing:
+        raise ValueError(f"bank items not in `items`: {missing[:5]}")
+    return ItemSet([it.with_(irt=params[it.item_id]) for it in items if it.item_id in params], items.name)
+
+
 def leave_one_model_out(responses: ArrayLike, lengths: Sequence[int], model: str = "2pl", n_random: int = 20,
                         seed: int = 0, **calibrate_kw: Any) -> pd.DataFrame:
     """For every person j (a model): calibrate the bank on the other persons, then give j the CAT and
@@ -130,7 +144,8 @@ def _row(person: int, length: int, order: str, thetas: Sequence[float], full: fl
     acc_hat = irt.irf(t, cal.a, cal.b, cal.c, cal.D).mean(axis=1)
     return {"person": person, "length": length, "order": order, "theta": float(t.mean()), "theta_full": float(full),
             "accuracy_full": acc, "accuracy_hat": float(acc_hat.mean()),
-            "abs_theta_error": float(np.abs(t - full).mean()), "abs_accuracy_error": float(np.abs(acc_hat - acc).mean())}
+            "abs_theta_error": float(np.abs(t - full).mean()),
+            "abs_accuracy_error": float(np.abs(acc_hat - acc).mean())}
 
 
 def lomo_summary(per_person: pd.DataFrame) -> pd.DataFrame:

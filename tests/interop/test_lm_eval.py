@@ -66,7 +66,8 @@ def test_damaged_files_fail_naming_file_line_and_field(tmp_path):
     third = json.loads(lines[2])
     third["filtered_resps"][1][0] = "NA"
     samples.write_text("\n".join(lines[:2] + [json.dumps(third)] + lines[3:]) + "\n")
-    with pytest.raises(DatasetError, match=r"samples_mcqa_sim_.*\.jsonl: record 3: field 'filtered_resps': 'NA' is not a number"):
+    with pytest.raises(DatasetError,
+                       match=r"samples_mcqa_sim_.*\.jsonl: record 3: field 'filtered_resps': 'NA' is not a number"):
         read_lm_eval(out)
     samples.write_text("\n".join(lines[:4] + ["{not json"]) + "\n")
     with pytest.raises(DatasetError, match="record 5: field None: not JSON"):

@@ -7,8 +7,8 @@ import pytest
 from builders import records
 
 from mcqa_toolkit import irt
-from mcqa_toolkit.measure.population import (SmallPopulationWarning, bank_fit, calibrate_bank, leave_one_model_out,
-                                             lomo_summary, population_responses)
+from mcqa_toolkit.measure.population import (SmallPopulationWarning, bank_fit, bank_items, calibrate_bank,
+                                             leave_one_model_out, lomo_summary, population_responses)
 
 
 def test_population_responses_majority_and_first():
@@ -77,3 +77,19 @@ def test_leave_one_model_out_cat_beats_random_when_long_enough():
     assert set(s["persons"]) == {30}
     with pytest.raises(ValueError, match="needs complete responses"):
         leave_one_model_out(np.where(np.eye(30, u.shape[1]) == 1, np.nan, u), [5])
+
+
+def test_bank_items_carry_the_calibrated_parameters():
+    from mcqa_toolkit.datasets import load
+
+    items = load("demo", language="pt")
+    u, *_ = _population(40, seed=5, n_items=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallPopulationWarning)
+        cal, kept = calibrate_bank(u)
+    ids = [items.ids[k] for k in kept]
+    bank = bank_items(items, ids, cal)
+    assert bank.ids == [i for i in items.ids if i in ids]
+    assert bank[ids[0]].irt == pytest.approx((cal.a[0], cal.b[0], 0.0))
+    with pytest.raises(ValueError, match="item ids for a calibration"):
+        bank_items(items, ids[:-1], cal)
