@@ -17,6 +17,7 @@
 Everything is importable from `mcqa_toolkit.measure`; no file I/O, printing or plotting here, and no torch.
 """
 from mcqa_toolkit.measure.abilities import (GROUP_BY, PERSON_BY, central_region, discrimination_frame, eap_grid,
+                                            has_discrimination,
                                             human_abilities, information_curve, item_discrimination,
                                             item_parameters, model_abilities, response_matrix, share_correct,
                                             theta_ci)
@@ -44,7 +45,8 @@ from mcqa_toolkit.measure.scores import accuracy, bootstrap_means, item_scores, 
 from mcqa_toolkit.measure.summary import summarize_run
 
 __all__ = [
-    "GROUP_BY", "PERSON_BY", "central_region", "discrimination_frame", "eap_grid", "human_abilities",
+    "GROUP_BY", "PERSON_BY", "central_region", "discrimination_frame", "eap_grid", "has_discrimination",
+    "human_abilities",
     "information_curve", "item_discrimination", "item_parameters", "model_abilities", "response_matrix",
     "share_correct", "theta_ci", "ATTRIBUTES", "DI_THRESHOLD", "Correlation", "attribute_chi2", "correlation",
     "dataset_correlation", "di_attribute_tests", "gap_correlations", "has_number", "item_attributes",
