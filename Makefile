@@ -14,10 +14,16 @@ $(BIN)/python:
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
 	-DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF
 
+# every-eval-ever (the Every Eval Ever schema's validator, used by tests/interop) asks Python >= 3.12 while this
+# project supports 3.10+ (Debian 12 ships 3.11): its pure-Python wheel is downloaded from PyPI into .venv/wheels,
+# not installed, and the tests import its validator from there (it needs only pydantic, which we have).
+EEE_WHEEL := every-eval-ever==0.3.0
+
 # torch is pinned exactly and installed first so that nothing pulls a CUDA build.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet -e ".[test,server,lab]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet -e ".[test,server,lab,interop]"
+	$(BIN)/pip download --quiet --no-deps --python-version 3.12 --only-binary=:all: "$(EEE_WHEEL)" -d $(VENV)/wheels
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 >/dev/null
 	touch $(STAMP)
 

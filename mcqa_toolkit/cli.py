@@ -5,6 +5,9 @@
     mcqa report [--html]           # execute the analysis notebooks over everything in outputs/ (+ results page)
     mcqa demo [--full]             # run the shipped params/demo.yaml (demo_full.yaml), then report
     mcqa inspect                   # open the question inspector in JupyterLab
+    mcqa import lm-eval out/model/ --out outputs/x --dataset enem --dataset-args '{"path": ...}'
+                                   # another tool's results (lm-eval | inspect | helm) as a run folder
+    mcqa export inspect outputs/x --out logs/   # a run folder as lm-eval samples, an inspect log, or EEE JSONL
     mcqa validate-enem ITENS_PROVA_2023.csv MICRODADOS_ENEM_2023.csv   # our ENEM scores vs INEP's NU_NOTA
 
 A params file lists models, datasets, languages and strategies; `mcqa run` executes their product (see
@@ -17,6 +20,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from mcqa_toolkit.resources import notebooks_dir, params_file
 from mcqa_toolkit.run.grid import run_params
@@ -80,6 +84,38 @@ def demo(full: bool = False, kernel: str = "python3") -> int:
     return failed
 
 
+def _items(dataset: str | None, dataset_args: str | None) -> Any:
+    import json
+
+    from mcqa_toolkit.datasets import load
+
+    if dataset is None:
+        if dataset_args:
+            raise ValueError("--dataset-args needs --dataset")
+        return None
+    try:
+        args = json.loads(dataset_args) if dataset_args else {}
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--dataset-args is not JSON ({e.msg}): {dataset_args!r}") from None
+    return load(dataset, **args)
+
+
+def import_cmd(tool: str, path: str, out: str, dataset: str | None, dataset_args: str | None, model: str | None,
+               reader_kw: dict[str, Any]) -> int:
+    """`mcqa import`: write the run folder and say what matched; returns 0."""
+    from mcqa_toolkit.interop import import_run
+
+    res = import_run(tool, path, out, items=_items(dataset, dataset_args), dataset=dataset, model=model, **reader_kw)
+    prov = res.provenance
+    matched = prov.get("items", {})
+    print(f"{res.run_dir.dir}: {len(res.records)} records of {prov['n_items']} items from "
+          f"{prov['imported_from']['tool']} {prov['imported_from']['version']} ({res.state.value}); matched to "
+          f"our items: {matched.get('matched', 0)} {matched.get('matched_by', {})}; unmatched: {len(res.unmatched)}")
+    for row in res.unmatched.itertuples(index=False):
+        print(f"  unmatched {row.item_id}: {row.reason}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: bad input (params file, dataset, strategy) is one clear line on stderr, exit code 2."""
     try:
@@ -122,7 +158,32 @@ def _main(argv: list[str] | None = None) -> int:
     v.add_argument("--area", action="append", choices=("CH", "CN", "LC", "MT"),
                    help="only this area (repeatable; default: every area in the file)")
     v.add_argument("--chunksize", type=int, default=100_000, help="rows per chunk (bounds memory)")
+    im = sub.add_parser("import", help="another tool's per-question results as a run folder")
+    im.add_argument("tool", choices=("lm-eval", "inspect", "helm"))
+    im.add_argument("path", help="lm-eval samples_*.jsonl (or its folder), an inspect .eval/.json log, a HELM run "
+                    "folder")
+    im.add_argument("--out", required=True, help="the run folder to write, e.g. outputs/<model>__<dataset>__<tool>")
+    im.add_argument("--dataset", help="our loader to match the questions against (human IRT parameters attach)")
+    im.add_argument("--dataset-args", help="the loader's keyword arguments as JSON")
+    im.add_argument("--model", help="the model's name in the records (default: the tool's, e.g. lm-eval's path)")
+    im.add_argument("--normalization", choices=("sum", "char"), help="lm-eval: acc (sum, default) or acc_norm (char)")
+    im.add_argument("--task", help="lm-eval: the task, when the folder holds several")
+    ex = sub.add_parser("export", help="a run folder as lm-eval samples, an inspect_ai log or Every Eval Ever JSONL")
+    ex.add_argument("format", choices=("lm-eval", "inspect", "eee"))
+    ex.add_argument("run_dir")
+    ex.add_argument("--out", required=True, help="folder to write into")
+    ex.add_argument("--dataset", help="the run's dataset loader, when the folder carries no items.jsonl")
+    ex.add_argument("--dataset-args", help="the loader's keyword arguments as JSON")
     args = ap.parse_args(argv)
+    if args.command == "import":
+        kw = {k: v for k, v in (("normalization", args.normalization), ("task", args.task)) if v is not None}
+        return import_cmd(args.tool, args.path, args.out, args.dataset, args.dataset_args, args.model, kw)
+    if args.command == "export":
+        from mcqa_toolkit.interop import export_run
+
+        path = export_run(args.format, args.run_dir, args.out, items=_items(args.dataset, args.dataset_args))
+        print(f"wrote {path}")
+        return 0
     if args.command == "validate-enem":
         from mcqa_toolkit.enem.validate import validate_enem
 

@@ -104,6 +104,19 @@ class Item:
         return d
 
 
+def item_from_dict(d: Mapping[str, Any]) -> Item:
+    """The inverse of `Item.to_dict` (JSON lists back to tuples: options, irt, multi / true-false answers)."""
+    d = dict(d)
+    answer = d.get("answer")
+    if isinstance(answer, list):
+        d["answer"] = tuple(answer)
+    if d.get("irt") is not None:
+        d["irt"] = tuple(d["irt"])
+    d["options"] = tuple(d.get("options") or ())
+    d["meta"] = dict(d.get("meta") or {})
+    return Item(**d)
+
+
 def _matches(value: Any, wanted: Any) -> bool:
     if callable(wanted):
         return bool(wanted(value))

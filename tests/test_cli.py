@@ -5,7 +5,10 @@ import pandas as pd
 import pytest
 import yaml
 
+from paths import REPO
+
 from mcqa_toolkit import cli
+from mcqa_toolkit.cli import main
 from mcqa_toolkit.resources import notebooks_dir
 from mcqa_toolkit.run import grid, jobs
 from mcqa_toolkit.run.store import load_results
@@ -102,3 +105,23 @@ def test_course_exam_params_expand_with_judges_and_every_question_type(tmp_path)
     with pytest.raises(ValueError, match="judges must be a non-empty list"):
         jobs.expand(jobs.load_params(bad))
     assert cli.main(["run", str(bad)]) == 2  # `mcqa: error: <file>: judges must be ...`
+
+
+def test_import_and_export_commands(tmp_path, capsys):
+    """`mcqa export` writes a run as an lm-eval samples file; `mcqa import` reads it back against the demo loader,
+    saying what matched; bad input is one clear line."""
+    src = REPO / "data" / "demo" / "results" / "gemma-3-270m__demo__pt__enem_1shot"
+    assert main(["export", "lm-eval", str(src), "--out", str(tmp_path / "x"), "--dataset", "demo"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    samples = next((tmp_path / "x").glob("samples_*.jsonl"))
+    out = tmp_path / "outputs" / "gemma__demo__lm-eval"
+    assert main(["import", "lm-eval", str(samples), "--out", str(out), "--dataset", "demo",
+                 "--dataset-args", '{"language": "pt"}']) == 0
+    said = capsys.readouterr().out
+    assert "300 records of 60 items from lm-eval" in said and "unmatched: 0" in said
+    assert (out / "records.parquet").exists() and (out / "items.jsonl").exists()
+    assert main(["export", "eee", str(out), "--out", str(tmp_path / "eee")]) == 0   # items.jsonl: no loader needed
+    assert main(["import", "lm-eval", str(samples), "--out", str(out), "--dataset-args", "{"]) == 2
+    assert "--dataset-args needs --dataset" in capsys.readouterr().err
+    assert main(["import", "helm", str(tmp_path / "nothing"), "--out", str(tmp_path / "h")]) == 2
+    assert "nothing: no such file or folder" in capsys.readouterr().err

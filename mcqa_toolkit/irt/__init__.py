@@ -21,7 +21,8 @@ from mcqa_toolkit.irt.cat_sim import (CatSimulation, CatSummary, cat_random_base
                                       sympson_hetter)
 from mcqa_toolkit.irt.compare import (GuessingBaseline, ItemResiduals, expected_correct, item_residuals,
                                       percentile_of, random_guessing_baseline)
-from mcqa_toolkit.irt.fit import (ItemStatistics, discrimination_index, item_statistics, person_fit_lz,
+from mcqa_toolkit.irt.fit import (ItemFit, ItemStatistics, discrimination_index, item_fit, item_statistics,
+                                  person_fit_lz,
                                   person_fit_lz_star, point_biserial, proportion_correct, total_score)
 from mcqa_toolkit.irt.models import (b_from_intercept, check_items, irf, irf_1pl, irf_2pl, irf_3pl,
                                      irf_derivative, item_information, standard_error, test_information)
@@ -34,7 +35,7 @@ __all__ = [
     "cat_summary", "sympson_hetter", "AnchorEstimate", "AnchorEvaluation", "AnchorSet", "anchor_estimate",
     "anchor_evaluate", "gpirt_lambda", "item_features", "kmeans", "random_anchors", "select_anchors",
     "GuessingBaseline", "ItemResiduals", "expected_correct", "item_residuals", "percentile_of",
-    "random_guessing_baseline", "ItemStatistics",
+    "random_guessing_baseline", "ItemFit", "ItemStatistics", "item_fit",
     "discrimination_index", "item_statistics", "person_fit_lz", "person_fit_lz_star", "point_biserial",
     "proportion_correct", "total_score", "b_from_intercept", "check_items", "irf", "irf_1pl", "irf_2pl", "irf_3pl",
     "irf_derivative", "item_information", "standard_error", "test_information", "simulate_3pl",

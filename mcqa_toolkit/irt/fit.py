@@ -183,3 +183,41 @@ def item_statistics(responses: ArrayLike, theta: ArrayLike | None = None,
     di = (np.full(p.shape, np.nan) if theta is None
           else discrimination_index(responses, theta, fraction))
     return ItemStatistics(p, point_biserial(responses), di)
+
+
+@dataclass(frozen=True)
+class ItemFit:
+    """Rasch-style mean squares per item (items,): outfit = mean over takers of z^2 with z = (u - P) /
+    sqrt(P Q) (sensitive to unexpected answers far from the item's difficulty), infit = sum (u - P)^2 /
+    sum P Q (information-weighted); both have expectation 1 when the model fits, values above ~1.3 flag
+    misfit; `n` takers per item. NaN for an item nobody took."""
+
+    outfit: np.ndarray
+    infit: np.ndarray
+    n: np.ndarray
+
+    def to_frame(self) -> pd.DataFrame:
+        df = pd.DataFrame({"outfit": self.outfit, "infit": self.infit, "n": self.n})
+        df.index.name = "item"
+        return df
+
+
+def item_fit(responses: ArrayLike, theta: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None,
+             D: float = 1.0) -> ItemFit:
+    """Outfit and infit mean squares (Wright & Masters 1982) of every item at the persons' theta (n,)."""
+    from mcqa_toolkit.irt.models import irf
+
+    a, b, c, D = check_items(a, b, c, D)
+    u = np.asarray(check_responses(responses, b.size), dtype=float)
+    t = np.atleast_1d(check_theta(theta, allow_inf=False))
+    if t.shape != (u.shape[0],):
+        raise ValueError(f"theta has shape {t.shape} but responses has {u.shape[0]} persons")
+    p = irf(t, a, b, c, D)
+    taken = ~np.isnan(u)
+    resid2 = np.where(taken, (np.nan_to_num(u) - p) ** 2, 0.0)
+    var = np.where(taken, p * (1.0 - p), 0.0)
+    n = taken.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        outfit = np.where(taken, resid2 / np.where(taken, var, 1.0), 0.0).sum(axis=0) / n
+        infit = resid2.sum(axis=0) / var.sum(axis=0)
+    return ItemFit(np.where(n > 0, outfit, np.nan), np.where(n > 0, infit, np.nan), n)

@@ -4,6 +4,10 @@
     exam_rules    medicina (+1.5/-0.4/0, weighted x60) and course-exam points, student comparison
     judging       several judges combined (mean / majority), their agreement (QWK, ICC), human grades
     position      position bias: chosen-position distribution, chi2, accuracy by key position, consistency
+    circular      CircularEval: a question counts only if right under every rotation of its options
+    pride         PriDe: the model's prior over option positions, estimated on a few items, and debiased choices
+    paired        paired bootstrap of the accuracy difference between two runs on the same items
+    population    item banks from a population of models: response matrix, calibration, fit, leave-one-out CAT
     compare       language gap, correlations, paired McNemar, item attributes vs discrimination
     contamination Min-K% prob and its correlation with accuracy
     abilities     records -> response matrices -> irt: theta, psd, l_z, DI, information, central regions
@@ -13,9 +17,11 @@
 Everything is importable from `mcqa_toolkit.measure`; no file I/O, printing or plotting here, and no torch.
 """
 from mcqa_toolkit.measure.abilities import (GROUP_BY, PERSON_BY, central_region, discrimination_frame, eap_grid,
+                                            has_discrimination,
                                             human_abilities, information_curve, item_discrimination,
                                             item_parameters, model_abilities, response_matrix, share_correct,
                                             theta_ci)
+from mcqa_toolkit.measure.circular import circular_eval, is_rotation_set, rotations
 from mcqa_toolkit.measure.compare import (ATTRIBUTES, DI_THRESHOLD, Correlation, attribute_chi2, correlation,
                                           dataset_correlation, di_attribute_tests, gap_correlations, has_number,
                                           item_attributes, language_gap, options_have_number, paired_mcnemar,
@@ -28,13 +34,19 @@ from mcqa_toolkit.measure.exam_rules import (MEDICINA_POINTS, MEDICINA_WEIGHTS, 
 from mcqa_toolkit.measure.frames import DEFAULT_BY
 from mcqa_toolkit.measure.judging import (HUMAN, apply_human_grades, compare_with_human, icc, judge_agreement,
                                           judgements_frame, quadratic_weighted_kappa)
+from mcqa_toolkit.measure.paired import paired_bootstrap
+from mcqa_toolkit.measure.population import (MIN_PERSONS, SmallPopulationWarning, bank_fit, bank_items,
+                                             calibrate_bank, leave_one_model_out, lomo_summary,
+                                             population_responses)
 from mcqa_toolkit.measure.position import (accuracy_by_position, position_bias, position_distribution,
                                            shuffle_consistency)
+from mcqa_toolkit.measure.pride import PrideResult, debias, item_prior, permutation_debiased, pride
 from mcqa_toolkit.measure.scores import accuracy, bootstrap_means, item_scores, kappa, kappa_by_subject, macro_average
 from mcqa_toolkit.measure.summary import summarize_run
 
 __all__ = [
-    "GROUP_BY", "PERSON_BY", "central_region", "discrimination_frame", "eap_grid", "human_abilities",
+    "GROUP_BY", "PERSON_BY", "central_region", "discrimination_frame", "eap_grid", "has_discrimination",
+    "human_abilities",
     "information_curve", "item_discrimination", "item_parameters", "model_abilities", "response_matrix",
     "share_correct", "theta_ci", "ATTRIBUTES", "DI_THRESHOLD", "Correlation", "attribute_chi2", "correlation",
     "dataset_correlation", "di_attribute_tests", "gap_correlations", "has_number", "item_attributes",
@@ -45,4 +57,8 @@ __all__ = [
     "DEFAULT_BY", "HUMAN", "apply_human_grades", "compare_with_human", "icc", "judge_agreement", "judgements_frame",
     "quadratic_weighted_kappa", "accuracy_by_position", "position_bias", "position_distribution", "shuffle_consistency",
     "accuracy", "bootstrap_means", "item_scores", "kappa", "kappa_by_subject", "macro_average", "summarize_run",
+    "circular_eval", "is_rotation_set", "rotations", "paired_bootstrap", "MIN_PERSONS", "SmallPopulationWarning",
+    "bank_fit", "bank_items", "calibrate_bank", "leave_one_model_out", "lomo_summary", "population_responses",
+    "PrideResult",
+    "debias", "item_prior", "permutation_debiased", "pride",
 ]

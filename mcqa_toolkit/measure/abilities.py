@@ -171,6 +171,12 @@ def discrimination_frame(records: pd.DataFrame, abilities: pd.DataFrame, populat
     return out[[split, *[c for c in out.columns if c != split]]]
 
 
+def has_discrimination(abilities: pd.DataFrame, population: Any = None, split: str = "strategy") -> bool:
+    """Whether `discrimination_frame` has anything to show: a human population, or a `split` value with 2 or
+    more persons (a single-shuffle run of one model, e.g. an imported one, has none)."""
+    return population is not None or (not abilities.empty and int(abilities.groupby(split).size().max()) >= 2)
+
+
 def share_correct(records: pd.DataFrame, items: ItemSet | None = None, by: Sequence[str] = GROUP_BY,
                   item_key: str = "parallel_id") -> pd.DataFrame:
     """Share of shuffles correct per group x item (`item_scores`), the response-pattern heatmap's data:

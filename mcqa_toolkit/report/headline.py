@@ -12,9 +12,9 @@ from typing import Any, Sequence
 import pandas as pd
 
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.items import ItemSet
+from mcqa_toolkit.items import ItemSet, item_from_dict
 from mcqa_toolkit.measure.abilities import GROUP_BY
-from mcqa_toolkit.run.store import load_results
+from mcqa_toolkit.run.store import load_results, run_dirs
 
 
 @dataclass(frozen=True)
@@ -34,13 +34,32 @@ class Runs:
                 f"{self.items.name!r}")
 
 
+def stored_items(results_dir: str | Path, dataset: str) -> ItemSet | None:
+    """The items the complete runs of `dataset` under `results_dir` carry in their items.jsonl (imported runs,
+    interop), merged by item_id; None unless every such run carries them."""
+    runs = [r for r in run_dirs(results_dir) if r.is_complete() and r.provenance().get("dataset") == dataset]
+    if not runs or not all(r.items_file.exists() for r in runs):
+        return None
+    merged = {d["item_id"]: d for r in runs for d in r.read_items()}
+    return ItemSet([item_from_dict(d) for d in merged.values()], dataset)
+
+
+def dataset_items(results_dir: str | Path, dataset: str, dataset_args: dict[str, Any] | None = None) -> ItemSet:
+    """The items of `dataset`: the loader's with `dataset_args`, or, without them, the items its runs under
+    `results_dir` carry when every run carries them (imported runs need no loader)."""
+    carried = None if dataset_args or not Path(results_dir).is_dir() else stored_items(results_dir, dataset)
+    return carried if carried is not None else load(dataset, **(dataset_args or {}))
+
+
 def load_runs(results_dir: str | Path, dataset: str, dataset_args: dict[str, Any] | None = None) -> Runs:
-    """The complete runs of `dataset` under `results_dir` (any depth) and the dataset's items."""
+    """The complete runs of `dataset` under `results_dir` (any depth) and the dataset's items: the loader's
+    (`load(dataset, **dataset_args)`), or, without loader arguments, the items the runs carry when every run
+    carries them (imported runs need no loader)."""
     records = load_results(results_dir)
     records = records[records["dataset"] == dataset].reset_index(drop=True)
     if records.empty:
         raise FileNotFoundError(f"no complete run of dataset {dataset!r} under {results_dir}")
-    return Runs(records, load(dataset, **(dataset_args or {})))
+    return Runs(records, dataset_items(results_dir, dataset, dataset_args))
 
 
 def output_dir(path: str | Path | None, kind: str) -> Path:

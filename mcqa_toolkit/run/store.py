@@ -9,6 +9,8 @@ A run folder (`outputs/<model>__<dataset>__<language>__<strategy>/`) holds
   min_k.parquet     Min-K% prob of each question under the run's model (contamination)
   run_model.ipynb   the executed notebook, when the run came from `mcqa run`
   batch.json        batch-mode state (API batch ids, counts, failures), see run.batch
+  items.jsonl       the items the records are about (Item.to_dict per line), written by runs that do not come
+                    from a dataset loader (imported results, interop): the analyses read them instead of a loader
 Nothing else in the package or the notebooks spells these names. A killed run leaves at most a partial last
 JSONL line; on resume it is dropped (it was never a finished record) and the rest is kept, so re-running
 never loses or duplicates records.
@@ -32,6 +34,7 @@ SUMMARY = "summary.json"
 MIN_K = "min_k.parquet"
 NOTEBOOK = "run_model.ipynb"
 BATCH = "batch.json"
+ITEMS = "items.jsonl"
 
 
 class RunDir:
@@ -47,6 +50,7 @@ class RunDir:
         self.min_k_file = self.dir / MIN_K
         self.notebook = self.dir / NOTEBOOK
         self.batch_file = self.dir / BATCH
+        self.items_file = self.dir / ITEMS
 
     @property
     def name(self) -> str:
@@ -129,6 +133,20 @@ class RunDir:
     def write_batch_state(self, state: dict[str, Any]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         _write_json(self.batch_file, state)
+
+    def write_items(self, items: Iterable[Any]) -> Path:
+        """items.jsonl: the run's items (Item.to_dict per line), for runs whose items no loader gives back."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        text = "".join(json.dumps(it.to_dict(), ensure_ascii=False, default=_json_default) + "\n" for it in items)
+        self.items_file.write_text(text, encoding="utf-8")
+        return self.items_file
+
+    def read_items(self) -> list[dict[str, Any]]:
+        """The item dicts of items.jsonl ([] when the run has none); `items.item_from_dict` makes Items."""
+        if not self.items_file.exists():
+            return []
+        lines = self.items_file.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
 
     def write_min_k(self, table: pd.DataFrame) -> Path:
         table.to_parquet(self.min_k_file, index=False)

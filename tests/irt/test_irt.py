@@ -250,3 +250,16 @@ def test_results_have_frames():
     est = irt.ability_eap(EDGE, A, B, C)
     df = est.to_frame()
     assert list(df.columns) == ["theta", "psd"] and df.attrs["method"] == "eap" and len(df) == 5
+
+
+def test_item_fit_mean_squares_hand_computed():
+    """One item (a=1, b=0, c=0) and persons at theta 0 and ln 3: P = 0.5 and 0.75; answers 1 and 0.
+    z^2 = (1-.5)^2/.25 = 1 and (0-.75)^2/.1875 = 3 -> outfit 2; infit = (.25 + .5625) / (.25 + .1875) = 1.857."""
+    from mcqa_toolkit.irt import item_fit
+
+    fit = item_fit([[1.0], [0.0]], [0.0, np.log(3.0)], [1.0], [0.0])
+    assert fit.outfit[0] == pytest.approx(2.0, abs=1e-12)
+    assert fit.infit[0] == pytest.approx(0.8125 / 0.4375, abs=1e-12)
+    assert fit.n[0] == 2
+    nobody = item_fit([[np.nan]], [0.0], [1.0], [0.0])
+    assert np.isnan(nobody.outfit[0]) and np.isnan(nobody.infit[0])

@@ -217,3 +217,11 @@ def test_di_attribute_tests_match_direct_chi2(records, items):
     direct = measure.attribute_chi2(part.merge(attrs.drop(columns="item_id"), on="parallel_id"))
     mine = got[got["strategy"] == strat].reset_index(drop=True)
     pd.testing.assert_frame_equal(mine.drop(columns="strategy"), direct, check_dtype=False)
+
+
+def test_has_discrimination_needs_two_persons_or_humans():
+    from mcqa_toolkit.measure import has_discrimination
+
+    one = pd.DataFrame({"strategy": ["S1"], "theta": [0.1]})
+    two = pd.DataFrame({"strategy": ["S1", "S1"], "theta": [0.1, 0.2]})
+    assert not has_discrimination(one) and has_discrimination(two) and has_discrimination(one, population=object())

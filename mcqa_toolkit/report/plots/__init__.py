@@ -14,8 +14,8 @@ it. `save(fig, directory, name)` writes PNG (300 dpi) and PDF.
     plots.save(fig, "figures", "irt_fig1")
 """
 from mcqa_toolkit.report.plots._layout import COLUMN_WIDTH, PAGE_WIDTH, STYLE, save
-from mcqa_toolkit.report.plots.adaptive import (adaptive_savings, anchor_error, cat_agreement, cat_length,
-                                                model_cat_vs_full)
+from mcqa_toolkit.report.plots.adaptive import (adaptive_savings, anchor_error, bank_error, cat_agreement,
+                                                cat_length, model_cat_vs_full)
 from mcqa_toolkit.report.plots.course_exam import student_comparison
 from mcqa_toolkit.report.plots.enem import score_agreement
 from mcqa_toolkit.report.plots.exam import (accuracy_by_position, language_scores, min_k_accuracy, position_distributions,
@@ -27,4 +27,4 @@ __all__ = ["COLUMN_WIDTH", "PAGE_WIDTH", "STYLE", "save", "accuracy_theta", "res
            "information_theta", "discrimination_distributions", "language_scores", "quality_gap",
            "position_distributions", "accuracy_by_position", "shuffle_consistency", "min_k_accuracy",
            "score_agreement", "cat_length", "cat_agreement", "model_cat_vs_full", "adaptive_savings",
-           "anchor_error", "student_comparison"]
+           "anchor_error", "bank_error", "student_comparison"]

@@ -183,3 +183,26 @@ def anchor_error(curve: pd.DataFrame, estimator: str = "gpirt") -> Figure:
     _legend(fig, [Line2D([], [], color=colors[s], marker=markers[s], label=SELECTION_NAMES[s]) for s in levels],
             ncols=3)
     return fig
+
+
+BANK_ORDERS = {"cat": "CAT from the bank", "random": "random items"}
+
+
+@_styled
+def bank_error(summary: pd.DataFrame) -> Figure:
+    """Leave-one-model-out error by number of items (`measure.population.lomo_summary`): mean absolute error of
+    theta (against the model's EAP on the whole bank) and of the predicted accuracy, CAT against random items."""
+    _check(summary, ["length", "order", "mae_theta", "mae_accuracy"], "summary")
+    levels = [o for o in BANK_ORDERS if o in set(summary["order"])]
+    colors, markers = _palette(levels), _markers(levels)
+    fig = Figure(figsize=(PAGE_WIDTH * 0.85, 2.6), layout="constrained")
+    axes = fig.subplots(1, 2, sharex=True)
+    for ax, y, label in ((axes[0], "mae_theta", "MAE of θ (vs whole-bank EAP)"),
+                         (axes[1], "mae_accuracy", "MAE of predicted accuracy")):
+        _lines(ax, summary, "length", y, "order", colors, markers)
+        ax.set_ylim(0, None)
+        ax.set_xlabel("Items given")
+        ax.set_ylabel(label)
+        ax.set_xticks(sorted(summary["length"].unique()))
+    _legend(fig, [Line2D([], [], color=colors[o], marker=markers[o], label=BANK_ORDERS[o]) for o in levels])
+    return fig
