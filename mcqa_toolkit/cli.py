@@ -9,6 +9,7 @@
                                    # another tool's results (lm-eval | inspect | helm) as a run folder
     mcqa export inspect outputs/x --out logs/   # a run folder as lm-eval samples, an inspect log, or EEE JSONL
     mcqa validate-enem ITENS_PROVA_2023.csv MICRODADOS_ENEM_2023.csv   # our ENEM scores vs INEP's NU_NOTA
+    mcqa validate-enem enem_inep/ inep_cases_dev.json                 # ... for a case list (ITENS_PROVA_<year> dir)
 
 A params file lists models, datasets, languages and strategies; `mcqa run` executes their product (see
 run.jobs) in one kernel (run.session). Relative output folders are relative to the current directory:
@@ -150,10 +151,15 @@ def _main(argv: list[str] | None = None) -> int:
                    help="the full-size demo (params/demo_full.yaml: every question, more shuffles; ~30 min on 2 cores)")
     d.add_argument("--kernel", default="python3")
     sub.add_parser("inspect", help="open the question inspector notebook in JupyterLab")
-    v = sub.add_parser("validate-enem", help="score every candidate of an INEP microdata file and compare with "
-                       "NU_NOTA per year x area x booklet (table + figure)")
-    v.add_argument("item_params", metavar="ITENS_PROVA_<year>.csv")
-    v.add_argument("microdata", metavar="MICRODADOS_ENEM_<year>.csv")
+    v = sub.add_parser("validate-enem", help="score every candidate of an INEP microdata file (or a case list) and "
+                       "compare with NU_NOTA per year x area x booklet (tables + figure)")
+    v.add_argument("item_params", metavar="ITENS_PROVA_<year>.csv",
+                   help="INEP's item file; for a case list also a directory of ITENS_PROVA_<year>.csv files")
+    v.add_argument("microdata", metavar="MICRODADOS_ENEM_<year>.csv|CASES.json",
+                   help="INEP's microdata CSV, or a .json/.jsonl case list (area, booklet, language, answers, "
+                        "official score per candidate)")
+    v.add_argument("--as-published", action="store_true",
+                   help="score the item files exactly as INEP published them (without the package's errata)")
     v.add_argument("--out", default="enem_validation", help="folder for the table (CSV, Parquet) and figure")
     v.add_argument("--area", action="append", choices=("CH", "CN", "LC", "MT"),
                    help="only this area (repeatable; default: every area in the file)")
@@ -187,7 +193,8 @@ def _main(argv: list[str] | None = None) -> int:
     if args.command == "validate-enem":
         from mcqa_toolkit.enem.validate import validate_enem
 
-        print(validate_enem(args.item_params, args.microdata, args.out, args.area, args.chunksize).text())
+        print(validate_enem(args.item_params, args.microdata, args.out, args.area, args.chunksize,
+                            errata=not args.as_published).text())
         return 0
     run_notebook = notebooks_dir() / RUN_NOTEBOOK
     if args.command == "run":

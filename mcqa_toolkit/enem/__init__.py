@@ -1,20 +1,32 @@
 """Everything ENEM-specific: INEP's item files (ITENS_PROVA: booklets, positions, keys, 3PL parameters, booklet codes
-with two item sets), official scoring that reproduces INEP's NU_NOTA, microdata streaming, validation against INEP.
+with two item sets, INEP's errata), official scoring that reproduces INEP's NU_NOTA, microdata streaming, case
+lists, validation against INEP and the measured reproducibility of each exam.
 
     from mcqa_toolkit import enem
     enem.score_answers("CEAEA...", booklet_items, "MT")            # one candidate's official score
     enem.score_microdata("MICRODADOS_ENEM_2023.csv", "ITENS_PROVA_2023.csv", "MT")   # every candidate, streamed
+    enem.score_cases("inep_cases_dev.json", "enem_inep/")          # real candidates with INEP's score
+    enem.agreement(2019, "MT")                                     # is INEP's score reproduced for this exam?
 
-    itens_prova  INEP's item file: read, check, split booklets with two item sets, attach (a, b, c) to Items
-    booklet      one booklet's items in answer-string order and the vectorised scoring kernel
-    scoring      score_answers, score_microdata, iter_microdata, EnemScore
-    agreement    running agreement counts of our scores against NU_NOTA (pure pandas)
-    validate     `mcqa validate-enem`: a microdata file -> agreement tables + figure
-    simulate     synthetic INEP-format microdata (tests, benchmarks)
+    itens_prova      INEP's item file: read (errata applied), check, split booklets with two item sets, attach (a, b, c)
+    errata           INEP's errata (errata.json): items scored with other parameters or keys than published
+    booklet          one booklet's items in answer-string order and the vectorised scoring kernel
+    scoring          score_answers, score_microdata, iter_microdata, EnemScore
+    cases            case lists (candidates with their official score): read and score
+    agreement        running agreement counts of our scores against NU_NOTA (pure pandas)
+    reproducibility  the measured agreement per exam (reproducibility.csv), its warnings and results columns
+    validate         `mcqa validate-enem`: microdata or a case list -> agreement tables (+ figure)
+    simulate         synthetic INEP-format microdata (tests, benchmarks)
 The psychometrics underneath (3PL, EAP) are the generic mcqa_toolkit.irt; the exam-file loader (questions, from
-ENEM CSVs or BLUEX-style JSON) is mcqa_toolkit.datasets.enem.
+ENEM CSVs, BLUEX-style JSON or the Hugging Face releases) is mcqa_toolkit.datasets.enem.
 """
 from mcqa_toolkit.enem.booklet import ENEM_CONSTANTS
+from mcqa_toolkit.enem.cases import read_cases, score_cases
+from mcqa_toolkit.enem.errata import ErrataWarning, errata_table
+from mcqa_toolkit.enem.reproducibility import (EnemNotValidatedWarning, EnemReproducibilityWarning, agreement,
+                                               reproducibility_table)
 from mcqa_toolkit.enem.scoring import EnemScore, iter_microdata, score_answers, score_microdata
 
-__all__ = ["ENEM_CONSTANTS", "EnemScore", "score_answers", "score_microdata", "iter_microdata"]
+__all__ = ["ENEM_CONSTANTS", "EnemScore", "score_answers", "score_microdata", "iter_microdata", "read_cases",
+           "score_cases", "agreement", "reproducibility_table", "errata_table", "ErrataWarning",
+           "EnemReproducibilityWarning", "EnemNotValidatedWarning"]

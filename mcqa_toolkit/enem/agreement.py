@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from mcqa_toolkit.enem.reproducibility import status_of
+
 KEYS = ["area", "CO_PROVA", "item_set", "item_set_rule"]
 COUNTS = ["n_scored", "n_compared", "n_exact", "n_within_1", "n_within_2", "sum_abs_error", "max_abs_error"]
 PROBLEM_KEYS = ["area", "CO_PROVA", "problem"]
@@ -106,3 +108,30 @@ def area_summary(table: pd.DataFrame) -> pd.DataFrame:
     for c in shares:
         out[c] = out[c] / out["n_compared"].where(out["n_compared"] > 0)
     return out[["year", "area", "n_candidates", "n_compared", *shares, "max_abs_error", "n_unusable"]]
+
+
+def reproducibility_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The validation table as a reproducibility table (`enem.reproducibility.TABLE_COLUMNS` but the as-published
+    count and the cause): per year x area x booklet, and per year x area (booklet "all"), the candidates
+    compared and how many are exact / within 1 point. A booklet whose item sets nothing told apart counts under
+    set 1 (what `score_answers` returns); rows that could not be scored are left out (see the table)."""
+    scored = table[table["item_set_rule"] != ""]
+    scored = scored[(scored["item_set_rule"] != "undetermined") | (scored["item_set"] == 1)]
+    n = scored["n_compared"]
+    per = pd.DataFrame({"year": scored["year"], "area": scored["area"], "booklet": scored["CO_PROVA"].astype(str),
+                        "n_cases": n, "n_exact": (scored["share_exact"].fillna(0) * n).round().astype(int),
+                        "n_within_1": (scored["share_within_1"].fillna(0) * n).round().astype(int),
+                        "max_abs_error": scored["max_abs_error"]})
+    keys = ["year", "area", "booklet"]
+    agg = {"n_cases": "sum", "n_exact": "sum", "n_within_1": "sum", "max_abs_error": "max"}
+    per = per.groupby(keys, as_index=False, sort=False).agg(agg)
+    area = per.groupby(["year", "area"], as_index=False, sort=False).agg(agg).assign(booklet="all")
+    out = pd.concat([area, per], ignore_index=True)
+    out = out[out["n_cases"] > 0]
+    out["share_exact"] = out["n_exact"] / out["n_cases"]
+    out["max_abs_error"] = out["max_abs_error"].round(1)
+    out["status"] = out["share_exact"].map(status_of)
+    order = pd.to_numeric(out["booklet"], errors="coerce").fillna(-1)
+    out = out.assign(_o=order).sort_values(["year", "area", "_o"], kind="stable").drop(columns="_o")
+    return out[["year", "area", "booklet", "n_cases", "n_exact", "share_exact", "n_within_1", "max_abs_error",
+                "status"]].reset_index(drop=True)

@@ -17,6 +17,11 @@ ENEM_CONSTANTS: dict[str, tuple[float, float]] = {
     "CH": (112.31, 501.489), "CN": (113.102, 501.144), "LC": (108.086, 499.978), "MT": (129.646, 500.02)}
 # how a booklet's item set was chosen: its only set, the caller's choice, the answer key, or nothing could tell
 RULES = ("single", "given", "key", "undetermined")
+# Years in which INEP gave an all-blank answer sheet the score of the all-wrong pattern instead of 0: 2013 (the
+# development set's only two blank sheets, LC booklet 178: 287.1 and MT booklet 182: 327.5, both exact that way).
+# Every other year keeps the reference rule (reference/irt_reference.json, written for 2022-2023: blank = 0);
+# 2009-2012 and 2014-2021 have no blank case to tell.
+BLANK_AS_ALL_WRONG = frozenset({2013})
 
 
 def _readonly(x: np.ndarray) -> np.ndarray:
@@ -154,8 +159,15 @@ def choose_sets(sets: list[Booklet], key: str | None, lingua: int | None, item_s
     return (agree, "key") if len(agree) == 1 else (agree or sets, "undetermined")
 
 
-def score_chars(chars: np.ndarray, bk: Booklet, src: np.ndarray, area: str, rows: np.ndarray) -> dict[str, np.ndarray]:
-    """Score answer strings of one layout: chars (m, length) uint8 -> per-row arrays (m,)."""
+def blank_scores_zero(year: int | None) -> bool:
+    """Whether an all-blank answer sheet scores 0 in `year` (see BLANK_AS_ALL_WRONG); unknown year: 0."""
+    return year not in BLANK_AS_ALL_WRONG
+
+
+def score_chars(chars: np.ndarray, bk: Booklet, src: np.ndarray, area: str, rows: np.ndarray,
+                blank_zero: bool = True) -> dict[str, np.ndarray]:
+    """Score answer strings of one layout: chars (m, length) uint8 -> per-row arrays (m,). blank_zero: an
+    all-blank row scores 0 (else the score of its theta, the all-wrong pattern's)."""
     taken = src >= 0
     sheet = chars[:, src[taken]]
     bad = ~VALID[sheet]
@@ -167,7 +179,7 @@ def score_chars(chars: np.ndarray, bk: Booklet, src: np.ndarray, area: str, rows
     u = (chars[:, src[cols]] == bk.key[cols]).astype(np.uint8)
     est = ability_eap(u, bk.a[cols], bk.b[cols], bk.c[cols], 1.0, *ENEM_GRID)
     k, d = ENEM_CONSTANTS[area]
-    blank = (sheet == _BLANK).all(axis=1)
+    blank = (sheet == _BLANK).all(axis=1) & blank_zero
     score = np.where(blank, 0.0, np.round(k * est.theta + d, 1))
     return {"theta": est.theta, "psd": est.psd, "score": score,
             "n_correct": u.sum(axis=1, dtype=np.int64), "n_scored": np.full(u.shape[0], int(cols.sum()))}

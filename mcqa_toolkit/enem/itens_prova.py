@@ -14,6 +14,7 @@ answer key: exam items by their answers (`ItemParams.attach_all`), microdata can
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.datasets.common import read_text
+from mcqa_toolkit.enem.errata import apply_errata
 from mcqa_toolkit.items import DatasetError, Item
 
 ITENS_PROVA_REQUIRED = ("CO_POSICAO", "SG_AREA", "CO_ITEM", "TX_GABARITO", "IN_ITEM_ABAN",
@@ -29,10 +31,17 @@ AREAS = ("CH", "CN", "LC", "MT")
 TP_LINGUA = {"en": 0, "es": 1}
 
 
-def read_itens_prova(path: str | Path) -> pd.DataFrame:
+def read_itens_prova(path: str | Path, errata: bool = True, year: int | None = None) -> pd.DataFrame:
     """Validated ITENS_PROVA rows in file order: one row per (CO_PROVA, item), params as floats (NaN when
     annulled); the index is the 0-based data row. Adds TP_LINGUA (NaN) when the file lacks it (2009).
     Raises DatasetError naming the data row (1-based, header excluded) and column of the first bad value.
+
+    NU_ANO: the file's year (Int64, NA when unknown): `year`, else the file's NU_ANO column, else the year in
+    its name (ITENS_PROVA_2017.csv). errata=True applies INEP's errata shipped with the package
+    (`enem.errata`: items INEP scored with other parameters or another key than it published) to the file
+    they were written for; column ERRATUM names the entries applied to each row ("" for none) and
+    `df.attrs["errata"]` says, per entry, "<id>: <status> (<detail>)" (`enem.errata.STATUSES`).
+    errata=False: the file exactly as published.
     """
     text = read_text(path, encodings=("utf-8", "latin-1"))
     first = text.split("\n", 1)[0]
@@ -58,9 +67,11 @@ def read_itens_prova(path: str | Path) -> pd.DataFrame:
         out[col] = _float_column(df[col], path, col)
     lingua = df["TP_LINGUA"].str.strip()
     out["TP_LINGUA"] = _float_column(lingua, path, "TP_LINGUA")
-    for col in ("CO_HABILIDADE", "TX_MOTIVO_ABAN", "TX_COR", "IN_ITEM_ADAPTADO", "NU_ANO"):
+    for col in ("CO_HABILIDADE", "TX_MOTIVO_ABAN", "TX_COR", "IN_ITEM_ADAPTADO"):
         if col in df.columns:
             out[col] = df[col]
+    year = _file_year(df, path) if year is None else int(year)
+    out["NU_ANO"] = pd.array([year] * len(out), dtype="Int64")
     kept = out["IN_ITEM_ABAN"] == 0
     for col in ("NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C"):
         nan = kept & out[col].isna()
@@ -73,7 +84,28 @@ def read_itens_prova(path: str | Path) -> pd.DataFrame:
         if mask.any():
             i = int(np.flatnonzero(mask)[0])
             raise DatasetError(path, i + 1, col, f"{msg}, got {out[col].iloc[i]}")
+    if not errata:
+        return out
+    out, results = apply_errata(out, year, Path(path).name if isinstance(path, (str, Path)) else path)
+    out.attrs["errata"] = tuple(f"{r.id}: {r.status} ({r.detail})" for r in results)   # str: cheap to copy
     return out
+
+
+def _file_year(df: pd.DataFrame, path) -> int | None:
+    """The year of an ITENS_PROVA file: its NU_ANO column when it holds one year, else the year in its name."""
+    if "NU_ANO" in df.columns:
+        years = set(df["NU_ANO"].str.strip()) - {""}
+        if len(years) == 1 and years.copy().pop().isdigit():
+            return int(years.pop())
+    return year_in_name(path)
+
+
+def year_in_name(path) -> int | None:
+    """The year in a file name such as ITENS_PROVA_2017.csv or MICRODADOS_ENEM_2023.csv (None when none)."""
+    if not isinstance(path, (str, Path)):
+        return None
+    m = re.search(r"(?<!\d)((?:19|20)\d\d)(?!\d)", Path(path).name)
+    return int(m[1]) if m else None
 
 
 def _int_column(s: pd.Series, path, col: str) -> pd.Series:
@@ -113,10 +145,11 @@ def split_item_sets(rows: pd.DataFrame) -> list[pd.DataFrame]:
     """
     if rows.empty:
         return [rows]
-    lingua = rows["TP_LINGUA"].fillna(-1) if "TP_LINGUA" in rows.columns else pd.Series(-1, rows.index)
-    keys = [rows["CO_POSICAO"], lingua]
-    rank = rows.groupby(keys).cumcount()
-    count = rows.groupby(keys)["CO_POSICAO"].transform("size")
+    lingua = rows["TP_LINGUA"].fillna(-1) if "TP_LINGUA" in rows.columns else -1
+    keyed = pd.DataFrame({"pos": rows["CO_POSICAO"], "lang": lingua}, index=rows.index)
+    grouped = keyed.groupby(["pos", "lang"])       # column names: Series keys make pandas try them as labels
+    rank = grouped.cumcount()
+    count = grouped["pos"].transform("size")
     n_sets = int(count.max())
     if n_sets == 1:
         return [rows]
@@ -136,6 +169,8 @@ class ItemParams:
     def __init__(self, path: str | Path):
         self.path, self.df = Path(path), read_itens_prova(path)
         self.booklets = set(self.df["CO_PROVA"])
+        years = self.df["NU_ANO"].dropna().unique()
+        self.year = int(years[0]) if len(years) == 1 else None     # the file's year when it says
         self._sets: dict[tuple[int, str], list[pd.DataFrame]] = {}
 
     def item_sets(self, co_prova: int, area: str) -> list[pd.DataFrame]:

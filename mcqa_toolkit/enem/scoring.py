@@ -8,7 +8,17 @@ string by position; annulled items (IN_ITEM_ABAN = 1) leave the likelihood; '.' 
 (double mark) are wrong. LC answer strings of 45 characters (2020+) start with the 5 answers of the
 chosen foreign language (TP_LINGUA 0 = English, 1 = Spanish) and the other language's items are not
 administered; 50-character strings (up to 2019) hold both blocks, '9' marking the language not taken.
-A booklet with no answer at all scores 0 (theta and psd are still those of the all-wrong pattern).
+A booklet with no answer at all scores 0 (theta and psd are still those of the all-wrong pattern), except in
+years where INEP gave it the all-wrong pattern's score (`enem.booklet.BLANK_AS_ALL_WRONG`: 2013).
+
+Item files are read with INEP's errata applied (`enem.errata`; `read_itens_prova(path, errata=False)` for the
+file as published). The year (for the blank rule and the reproducibility table) is the item rows' NU_ANO
+(`read_itens_prova` takes it from the file) or `year=`.
+
+Reproducibility. Every result says whether INEP's scores are reproduced for its exam, as measured on real
+candidates (`enem.reproducibility`): EnemScore.inep_validation / inep_share_exact and the columns of the same
+names in `score_microdata`; one warning per call names the exam-areas (or booklets) whose official scores we
+do not reproduce, with the measured agreement and its cause, or says the exam was not validated against INEP.
 
 Booklet codes with two item sets. Some codes list two rows per (position, language) in ITENS_PROVA (2013:
 187-190; 2020 LC: 691-694): two item sets share the code; `enem.itens_prova.split_item_sets` numbers
@@ -18,13 +28,14 @@ them in file order (the k-th row of a position is set k). The set candidates too
    TX_GABARITO_<area>, `key=` for one string) on every scored, administered item;
 3. nothing tells them apart (no key, a key laid out unlike the answers, or several sets agree):
    `score_microdata` scores those candidates under each such set, one row per set, and `score_answers`
-   refuses, quoting the score under each set.
+   returns the score under set 1 with item_set_rule "undetermined" and the score under each other set in
+   `EnemScore.alternatives` (so a batch over many candidates never stops).
 A key that agrees with no set is an error. Results record `item_set` and `item_set_rule`: single (the code
 has one set), given, key, or undetermined.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterator, Mapping, NamedTuple
 
@@ -32,13 +43,14 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from mcqa_toolkit.enem.itens_prova import read_itens_prova
+from mcqa_toolkit.enem import reproducibility
+from mcqa_toolkit.enem.itens_prova import read_itens_prova, year_in_name
 from mcqa_toolkit.enem.booklet import (ENEM_CONSTANTS, ENEM_GRID, RULES, Booklet, KeyMismatch,  # noqa: F401
-                                           booklet_sets, check_area, choose_sets, infer_lingua, layout,
-                                           score_chars, valid_rows)
+                                           blank_scores_zero, booklet_sets, check_area, choose_sets, infer_lingua,
+                                           layout, score_chars, valid_rows)
 
 _COLUMNS = ["CO_PROVA", "TP_LINGUA", "theta", "psd", "score", "NU_NOTA", "n_correct", "n_scored", "item_set",
-            "item_set_rule"]
+            "item_set_rule", "inep_validation", "inep_share_exact"]
 _SCORE_COLUMNS = ["area", *_COLUMNS]
 PROBLEM_COLUMNS = ["area", "CO_PROVA", "problem", "detail", "n_rows", "first_row"]
 
@@ -53,8 +65,11 @@ class MicrodataChunk(NamedTuple):
 
 @dataclass(frozen=True)
 class EnemScore:
-    """One candidate's result: EAP theta and psd, official-scale score, correct and scored item counts, and
-    the booklet's item set the answers were scored with (1 for codes with one set)."""
+    """One candidate's result: EAP theta and psd, official-scale score, correct and scored item counts, the
+    booklet's item set the answers were scored with (1 for codes with one set) and how it was chosen
+    (`RULES`). alternatives: when nothing told a booklet's item sets apart (item_set_rule "undetermined"), the
+    score under each other set (EnemScores), else (). inep_validation / inep_share_exact: whether INEP's
+    scores are reproduced for this exam and the measured share of exact scores (`enem.reproducibility`)."""
 
     theta: float
     psd: float
@@ -62,22 +77,32 @@ class EnemScore:
     n_correct: int
     n_scored: int
     item_set: int = 1
+    item_set_rule: str = "single"
+    alternatives: tuple["EnemScore", ...] = ()
+    inep_validation: str = "not validated"
+    inep_share_exact: float | None = None
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([asdict(self)])
+        """One row per item set: this score, then its alternatives."""
+        rows = [{k: v for k, v in asdict(s).items() if k != "alternatives"} for s in (self, *self.alternatives)]
+        return pd.DataFrame(rows)
 
 
 def score_answers(answers: str, booklet_items: pd.DataFrame, area: str, foreign_language: int | None = None,
-                  item_set: int | None = None, key: str | None = None) -> EnemScore:
+                  item_set: int | None = None, key: str | None = None, year: int | None = None) -> EnemScore:
     """Official ENEM score of one answer string (case-insensitive) for one booklet's ITENS_PROVA rows.
 
     foreign_language: TP_LINGUA, 0 English or 1 Spanish; needed for 45-character LC strings, inferred
     from the '9' block of 50-character ones. item_set / key: which item set, for booklet codes with two
-    (see the module docstring); a key is also checked against the chosen set.
+    (see the module docstring); a key is also checked against the chosen set. When nothing tells the sets
+    apart, the result is set 1's with item_set_rule "undetermined" and the others in `alternatives`.
+    year: the exam's year when booklet_items has no NU_ANO column (blank rule, reproducibility). Warns once
+    (EnemReproducibilityWarning) when INEP's scores are not reproduced for this exam, or not validated.
     """
     area = check_area(area)
     if not isinstance(answers, str):
         raise ValueError(f"answers must be a str, got {type(answers).__name__}")
+    year = items_year(booklet_items) if year is None else int(year)
     sets = booklet_sets(booklet_items, area)
     ans = answers.strip().upper()
     lingua = foreign_language if foreign_language is not None else infer_lingua(ans, sets[0])
@@ -87,21 +112,30 @@ def score_answers(answers: str, booklet_items: pd.DataFrame, area: str, foreign_
             layout(sets[0], len(key), lingua)
         except ValueError as err:
             raise ValueError(f"key: {err}") from None
-    chosen, _ = choose_sets(sets, key, lingua, item_set)
+    chosen, rule = choose_sets(sets, key, lingua, item_set)
     src = layout(chosen[0], len(ans), lingua)
     try:
         chars = np.frombuffer(ans.encode("ascii"), dtype=np.uint8)[None, :]
     except UnicodeEncodeError:
         raise ValueError(f"answers {answers!r}: contains a non-ASCII character") from None
-    results = [(bk, score_chars(chars, bk, src, area, np.array([0]))) for bk in chosen]
-    if len(results) > 1:
-        each = ", ".join(f"set {bk.item_set}: {r['score'][0]:.1f}" for bk, r in results)
-        why = "no key was given" if key is None else "the key agrees with each of them"
-        raise ValueError(f"booklet {chosen[0].co_prova} has {len(sets)} item sets and {why} ({each}); "
-                         "pass item_set= or key= (the candidate's TX_GABARITO)")
-    bk, r = results[0]
-    return EnemScore(float(r["theta"][0]), float(r["psd"][0]), float(r["score"][0]),
-                     int(r["n_correct"][0]), int(r["n_scored"][0]), bk.item_set)
+    found = reproducibility.agreement(year, area, chosen[0].co_prova)
+    scores = [_score(score_chars(chars, bk, src, area, np.array([0]), blank_scores_zero(year)), bk.item_set, rule,
+                     found) for bk in chosen]
+    reproducibility.warn([found], stacklevel=3)
+    return replace(scores[0], alternatives=tuple(scores[1:]))
+
+
+def _score(r: dict[str, np.ndarray], item_set: int, rule: str, found: reproducibility.Agreement) -> EnemScore:
+    return EnemScore(float(r["theta"][0]), float(r["psd"][0]), float(r["score"][0]), int(r["n_correct"][0]),
+                     int(r["n_scored"][0]), item_set, rule, (), found.status, found.share_exact)
+
+
+def items_year(items: pd.DataFrame) -> int | None:
+    """The year of ITENS_PROVA rows: their NU_ANO when they hold exactly one (read_itens_prova adds it)."""
+    if "NU_ANO" not in items.columns:
+        return None
+    years = pd.to_numeric(items["NU_ANO"], errors="coerce").dropna().unique()
+    return int(years[0]) if len(years) == 1 else None
 
 
 def score_microdata(microdata_csv: str | Path, item_params_csv: str | Path, area: str,
@@ -112,7 +146,9 @@ def score_microdata(microdata_csv: str | Path, item_params_csv: str | Path, area
     Reads only the area's columns (';', latin-1) in chunks; skips candidates with TP_PRESENCA_<area>
     != 1. Returns one row per scored candidate (per item set when undetermined), indexed by the 0-based
     data row of the file: CO_PROVA, TP_LINGUA, theta, psd, score (ours), NU_NOTA (official), n_correct,
-    n_scored, item_set, item_set_rule. Bad input (a booklet absent from item_params_csv, a
+    n_scored, item_set, item_set_rule, inep_validation, inep_share_exact (see the module docstring; one
+    warning per call for booklets whose INEP scores we do not reproduce). Bad input (a booklet absent from
+    item_params_csv, a
     TX_GABARITO_<area> that agrees with no item set, a malformed answer string) raises ValueError.
     The whole result is held in memory; `iter_microdata` gives it chunk by chunk.
     """
@@ -127,13 +163,15 @@ def score_microdata(microdata_csv: str | Path, item_params_csv: str | Path, area
 
 def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas: list[str] | None = None,
                    chunksize: int = 200_000, item_set: int | Mapping[int, int] | None = None, strict: bool = True,
-                   progress: bool = False) -> Iterator[MicrodataChunk]:
+                   progress: bool = False, errata: bool = True) -> Iterator[MicrodataChunk]:
     """Stream a microdata file: per chunk, rows read, scores and problems for every area in `areas` (default:
     every area whose columns the file has). scores: the `score_microdata` columns plus `area`; problems (only
     with strict=False, else ValueError): rows that could not be scored, per area, booklet and kind
     (PROBLEM_COLUMNS: problem in "bad booklet code", "absent from item file", "item sets do not split",
     "empty answer string", "answer string length", "key mismatch", "invalid answer characters").
-    Memory is bounded by `chunksize`; progress=True shows a tqdm bar over the file's bytes.
+    errata=False: the item file as INEP published it (see `enem.errata`).
+    Memory is bounded by `chunksize`; progress=True shows a tqdm bar over the file's bytes. When the stream
+    ends, one warning names the booklets scored whose INEP scores we do not reproduce (or not validated).
     """
     if int(chunksize) < 1:
         raise ValueError(f"chunksize = {chunksize}: must be >= 1")
@@ -151,7 +189,8 @@ def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas
     missing = [col for col in needed if col not in header]
     if missing:
         raise ValueError(f"{microdata_csv}: missing column(s) {missing}")
-    scorer = _ChunkScorer(read_itens_prova(item_params_csv), item_set, strict)
+    year = None if year_in_name(item_params_csv) else year_in_name(microdata_csv)   # the item file's name wins
+    scorer = _ChunkScorer(read_itens_prova(item_params_csv, errata=errata, year=year), item_set, strict)
     size = Path(microdata_csv).stat().st_size
     # object (Python str) columns parse and join faster than Arrow strings; `with` closes on errors too
     with open(microdata_csv, encoding="latin-1", newline="") as fh, \
@@ -168,6 +207,7 @@ def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas
             yield MicrodataChunk(len(chunk), pd.concat(scores) if scores else pd.DataFrame(columns=_SCORE_COLUMNS),
                                  pd.DataFrame(problems, columns=PROBLEM_COLUMNS))
             bar.update(fh.buffer.tell() - bar.n)
+    reproducibility.warn(scorer.agreements.values(), stacklevel=2)
 
 
 class _Problem(Exception):
@@ -184,7 +224,10 @@ class _ChunkScorer:
     def __init__(self, items: pd.DataFrame, item_set: int | Mapping[int, int] | None, strict: bool):
         self.by_area = {a: items[items["SG_AREA"] == a] for a in ENEM_CONSTANTS}
         self.item_set, self.strict = item_set, strict
+        self.year = items_year(items)
+        self.blank_zero = blank_scores_zero(self.year)
         self.sets: dict[tuple[str, str], list[Booklet] | tuple[str, str]] = {}
+        self.agreements: dict[tuple[str, int], reproducibility.Agreement] = {}   # every booklet scored
 
     def area(self, chunk: pd.DataFrame, area: str) -> tuple[list[pd.DataFrame], list[dict]]:
         """One area of a chunk, scored per (booklet, language, string length, key) group, never per row."""
@@ -242,10 +285,14 @@ class _ChunkScorer:
         if nota.isna().any():                    # a decimal comma, or blanks around the number
             nota = nota.fillna(pd.to_numeric(group["NU_NOTA"][nota.isna()].str.strip().str.replace(",", "."),
                                              errors="coerce"))
+        found = self.agreements.setdefault((area, sets[0].co_prova),
+                                           reproducibility.agreement(self.year, area, sets[0].co_prova))
         frames = [pd.DataFrame({"area": area, "CO_PROVA": bk.co_prova,
                                 "TP_LINGUA": pd.array([lingua] * len(group), "Int64"),
-                                **score_chars(chars, bk, src, area, group.index.to_numpy()), "NU_NOTA": nota,
-                                "item_set": bk.item_set, "item_set_rule": rule}, index=group.index)
+                                **score_chars(chars, bk, src, area, group.index.to_numpy(), self.blank_zero),
+                                "NU_NOTA": nota, "item_set": bk.item_set, "item_set_rule": rule,
+                                "inep_validation": found.status, "inep_share_exact": found.share_exact},
+                               index=group.index)
                   for bk in chosen if len(group)]
         return frames, problems
 

@@ -12,6 +12,10 @@ from mcqa_toolkit.enem.itens_prova import read_itens_prova, split_item_sets
 from mcqa_toolkit.enem.simulate import itens_prova_layout
 from mcqa_toolkit.items import DatasetError
 
+# constructed booklets in files without a year: "not validated against INEP" is expected (see
+# test_enem_reproducibility.py)
+pytestmark = pytest.mark.filterwarnings("ignore::mcqa_toolkit.enem.reproducibility.EnemNotValidatedWarning")
+
 ROTATE = str.maketrans("ABCDE", "CDEAB")
 MT = CASES[0]                       # 2023 MT booklet 1211: INEP's score 363.2, theta -1.05507
 LC = CASES[6]                       # 2023 LC booklet 1201, Spanish: 452.8
@@ -77,12 +81,13 @@ def test_score_answers_resolves_each_set_by_key_or_choice():
     for how in ({"key": k2}, {"item_set": 2}, {"item_set": 2, "key": k2.lower()}):
         got = enem.score_answers(MT["answers"], rows, "MT", **how)
         assert got.item_set == 2 and (got.theta, got.score, got.n_scored) == (alone.theta, alone.score, 42)
-    assert enem.score_answers(MT["answers"], rows, "MT", item_set=1) == by_key
-    assert alone.score != by_key.score
+    given = enem.score_answers(MT["answers"], rows, "MT", item_set=1)
+    assert (given.theta, given.score, given.item_set, given.item_set_rule) == (by_key.theta, by_key.score, 1, "given")
+    assert by_key.item_set_rule == "key" and alone.item_set_rule == "single" and alone.score != by_key.score
+    assert by_key.alternatives == () == given.alternatives
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    ({}, r"2 item sets and no key was given \(set 1: 363.2, set 2: \d+\.\d\)"),
     ({"key": "A" * 45}, "TX_GABARITO|agrees with none of its 2 item sets"),
     ({"key": "A" * 44}, "key: answer string has 44 characters"),
     ({"item_set": 3}, "item_set = 3: booklet 9187 has 2 item set"),
@@ -96,11 +101,34 @@ def test_score_answers_refuses_what_it_cannot_tell(kwargs, match):
         enem.score_answers(MT["answers"], rows, "MT", **kwargs)
 
 
+def test_without_a_key_set_1_is_returned_and_set_2_is_its_alternative():
+    """Nothing tells the sets apart: never a raise (a batch over many candidates must not stop); set 1's score,
+    item_set_rule "undetermined", and set 2's full score in `alternatives`."""
+    rows, s1, s2 = two_sets(1211, 9187)
+    got = enem.score_answers(MT["answers"], rows, "MT")
+    assert (got.item_set, got.item_set_rule) == (1, "undetermined")
+    assert got.score == pytest.approx(MT["score"], abs=0.05) and got.theta == pytest.approx(MT["theta"], abs=1e-4)
+    (other,) = got.alternatives
+    alone = enem.score_answers(MT["answers"], s2, "MT")
+    assert (other.item_set, other.item_set_rule, other.alternatives) == (2, "undetermined", ())
+    assert (other.theta, other.score, other.n_scored) == (alone.theta, alone.score, 42)
+    assert got.to_frame()[["item_set", "score"]].values.tolist() == [[1, got.score], [2, other.score]]
+
+
 def test_identical_keys_cannot_tell_the_sets_apart():
     rows, s1, _ = two_sets(1211, 9187, same_keys=True)
-    with pytest.raises(ValueError, match="the key agrees with each of them"):
-        enem.score_answers(MT["answers"], rows, "MT", key=key_string(s1))
+    got = enem.score_answers(MT["answers"], rows, "MT", key=key_string(s1))
+    assert got.item_set_rule == "undetermined" and [a.item_set for a in got.alternatives] == [2]
     assert enem.score_answers(MT["answers"], rows, "MT", key=key_string(s1), item_set=1).score == MT["score"]
+
+
+def test_a_batch_over_two_set_booklets_never_stops():
+    """Many candidates of the two-set code, some with a key, some without: every one gets a score."""
+    rows, s1, s2 = two_sets(1211, 9187)
+    keys = [key_string(s1), None, key_string(s2), None]
+    got = [enem.score_answers(MT["answers"], rows, "MT", key=k) for k in keys]
+    assert [(g.item_set, g.item_set_rule) for g in got] == [(1, "key"), (1, "undetermined"), (2, "key"),
+                                                           (1, "undetermined")]
 
 
 # ---- microdata -------------------------------------------------------------------------------------------------

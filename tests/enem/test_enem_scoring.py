@@ -9,6 +9,7 @@ from paths import FIXTURES
 
 from mcqa_toolkit import enem
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
+from mcqa_toolkit.enem.reproducibility import EnemNotValidatedWarning, EnemReproducibilityWarning
 
 
 ITEMS_CSV = FIXTURES / "enem" / "ITENS_PROVA_golden.csv"
@@ -19,8 +20,11 @@ CASES = ENEM["cases"]
 
 @pytest.fixture(autouse=True)
 def _no_warnings():
+    """No warning but the one saying these booklets (2022-2023, a file without a year in its name) were not
+    validated against INEP (tests/enem/test_enem_reproducibility.py checks that one)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", EnemNotValidatedWarning)
         yield
 
 
@@ -82,12 +86,26 @@ def test_lc_45_needs_the_language_and_other_language_is_not_administered():
 
 
 def test_blank_booklet_scores_zero():
+    """INEP's rule in the reference (written for 2022-2023): a sheet with no answer at all scores 0."""
     blank = enem.score_answers("." * 45, booklet(1211), "MT")
     assert blank.score == 0.0 and blank.n_correct == 0 and np.isfinite(blank.theta)
     wrong = "".join("B" if k == "A" else "A" for k in key_string(1211))
     assert blank.theta == enem.score_answers(wrong, booklet(1211), "MT").theta   # all-wrong pattern
     assert enem.score_answers("." * 45, booklet(1065), "LC", 1).score == 0.0
     assert enem.score_answers("....." + "99999" + "." * 40, booklet(1065), "LC").score == 0.0
+    assert enem.score_answers("." * 45, booklet(1211), "MT", year=2023).score == 0.0
+
+
+def test_blank_booklet_in_2013_scores_as_all_wrong():
+    """2013 is the exception the development set shows (INEP gave both 2013 blank sheets the all-wrong score,
+    enem.booklet.BLANK_AS_ALL_WRONG); other years keep the reference's 0."""
+    all_wrong = ENEM["extremes_mt_1211"]["all_wrong_nonblank"]
+    with pytest.warns(EnemReproducibilityWarning, match="ENEM 2013 MT: INEP's official scores are NOT reproduced"):
+        got = enem.score_answers("." * 45, booklet(1211), "MT", year=2013)      # (a 2023 booklet, called 2013)
+        starred = enem.score_answers("." * 44 + "*", booklet(1211), "MT", year=2013)   # not blank: all wrong
+    assert got.score == pytest.approx(all_wrong["score"], abs=0.05) and got.n_correct == 0
+    assert got.theta == pytest.approx(all_wrong["theta"], abs=1e-4) and starred.score == got.score
+    assert enem.score_answers("." * 45, booklet(1211), "MT", year=2012).score == 0.0
 
 
 @pytest.mark.parametrize("answers,area,co,match", [

@@ -16,6 +16,10 @@ from mcqa_toolkit.enem.agreement import (add_counts, agreement_counts, area_summ
 from mcqa_toolkit.report import plots
 from mcqa_toolkit.enem.validate import validate_enem
 
+# constructed booklets in files without a year: "not validated against INEP" is expected (see
+# test_enem_reproducibility.py)
+pytestmark = pytest.mark.filterwarnings("ignore::mcqa_toolkit.enem.reproducibility.EnemNotValidatedWarning")
+
 BOOKLETS = {"CN": [1221], "CH": [1055], "LC": [1201, 1065, 9691], "MT": [1211, 9187]}
 
 

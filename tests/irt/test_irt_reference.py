@@ -8,6 +8,7 @@ from paths import FIXTURES
 
 from mcqa_toolkit import enem, irt
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
+from mcqa_toolkit.enem.reproducibility import EnemNotValidatedWarning
 
 
 REF = json.loads((FIXTURES / "irt_reference.json").read_text())
@@ -87,7 +88,8 @@ ITEMS = read_itens_prova(FIXTURES / "enem" / "ITENS_PROVA_golden.csv")
 @pytest.mark.parametrize("case", ENEM["cases"], ids=lambda c: f"{c['area']}-{c['co_prova']}-{c['score']}")
 def test_enem_golden_cases(case):
     booklet = ITEMS[ITEMS["CO_PROVA"] == case["co_prova"]]
-    got = enem.score_answers(case["answers"], booklet, case["area"], case["tp_lingua"])
+    with pytest.warns(EnemNotValidatedWarning, match=f"ENEM {case['year']} {case['area']}: not validated"):
+        got = enem.score_answers(case["answers"], booklet, case["area"], case["tp_lingua"], year=case["year"])
     assert got.theta == pytest.approx(case["theta"], abs=ENEM["theta_tolerance"])
     assert got.score == pytest.approx(case["score"], abs=0.05)
 
@@ -98,11 +100,12 @@ def test_enem_mt_1211_extremes():
     right = "".join(k if k in "ABCDE" else "A" for k in key)
     wrong = "".join("B" if k == "A" else "A" for k in key)
     exp = ENEM["extremes_mt_1211"]
-    top = enem.score_answers(right, booklet, "MT")
+    with pytest.warns(EnemNotValidatedWarning):          # 2023: not in the reproducibility table
+        top = enem.score_answers(right, booklet, "MT", year=2023)
+        low = enem.score_answers(wrong, booklet, "MT", year=2023)
     assert top.theta == pytest.approx(exp["all_correct"]["theta"], abs=ENEM["theta_tolerance"])
     assert top.psd == pytest.approx(exp["all_correct"]["psd"], abs=5e-4)
     assert top.score == pytest.approx(exp["all_correct"]["score"], abs=0.05)
-    low = enem.score_answers(wrong, booklet, "MT")
     assert low.theta == pytest.approx(exp["all_wrong_nonblank"]["theta"], abs=ENEM["theta_tolerance"])
     assert low.score == pytest.approx(exp["all_wrong_nonblank"]["score"], abs=0.05)
 

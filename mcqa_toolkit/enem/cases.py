@@ -1,0 +1,191 @@
+"""Case lists: real candidates with INEP's official score, one record each (e.g. the development set
+../shared/reference/enem_inep/inep_cases_dev.json), read and scored like microdata.
+
+A case list is a JSON list (or an object whose "cases" is one) or a JSONL file of records with, under any of
+these names (first found wins):
+
+    year      ano, year, NU_ANO
+    area      area, SG_AREA                      CH, CN, LC or MT
+    booklet   co_prova, CO_PROVA                 INEP's booklet code
+    language  tp_lingua, TP_LINGUA               0 English, 1 Spanish (LC; optional elsewhere)
+    answers   respostas, answers, TX_RESPOSTAS   the answer string in the booklet's order
+    official  nota_oficial, NU_NOTA, official_score   INEP's score
+    key       gabarito, TX_GABARITO, key         optional: the candidate's answer key (chooses item sets)
+    id        case_id, id                        optional
+
+Numbers may be strings ("590.9", "121"). `score_cases` scores them with the microdata scorer
+(`enem.scoring`), year by year, against ITENS_PROVA_<year>.csv files.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from mcqa_toolkit.enem import reproducibility
+from mcqa_toolkit.enem.booklet import ENEM_CONSTANTS
+from mcqa_toolkit.enem.itens_prova import read_itens_prova, year_in_name
+from mcqa_toolkit.enem.scoring import _ChunkScorer
+from mcqa_toolkit.items import DatasetError
+
+FIELDS: dict[str, tuple[str, ...]] = {
+    "year": ("ano", "year", "NU_ANO"), "area": ("area", "SG_AREA"), "booklet": ("co_prova", "CO_PROVA"),
+    "language": ("tp_lingua", "TP_LINGUA"), "answers": ("respostas", "answers", "TX_RESPOSTAS"),
+    "official": ("nota_oficial", "NU_NOTA", "official_score"), "key": ("gabarito", "TX_GABARITO", "key"),
+    "id": ("case_id", "id")}
+REQUIRED = ("year", "area", "booklet", "answers", "official")
+CASE_COLUMNS = ["case", "year", "area", "CO_PROVA", "TP_LINGUA", "answers", "NU_NOTA", "key"]
+SCORE_COLUMNS = ["case", "year", "area", "CO_PROVA", "TP_LINGUA", "theta", "psd", "score", "NU_NOTA", "error",
+                 "n_correct", "n_scored", "item_set", "item_set_rule", "alternatives", "inep_validation",
+                 "inep_share_exact", "problem"]
+
+
+def is_case_list(path: str | Path) -> bool:
+    """A .json / .jsonl file (a case list) rather than a microdata CSV."""
+    return Path(path).suffix.lower() in (".json", ".jsonl")
+
+
+def read_cases(path: str | Path) -> pd.DataFrame:
+    """A case list -> one row per case (CASE_COLUMNS; index = record number from 1). Raises DatasetError
+    naming the record and field of the first missing or bad value."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() == ".jsonl":
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    else:
+        data = json.loads(text)
+        records = data.get("cases") if isinstance(data, dict) else data
+        if not isinstance(records, list):
+            raise DatasetError(path, "-", None, "expected a JSON list of cases (or {\"cases\": [...]})")
+    rows = [_case(rec, n, path) for n, rec in enumerate(records, start=1)]
+    if not rows:
+        raise DatasetError(path, "-", None, "no cases")
+    return pd.DataFrame(rows, columns=CASE_COLUMNS, index=pd.RangeIndex(1, len(rows) + 1, name="record"))
+
+
+def _field(rec: Mapping[str, Any], name: str, n: int, path: Path) -> Any:
+    for key in FIELDS[name]:
+        if key in rec and rec[key] is not None and str(rec[key]).strip() != "":
+            return rec[key]
+    if name in REQUIRED:
+        raise DatasetError(path, n, FIELDS[name][0], f"missing {name} (one of {list(FIELDS[name])})")
+    return None
+
+
+def _case(rec: Any, n: int, path: Path) -> dict:
+    if not isinstance(rec, Mapping):
+        raise DatasetError(path, n, None, f"expected an object, got {type(rec).__name__}")
+    out: dict[str, Any] = {}
+    for name, col, kind in (("year", "year", int), ("booklet", "CO_PROVA", int), ("official", "NU_NOTA", float),
+                            ("language", "TP_LINGUA", int)):
+        value = _field(rec, name, n, path)
+        try:
+            out[col] = None if value is None else kind(float(str(value).strip().replace(",", ".")))
+        except ValueError:
+            raise DatasetError(path, n, FIELDS[name][0], f"{name} {value!r} is not a number") from None
+    area = str(_field(rec, "area", n, path)).strip().upper()
+    if area not in ENEM_CONSTANTS:
+        raise DatasetError(path, n, FIELDS["area"][0], f"unknown area {area!r}; expected {sorted(ENEM_CONSTANTS)}")
+    if area == "LC" and out["TP_LINGUA"] not in (0, 1):
+        raise DatasetError(path, n, FIELDS["language"][0], "an LC case needs its foreign language (0 or 1)")
+    answers = _field(rec, "answers", n, path)
+    if not isinstance(answers, str):
+        raise DatasetError(path, n, FIELDS["answers"][0], f"expected a string, got {type(answers).__name__}")
+    key = _field(rec, "key", n, path)
+    case = _field(rec, "id", n, path)
+    return {"case": str(case) if case is not None else str(n), "area": area, "answers": answers.strip().upper(),
+            "key": "" if key is None else str(key).strip().upper(), **out}
+
+
+def item_files(item_params: str | Path | Mapping[int, str | Path], years: list[int]) -> dict[int, Path]:
+    """{year: ITENS_PROVA file} for the cases' years: a directory holding ITENS_PROVA_<year>.csv, one file (for
+    one year; its name's year must agree when it has one) or a {year: path} mapping."""
+    if isinstance(item_params, Mapping):
+        files = {int(y): Path(p) for y, p in item_params.items()}
+    elif Path(item_params).is_dir():
+        d = Path(item_params)
+        files = {y: f for y in years for f in [d / f"ITENS_PROVA_{y}.csv"] if f.is_file()}
+    else:
+        f = Path(item_params)
+        named = year_in_name(f)
+        if len(years) > 1 or (named is not None and named not in years):
+            raise ValueError(f"{f}: one item file for cases of {years}; pass a directory of ITENS_PROVA_<year>.csv")
+        files = {years[0]: f}
+    missing = [y for y in years if y not in files or not files[y].is_file()]
+    if missing:
+        raise FileNotFoundError(f"no ITENS_PROVA file for year(s) {missing} in {item_params}")
+    return files
+
+
+def score_cases(cases: pd.DataFrame | str | Path, item_params: str | Path | Mapping[int, str | Path],
+                errata: bool = True) -> pd.DataFrame:
+    """Score every case (read_cases' rows, or a case-list path) against its year's item file: one row per case
+    (SCORE_COLUMNS, same index). error = score - NU_NOTA. Booklets whose item sets nothing tells apart are
+    scored under set 1 (item_set_rule "undetermined"; `alternatives` gives the other sets' scores). Cases that
+    cannot be scored keep NaN scores and say why in `problem`. errata=False: the item files as published.
+    One warning for the exams whose INEP scores we do not reproduce (or not validated)."""
+    if not isinstance(cases, pd.DataFrame):
+        cases = read_cases(cases)
+    years = sorted(int(y) for y in cases["year"].unique())
+    files = item_files(item_params, years)
+    parts, found = [], []
+    for year in years:
+        sub = cases[cases["year"] == year]
+        scorer = _ChunkScorer(read_itens_prova(files[year], errata=errata, year=year), None, strict=False)
+        wide = _as_microdata(sub)
+        scores, problems = [], []
+        for area in sorted(set(sub["area"])):
+            s, p = scorer.area(wide, area)
+            scores += s
+            problems += p
+        parts.append(_one_row_per_case(sub, scores, problems))
+        found += scorer.agreements.values()
+    reproducibility.warn(found, stacklevel=2)
+    out = pd.concat(parts).loc[cases.index]
+    return out[SCORE_COLUMNS]
+
+
+def _as_microdata(cases: pd.DataFrame) -> pd.DataFrame:
+    """Cases as INEP microdata columns (a candidate present in its case's area only), so the microdata scorer
+    groups and scores them."""
+    out = pd.DataFrame(index=cases.index)
+    lang = cases["TP_LINGUA"].astype("Int64").astype(str).replace("<NA>", "")
+    out["TP_LINGUA"] = lang
+    for area in ENEM_CONSTANTS:
+        mine = cases["area"] == area
+        out[f"TP_PRESENCA_{area}"] = np.where(mine, "1", "0")
+        out[f"TX_RESPOSTAS_{area}"] = cases["answers"].where(mine, "")
+        out[f"TX_GABARITO_{area}"] = cases["key"].where(mine, "")
+        out[f"CO_PROVA_{area}"] = cases["CO_PROVA"].astype(str).where(mine, "")
+        out[f"NU_NOTA_{area}"] = cases["NU_NOTA"].astype(str).where(mine, "")
+    return out
+
+
+def _one_row_per_case(cases: pd.DataFrame, scores: list[pd.DataFrame], problems: list[dict]) -> pd.DataFrame:
+    base = cases[["case", "year", "area", "CO_PROVA", "TP_LINGUA", "NU_NOTA"]].copy()
+    base["TP_LINGUA"] = base["TP_LINGUA"].astype("Int64")
+    if scores:
+        s = pd.concat(scores)
+        first = s[~s.index.duplicated()]
+        others = s[s.index.duplicated()]
+        alt = others.groupby(level=0).apply(lambda g: "; ".join(f"set {k}: {v:.1f}" for k, v in
+                                                                 zip(g["item_set"], g["score"])))
+        cols = ["theta", "psd", "score", "n_correct", "n_scored", "item_set", "item_set_rule", "inep_validation",
+                "inep_share_exact"]
+        base = base.join(first[cols])
+        base["alternatives"] = alt.reindex(base.index).fillna("") if len(others) else ""
+    else:
+        for col in ("theta", "psd", "score", "n_correct", "n_scored", "item_set", "inep_share_exact"):
+            base[col] = np.nan
+        base["item_set_rule"] = base["inep_validation"] = base["alternatives"] = ""
+    base["error"] = base["score"] - base["NU_NOTA"]
+    base["problem"] = ""
+    unscored = base["score"].isna()
+    if unscored.any():             # the scorer reports a problem per booklet group, naming its first row
+        by_booklet = {(p["area"], str(p["CO_PROVA"])): p["problem"] for p in problems}
+        base.loc[unscored, "problem"] = [by_booklet.get((a, str(c)), "not scored") for a, c in
+                                         zip(base.loc[unscored, "area"], base.loc[unscored, "CO_PROVA"])]
+    return base
