@@ -47,7 +47,7 @@ $(VLLM_STAMP):
 
 vllm: $(VLLM_STAMP)
 
-# Debian's Chromium for the browser tests (tests/test_browser.py drives it with Playwright; Playwright's own
+# Debian's Chromium for the browser tests (tests/report/test_browser.py drives it with Playwright; Playwright's own
 # browser download does not work here). Installed only when missing, so a second `make test` costs nothing;
 # without recommends (printing, udev, GL drivers: not needed headless), plus fonts for the screenshots.
 CHROMIUM ?= /usr/bin/chromium

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcqa_toolkit.interop.runfolder import ImportResult, Response, Source, write_run
 from mcqa_toolkit.items import ItemSet, item_from_dict
 from mcqa_toolkit.run.store import RunDir
+
+if TYPE_CHECKING:  # pandas is imported when a folder is imported, not with the package
+    import pandas as pd
 
 __all__ = ["IMPORTERS", "EXPORTERS", "import_run", "import_folder", "export_run", "run_items", "ImportResult",
            "Response", "Source",

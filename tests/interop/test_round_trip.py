@@ -1,7 +1,6 @@
 """our -> tool -> our keeps every record (every question type), exports open with the tools' own readers, and
 a file edited after export is refused. The sample runs in data/demo/results are the inputs."""
 import json
-import shutil
 import sys
 from pathlib import Path
 
