@@ -51,10 +51,10 @@ class OpenAIBackend(SenderBacked):
     kind = "openai"
 
     def __init__(self, model: str, base_url: str | Sequence[str] | None = None, api_key_env: str | None = None, *,
-                 name: str | None = None, concurrency: int = 8, timeout: float = 300.0, retries: int = 6,
+                 name: str | None = None, concurrency: int = 8, timeout: float = 300.0, retries: int = 10,
                  backoff: float = 1.0, top_logprobs: int = 20, prefill: bool = False, probe: bool = True,
                  cache: bool = True, cache_dir: str | None = None, price: dict[str, float] | None = None,
-                 progress: bool = False, **unknown: Any):
+                 progress: bool = False, max_retry_seconds: float = 600.0, **unknown: Any):
         if unknown:
             raise ValueError(f"openai backend: unknown option(s) {sorted(unknown)}")
         urls = [base_url] if isinstance(base_url, str) or base_url is None else list(base_url)
@@ -66,7 +66,8 @@ class OpenAIBackend(SenderBacked):
         self.top_logprobs, self.prefill, self.probe_server = top_logprobs, prefill, probe
         self.timeout = timeout
         self.sender = RequestSender(self.kind, model, self._send, classify, cache=RequestCache(cache_dir, cache),
-                                    concurrency=concurrency, policy=RetryPolicy(retries, backoff, timeout=timeout),
+                                    concurrency=concurrency, policy=RetryPolicy(
+                                        retries, backoff, timeout=timeout, max_retry_seconds=max_retry_seconds),
                                     progress=progress)
         self._clients: list[Any] = []
         self._next = itertools.count()

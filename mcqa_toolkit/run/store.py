@@ -9,9 +9,14 @@ A run folder (`outputs/<model>__<dataset>__<language>__<strategy>/`) holds
   min_k.parquet     Min-K% prob of each question under the run's model (contamination)
   run_model.ipynb   the executed notebook, when the run came from `mcqa run`
   batch.json        batch-mode state (API batch ids, counts, failures), see run.batch
+  run.lock          the one-writer lock (run.lock): who is writing the folder now
 Nothing else in the package or the notebooks spells these names. A killed run leaves at most a partial last
 JSONL line; on resume it is dropped (it was never a finished record) and the rest is kept, so re-running
-never loses or duplicates records.
+never loses or duplicates records. Every other file is written to a temporary name, forced to disk and renamed,
+so a kill or a full disk never leaves half a file behind; a write that fails (disk full, file too large) raises
+RunWriteError naming the file, after putting records.jsonl back as it was before the failed append. A line of
+records.jsonl that is not a record (damaged outside our writes) is an error naming the file and line, never
+skipped; finalising keeps one record per (item, shuffle) even if a folder holds two (two writers before the lock).
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from mcqa_toolkit.run.columns import COLUMNS, LEGACY_STATUSES
+from mcqa_toolkit.run.lock import LOCK_FILE, RunLock, lock_holder
 
 RECORDS_JSONL = "records.jsonl"
 RECORDS_PARQUET = "records.parquet"
@@ -32,6 +38,20 @@ SUMMARY = "summary.json"
 MIN_K = "min_k.parquet"
 NOTEBOOK = "run_model.ipynb"
 BATCH = "batch.json"
+KEY = ["item_id", "shuffle"]
+
+
+class RunWriteError(OSError):
+    """A run folder file could not be written (disk full, file too large, no permission): one sentence naming
+    the file and what is intact; the run resumes once the cause is gone."""
+
+    def __init__(self, path: Path, what: str, cause: OSError, kept: str):
+        reason = cause.strerror or str(cause)
+        super().__init__(f"{path}: could not write {what} ({reason}); {kept}")
+        self.errno, self.filename = cause.errno, str(path)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class RunDir:
@@ -47,10 +67,19 @@ class RunDir:
         self.min_k_file = self.dir / MIN_K
         self.notebook = self.dir / NOTEBOOK
         self.batch_file = self.dir / BATCH
+        self.lock_file = self.dir / LOCK_FILE
 
     @property
     def name(self) -> str:
         return self.dir.name
+
+    def lock(self) -> RunLock:
+        """The folder's one-writer lock (run.lock): `with rd.lock(): ...`; RunLocked when another writer holds it."""
+        return RunLock(self.dir)
+
+    def holder(self) -> dict[str, Any] | None:
+        """Who is writing this folder now (pid, host, started), None when nobody is (run.lock.lock_holder)."""
+        return lock_holder(self.dir)
 
     def is_complete(self) -> bool:
         if not self.provenance_file.exists() or not self.parquet.exists():
@@ -68,41 +97,67 @@ class RunDir:
         records = []
         for n, line in enumerate(complete, start=1):
             if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{self.jsonl}: line {n} is corrupt ({e.msg}); delete the run directory "
-                                     "or the line to recompute it") from None
+                records.append(self._record(line, n))
         if tail.strip():  # a line without its newline was being written when the run died
             with open(self.jsonl, "r+b") as f:
                 f.truncate(len(raw) - len(tail))
         return records
 
+    def _record(self, line: bytes, n: int) -> dict[str, Any]:
+        """One JSONL line as a record; anything else is an error naming the file and line (never skipped)."""
+        try:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"{self.jsonl}: line {n} is corrupt ({getattr(e, 'msg', e)}); delete the run "
+                             "folder or that line to recompute it") from None
+        if not (isinstance(rec, dict) and isinstance(rec.get("item_id"), str)
+                and isinstance(rec.get("shuffle"), int) and not isinstance(rec.get("shuffle"), bool)):
+            raise ValueError(f"{self.jsonl}: line {n} is not a record (no item_id and shuffle); delete the run "
+                             "folder or that line to recompute it")
+        return rec
+
     def done_keys(self) -> set[tuple[str, int]]:
         return {(r["item_id"], int(r["shuffle"])) for r in self.read_records()}
 
     def append(self, records: Iterable[dict[str, Any]]) -> None:
-        """Append records and force them to disk (one write per unit keeps resume exact)."""
+        """Append records and force them to disk (one write per unit keeps resume exact). A failed write
+        (disk full, file too large) takes the partial bytes back out and raises RunWriteError."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        data = "".join(json.dumps(r, ensure_ascii=False, default=_json_default) + "\n" for r in records)
-        with open(self.jsonl, "a", encoding="utf-8") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        rows = [json.dumps(r, ensure_ascii=False, default=_json_default) + "\n" for r in records]
+        data = "".join(rows).encode("utf-8")
+        fd = os.open(self.jsonl, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            except OSError as e:
+                try:
+                    os.ftruncate(fd, size)
+                except OSError:
+                    pass  # the partial line left is dropped on resume (read_records)
+                raise RunWriteError(self.jsonl, f"{len(rows)} record(s)", e, "the records written before are kept; "
+                                    "free some space and run again to resume") from None
+        finally:
+            os.close(fd)
 
     def finalize(self, provenance: dict[str, Any]) -> pd.DataFrame:
-        """Compact the JSONL to Parquet (sorted by item and shuffle) and write provenance with complete=True."""
-        df = records_frame(self.read_records())
-        df = df.sort_values(["item_id", "shuffle"], kind="stable").reset_index(drop=True)
-        df.to_parquet(self.parquet, index=False)
-        _write_json(self.provenance_file, {**provenance, "complete": True, "n_records": len(df)})
+        """Compact the JSONL to Parquet (sorted by item and shuffle, one record per key) and write provenance
+        with complete=True."""
+        df = unique_records(records_frame(self.read_records()), self.jsonl)
+        df = df.sort_values(KEY, kind="stable").reset_index(drop=True)
+        kept = "records.jsonl is intact; free some space and run again to finish"
+        _atomic(self.parquet, lambda tmp: df.to_parquet(tmp, index=False), "the records as Parquet", kept)
+        _write_json(self.provenance_file, {**provenance, "complete": True, "n_records": len(df)}, kept)
         return df
 
     def load(self) -> pd.DataFrame:
-        """The run's records: Parquet when complete, else what the JSONL holds so far."""
+        """The run's records: Parquet when complete, else what the JSONL holds so far (one per key)."""
         if self.is_complete():
             return conform(pd.read_parquet(self.parquet))
-        return records_frame(self.read_records())
+        return unique_records(records_frame(self.read_records()), self.jsonl)
 
     # ---- the JSON side files ---------------------------------------------------------------------------
     def provenance(self) -> dict[str, Any]:
@@ -131,8 +186,22 @@ class RunDir:
         _write_json(self.batch_file, state)
 
     def write_min_k(self, table: pd.DataFrame) -> Path:
-        table.to_parquet(self.min_k_file, index=False)
+        _atomic(self.min_k_file, lambda tmp: table.to_parquet(tmp, index=False), "the Min-K% table",
+                "the records are intact; free some space and run again to finish")
         return self.min_k_file
+
+
+def unique_records(df: pd.DataFrame, source: Any = "records") -> pd.DataFrame:
+    """One record per (item_id, shuffle), the first written: a folder written by two processes at once
+    (before run folders were locked) holds some twice. Dropping them is logged, naming `source`."""
+    dup = df.duplicated(KEY, keep="first") if len(df) else pd.Series(dtype=bool)
+    if not dup.any():
+        return df
+    import logging
+
+    logging.getLogger("mcqa_toolkit.run").warning("%s: %d duplicate record(s) of an (item, shuffle) dropped, the "
+                                                  "first written kept", source, int(dup.sum()))
+    return df[~dup].reset_index(drop=True)
 
 
 def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
@@ -197,11 +266,35 @@ def load_min_k(outputs_dir: str | Path) -> pd.DataFrame | None:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text()) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not valid JSON ({getattr(e, 'msg', e)}); it was damaged outside mcqa_toolkit's "
+                         "atomic writes: delete the run folder to recompute it") from None
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=_json_default))
+def _write_json(path: Path, data: dict[str, Any], kept: str = "the records are intact") -> None:
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=_json_default)
+    _atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"), path.name, kept)
+
+
+def _atomic(path: Path, write: Any, what: str, kept: str) -> None:
+    """write(tmp) to a temporary name beside `path`, force it to disk, rename it over `path`: readers see the
+    old file or the new one, never half of one. An OSError becomes RunWriteError naming `path`."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise RunWriteError(path, what, e, kept) from None
 
 
 def _json_default(o: Any) -> Any:
