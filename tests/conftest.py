@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from paths import REPO
 
-TIERS = ("slow", "notebooks", "browser", "server")
+TIERS = ("slow", "notebooks", "browser", "server", "faults")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -117,6 +117,7 @@ def _administer(todo_items: ItemSet, backend: Backend, strategy: Strategy, store
                 progress: bool) -> pd.DataFrame:
     """run()'s work once the folder is locked: check what it holds, write every missing record, finalise."""
     run_state(store, run_identity(prov))  # refuses a folder that holds another run
+    store.remove_leftovers()
     run_info = run_fields(run_id=store.name, model=backend.name, dataset=dataset, strategy=strategy.name,
                           strategy_hash=strategy.hash, method=strategy.method, normalization=strategy.normalization,
                           shots=strategy.shots, seed=strategy.seed)

@@ -77,6 +77,12 @@ class RunDir:
         """The folder's one-writer lock (run.lock): `with rd.lock(): ...`; RunLocked when another writer holds it."""
         return RunLock(self.dir)
 
+    def remove_leftovers(self) -> None:
+        """Remove temporary files a killed writer left (`.<name>.<pid>.tmp`); call with the lock held."""
+        if self.dir.is_dir():
+            for tmp in self.dir.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
+
     def holder(self) -> dict[str, Any] | None:
         """Who is writing this folder now (pid, host, started), None when nobody is (run.lock.lock_holder)."""
         return lock_holder(self.dir)
