@@ -28,7 +28,13 @@ __all__ = ["RetryPolicy", "RequestSender", "ApiError", "classify_status", "retry
 
 
 class ApiError(RuntimeError):
-    """A request that failed for good (not retryable, or out of retries): names the backend and the reason."""
+    """A request that failed for good (not retryable, or out of retries): names the backend and the reason.
+    `transient`: the server was unreachable or busy (retries or their budget ran out), as opposed to refusing
+    the request itself (a 4xx other than 408/409/429): what a capability probe must not read as a "no"."""
+
+    def __init__(self, message: str, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient
 
 
 @dataclass(frozen=True)
@@ -102,12 +108,14 @@ def classify_status(e: BaseException, transient: tuple[type, ...], status_error:
                     ) -> tuple[bool, float | datetime | None]:
     """(retryable, Retry-After: seconds, an HTTP date, or None) for an SDK exception: the SDK's `transient`
     errors (timeouts, connection errors) and HTTP 408/409/429/5xx (incl. Anthropic's 529 "overloaded") are
-    retried."""
+    retried, except 501 Not Implemented and 505 (the server will never do it: llama.cpp answers 501 for a
+    feature it lacks)."""
     if isinstance(e, transient):
         return True, None
     if isinstance(e, status_error):
         response = getattr(e, "response", None)
-        return e.status_code in (408, 409, 429) or e.status_code >= 500, retry_after(
+        code = e.status_code
+        return code in (408, 409, 429) or code >= 500 and code not in (501, 505), retry_after(
             response.headers if response is not None else None)
     return False, None
 
@@ -202,8 +210,16 @@ class RequestSender:
             bar.update(1)
             return key, response
 
+        tasks = [asyncio.ensure_future(one(k, e, b)) for k, (e, b) in todo.items()]
         try:
-            return dict(await asyncio.gather(*(one(k, e, b) for k, (e, b) in todo.items())))
+            return dict(await asyncio.gather(*tasks))
+        except BaseException:
+            # the first request that fails for good stops the call: the others are cancelled (gather alone
+            # would leave them sending and retrying in the background after the run has stopped)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         finally:
             bar.close()
 
@@ -226,13 +242,13 @@ class RequestSender:
                     raise ApiError(f"{what} (not retryable)") from None
                 if attempt == policy.retries:
                     raise ApiError(f"{what} (gave up after {attempt} retries, {waited:.1f} s of waiting; records "
-                                   "written so far are kept: run again to resume)") from None
+                                   "written so far are kept: run again to resume)", transient=True) from None
                 delay = policy.delay(attempt, self._seconds(hint), self._rng)
                 if waited + delay > policy.max_retry_seconds:
                     raise ApiError(f"{what} (retry budget spent: {waited:.1f} s of waiting over {attempt} retries, "
                                    f"the next wait of {delay:.1f} s would pass max_retry_seconds="
                                    f"{policy.max_retry_seconds:g}; records written so far are kept: run again to "
-                                   "resume)") from None
+                                   "resume)", transient=True) from None
                 waited += delay
                 self.counters["retries"] += 1
                 self.counters["retry_wait_seconds"] += delay

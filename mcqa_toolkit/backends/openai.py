@@ -111,7 +111,11 @@ class OpenAIBackend(SenderBacked):
             try:
                 (response,) = self._call([("completions", body)])
                 return response is None or bool(check(response))
-            except (ApiError, ValueError, KeyError, IndexError, TypeError):
+            except ApiError as e:
+                if e.transient:  # unreachable or busy (429 storm, server down): not a capability "no"
+                    raise
+                return False
+            except (ValueError, KeyError, IndexError, TypeError):
                 return False
 
         head, tail = _PROBE_TEXT[:24], _PROBE_TEXT[24:]
