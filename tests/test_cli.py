@@ -99,6 +99,6 @@ def test_course_exam_params_expand_with_judges_and_every_question_type(tmp_path)
     with pytest.raises(ValueError, match="judge_combine must be one of"):
         jobs.expand(jobs.load_params(bad))
     bad.write_text("models: [m]\ndatasets: [course_exam]\nstrategies: [S1]\njudges: gemma\n")
-    with pytest.raises(ValueError, match="judges must be a non-empty list"):
+    with pytest.raises(ValueError, match="bad.yaml: 'judges' must be a list of judge models, got 'gemma'"):
         jobs.expand(jobs.load_params(bad))
     assert cli.main(["run", str(bad)]) == 2  # `mcqa: error: <file>: judges must be ...`
