@@ -63,6 +63,17 @@ def test_cli_bad_params_is_one_clear_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("mcqa: error: ") and "unknown key(s) ['languges']" in err and "Traceback" not in err
     assert cli.main(["run", str(tmp_path / "missing.yaml")]) == 2
+    capsys.readouterr()
+    for body, message in (("models: [m]\ndatasets: [demo]\nstrategies: [S1]\nlanguages: pt\n",
+                           "'languages' must be a list of language codes, got 'pt'"),  # was read as ['p', 't']
+                          ("models: [m]\ndatasets: [demo]\nstrategies: [S1]\nlimit: 0\n", "'limit' must be a positive"),
+                          ("models: [m]\n  datasets: [demo]\n",
+                           "not valid YAML: did not find expected key at line 2, column 3"),
+                          (b"models: [m\xff]\n", "not UTF-8 text (byte 10")):
+        bad.write_bytes(body if isinstance(body, bytes) else body.encode())
+        assert cli.main(["run", str(bad), "--dry-run"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"mcqa: error: {bad}: ") and message in err, err
 
 
 def test_shipped_params_files_expand(tmp_path):

@@ -1,9 +1,9 @@
-"""A local OpenAI-compatible server for the embedded model: llama-cpp-python (`python -m llama_cpp.server`,
-the `server` extra) serving the Gemma-3-270M GGUF on 127.0.0.1, with `--logits_all true` (log-probs of
-prompt tokens, needed by echo) and Gemma's chat format. Used by the server tests, the fault suite (`LlamaServer`:
-killed mid-run and restarted on the same port) and the throughput benchmark. Health is awaited in a bounded loop; the server runs in its own process group and is always
-killed on exit (and, on Linux, when the process that started it dies, however it dies), with its log shown
-when it fails to start."""
+"""A local OpenAI-compatible server for the embedded model: llama-cpp-python (`python -m llama_cpp.server`, the
+`server` extra) serving the Gemma-3-270M GGUF on 127.0.0.1, with `--logits_all true` (log-probs of prompt tokens,
+needed by echo) and Gemma's chat format. Used by the server tests, the fault suite (`LlamaServer`: killed mid-run
+and restarted on the same port) and the throughput benchmark. Health is awaited in a bounded loop; the server
+runs in its own process group and is always killed on exit (and, on Linux, when the process that started it dies,
+however it dies), with its log shown when it fails to start."""
 from __future__ import annotations
 
 import json

@@ -134,8 +134,9 @@ def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas
     """Stream a microdata file: per chunk, rows read, scores and problems for every area in `areas` (default:
     every area whose columns the file has). scores: the `score_microdata` columns plus `area`; problems (only
     with strict=False, else DatasetError naming the file, data row and column): rows that could not be
-    scored, per area, booklet and kind (PROBLEM_COLUMNS: problem in "bad booklet code", "absent from item file", "item sets do not split",
-    "empty answer string", "answer string length", "key mismatch", "invalid answer characters").
+    scored, per area, booklet and kind (PROBLEM_COLUMNS: problem in "bad booklet code", "absent from item
+    file", "item sets do not split", "empty answer string", "answer string length", "key mismatch", "invalid
+    answer characters").
     Memory is bounded by `chunksize`; progress=True shows a tqdm bar over the file's bytes.
     """
     if int(chunksize) < 1:

@@ -83,6 +83,10 @@ FAULTS: dict[str, Fault] = {
         "every input loads or raises DatasetError naming file, record and field; never another exception, "
         "never a hang",
         "tests/faults/test_fuzz_inputs.py::test_fuzzed_loader_inputs"),
+    "fuzz_hub": Fault(
+        "mutated rows of an in-memory dataset given to load_hub (Hugging Face `datasets` rows)",
+        "every row set loads or raises DatasetError naming the dataset, row and field",
+        "tests/faults/test_fuzz_inputs.py::test_fuzzed_hub_rows"),
     "fuzz_params": Fault(
         "mutated params files",
         "`mcqa run` exits 0, or 2 with exactly one `mcqa: error:` line; never a traceback",
@@ -92,7 +96,7 @@ FAULTS: dict[str, Fault] = {
         "scored, or DatasetError naming file, row and field (strict), or counted as problems (lenient)",
         "tests/faults/test_fuzz_inputs.py::test_fuzzed_enem_microdata"),
     "memory": Fault(
-        "an MMLU-sized run: 14,000 items x 4 options, loglik, lookup-table backend",
+        "an MMLU-sized run: 14,042 items (MMLU's test split) x 4 options, loglik, Min-K%, lookup-table backend",
         "peak RSS under 1.5 GB (records stream to disk)",
         "tests/faults/test_memory.py::test_mmlu_sized_run_stays_under_the_memory_bound"),
 }

@@ -3,11 +3,11 @@ of any kind) or run under a resource limit (RLIMIT_FSIZE: a full disk). A forkse
 this module preloaded (everything imported and warmed up by one run), then each case is one forked child:
 `in_child(target, *args)` -> Result(exitcode, value sent back, seconds).
 
-Kill points: while a child runs, a profile hook counts the events of the package's own code and of pathlib
-(every call of one of their functions, and every builtin they call: json.dumps, open, write, fsync, rename,
-...), and among them the I/O events. `count=True` returns how many a whole run has; `kill_at=k` SIGKILLs the
-child at the k-th event, `kill_io=j` at the j-th I/O event (between opening a file and writing it, between
-writing and renaming, ...), `kill_in=name` at the first call of a function of that name. The same run always has the same events (a forked child
+Kill points: while a child runs, a profile hook counts the events of the package's own code and of pathlib (every
+call of one of their functions, and every builtin they call: json.dumps, open, write, fsync, rename, ...), and among
+them the I/O events. `count=True` returns how many a whole run has; `kill_at=k` SIGKILLs the child at the k-th
+event, `kill_io=j` at the j-th I/O event (between opening a file and writing it, between writing and renaming, ...),
+`kill_in=name` at the first call of a function of that name. The same run always has the same events (a forked child
 starts from the same warmed-up state), so a kill point is reproducible from its number.
 """
 from __future__ import annotations

@@ -101,7 +101,8 @@ def test_a_damaged_records_line_is_reported_with_its_path(tmp_path, reference_ru
     rd.jsonl.write_bytes(b"\n".join(lines))
     before = rd.jsonl.read_bytes()
     job, cache = lookup_job(out)
-    with pytest.raises(ValueError, match=rf"^{re.escape(str(rd.jsonl))}: line 3 (is corrupt|is not a record)") as refused:
+    where = re.escape(str(rd.jsonl))
+    with pytest.raises(ValueError, match=rf"^{where}: line 3 (is corrupt|is not a record)") as refused:
         run_job(job, cache, progress=False)
     assert "\n" not in str(refused.value)
     with pytest.raises(ValueError, match=rf"^{re.escape(str(rd.jsonl))}: line 3 "):
