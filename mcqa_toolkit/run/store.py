@@ -41,7 +41,7 @@ MIN_K = "min_k.parquet"
 NOTEBOOK = "run_model.ipynb"
 BATCH = "batch.json"
 KEY = ["item_id", "shuffle"]
-SYNC_SECONDS = 1.0  # records.jsonl is forced to disk at least this often while a run appends
+SYNC_SECONDS = 1.0  # append forces records.jsonl to disk when this long has passed since it last did
 
 
 class RunDir:
