@@ -98,7 +98,7 @@ def _main(argv: list[str] | None = None) -> int:
     r.add_argument("--kernel", default="python3")
     mode = r.add_mutually_exclusive_group()
     mode.add_argument("--batch-submit", action="store_true", help="submit each run's requests to its backend's "
-                      "batch API (openai, anthropic) instead of running it")
+                      "batch API (openai, anthropic, google) instead of running it")
     mode.add_argument("--batch-fetch", action="store_true", help="fetch ended batches into the request cache and "
                       "run the runs whose batches have all ended")
     rep = sub.add_parser("report", help="execute the analysis notebooks over outputs/")

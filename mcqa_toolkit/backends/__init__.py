@@ -3,6 +3,8 @@ builds one from a params-file entry.
 
     backend = load_backend("gemma-3-270m")                      # local transformers model (embedded default)
     backend = load_backend({"backend": "hf", "model": "google/gemma-3-1b-pt", "device": "cuda"})
+    backend = load_backend({"backend": "openai", "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY"})
+    backend = load_backend({"backend": "google", "model": "gemini-2.0-flash", "api_key_env": "GEMINI_API_KEY"})
 
 Implementations are imported lazily, so `import mcqa_toolkit.backends` does not import torch.
 """
@@ -19,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "hf": "mcqa_toolkit.backends.hf.backend:load",
     "openai": "mcqa_toolkit.backends.openai:load",
     "anthropic": "mcqa_toolkit.backends.anthropic:load",
+    "google": "mcqa_toolkit.backends.google:load",
 }
 
 

@@ -3,9 +3,12 @@
     load_backend({"backend": "anthropic", "model": "claude-sonnet-4-5", "api_key_env": "ANTHROPIC_API_KEY"})
 
 Chat prompts become `system` + user turns, and the template's assistant prefix (e.g. "Resposta:") is sent as a
-prefilled assistant turn, so the answer continues it as with a local model. Completion-style prompts are sent
-as one user turn. Temperature 0 unless the strategy samples (the API has no seed: sampled runs are not
-reproducible, which provenance says). The Messages API exposes no log-probabilities, so first_token,
+prefilled assistant turn, so the answer continues it as with a local model; models that reject prefill (Claude
+4.6 and later, backends.providers) get the cue at the end of the user turn instead. Completion-style prompts are
+sent as one user turn. Temperature 0 unless the strategy samples (the API has no seed: sampled runs are not
+reproducible, which provenance says); never sent to the models that reject it (Opus 4.7 and later). Thinking
+blocks are kept as the generation's reasoning, never read for the answer. The Messages API exposes no
+log-probabilities, so first_token,
 loglik and cloze are refused before any request. Retries, concurrency and the request cache are the shared
 ones (backends.http); the API key is read from `api_key_env` when the client is built and never stored.
 """
@@ -13,12 +16,15 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import os
+import re
 from typing import Any, Sequence
 
 from mcqa_toolkit.backends.base import (Capabilities, CapabilityError, Continuation, ContinuationLogprobs, Generation,
                                         LetterLogprobs)
 from mcqa_toolkit.backends.cache import RequestCache
 from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, SenderBacked, TokenMeter, classify_status
+from mcqa_toolkit.backends.providers import ANTHROPIC_NO_PREFILL, ANTHROPIC_NO_TEMPERATURE, public_url
+from mcqa_toolkit.backends.secrets import with_credentials
 
 MESSAGES_PATH = "/v1/messages"
 
@@ -31,13 +37,18 @@ def classify(e: BaseException) -> tuple[bool, float | None]:
 
 def message_body(model: str, prompt: Any, *, max_tokens: int, temperature: float,
                  stop: Sequence[str]) -> dict[str, Any]:
-    """The Messages API body for one rendered prompt (chat or completion-style)."""
-    body: dict[str, Any] = {"model": model, "max_tokens": int(max_tokens), "temperature": float(temperature)}
+    """The Messages API body for one rendered prompt (chat or completion-style), within the model's rules."""
+    body: dict[str, Any] = {"model": model, "max_tokens": int(max_tokens)}
+    if not re.search(ANTHROPIC_NO_TEMPERATURE, model):
+        body["temperature"] = float(temperature)
     if getattr(prompt, "messages", None):
         system = "\n\n".join(m["content"] for m in prompt.messages if m["role"] == "system")
         turns = [{"role": m["role"], "content": m["content"]} for m in prompt.messages if m["role"] != "system"]
-        if prompt.assistant_prefix:  # prefill: the reply continues the cue (no trailing whitespace allowed)
-            turns.append({"role": "assistant", "content": prompt.assistant_prefix.rstrip()})
+        cue = (prompt.assistant_prefix or "").rstrip()  # the API rejects trailing whitespace in a prefill
+        if cue and re.search(ANTHROPIC_NO_PREFILL, model):  # no prefill: the cue ends the user turn
+            turns[-1] = {**turns[-1], "content": f"{turns[-1]['content'].rstrip()}\n\n{cue}"}
+        elif cue:  # prefill: the reply continues the cue
+            turns.append({"role": "assistant", "content": cue})
         if system:
             body["system"] = system
     else:
@@ -54,10 +65,12 @@ def parse_message(response: dict[str, Any] | None) -> Generation:
         return Generation("", 0, 0, "pending")
     if response.get("type") != "message":
         raise ValueError(f"not a Messages API message: {str(response)[:200]}")
-    text = "".join(block.get("text", "") for block in response.get("content", []) if block.get("type") == "text")
+    blocks = response.get("content", [])
+    text = "".join(block.get("text", "") for block in blocks if block.get("type") == "text")
+    thinking = "\n\n".join(block.get("thinking", "") for block in blocks if block.get("type") == "thinking")
     usage = response.get("usage") or {}
     return Generation(text, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
-                      response.get("stop_reason") or "")
+                      response.get("stop_reason") or "", reasoning=thinking)
 
 
 class AnthropicBackend(SenderBacked):
@@ -76,17 +89,19 @@ class AnthropicBackend(SenderBacked):
             raise ValueError(f"anthropic backend: environment variable {api_key_env} (api_key_env) is not set")
         self.model, self.name, self.api_key_env, self.base_url = model, name or model, api_key_env, base_url
         self.timeout, self.meter = timeout, TokenMeter(price)
+        self.server_id = public_url(base_url or "https://api.anthropic.com")  # part of every cache key
         self.sender = RequestSender(self.kind, model, self._send, classify, cache=RequestCache(cache_dir, cache),
                                     concurrency=concurrency, policy=RetryPolicy(
                                         retries, backoff, timeout=timeout, max_retry_seconds=max_retry_seconds),
-                                    progress=progress)
+                                    progress=progress, server=self.server_id)
         self._client: Any = None
 
     async def _send(self, endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
         import anthropic
 
         if self._client is None:  # built inside the sender's event loop; the key is read here and not kept
-            self._client = anthropic.AsyncAnthropic(api_key=os.environ.get(self.api_key_env), base_url=self.base_url,
+            self._client = anthropic.AsyncAnthropic(api_key=os.environ.get(self.api_key_env),
+                                                    base_url=with_credentials(self.base_url) if self.base_url else None,
                                                     max_retries=0, timeout=self.timeout)
         response = await self._client.post(MESSAGES_PATH, cast_to=object, body=body)
         usage = response.get("usage") or {}
@@ -103,7 +118,9 @@ class AnthropicBackend(SenderBacked):
         except md.PackageNotFoundError:
             sdk = None
         return {"backend": self.kind, "model": self.name, "source": f"{self.kind}:{self.model}",
-                "served_model": self.model, "api_key_env": self.api_key_env, "seeded_sampling": False,
+                "served_model": self.model, "server_id": self.server_id, "api_key_env": self.api_key_env,
+                "seeded_sampling": False, "prefill": not re.search(ANTHROPIC_NO_PREFILL, self.model),
+                "temperature_sent": not re.search(ANTHROPIC_NO_TEMPERATURE, self.model),
                 "capabilities": self.capabilities.as_dict(), "packages": {"anthropic": sdk}}
 
     def usage(self) -> dict[str, float]:

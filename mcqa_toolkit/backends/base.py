@@ -82,12 +82,17 @@ class ContinuationLogprobs:
 
 @dataclass(frozen=True)
 class Generation:
-    """Generated text (stop strings cut off) and its token counts."""
+    """Generated text (stop strings cut off) and its token counts. A reasoning model's thinking, when the
+    provider returns it apart from the answer (vLLM's / DeepSeek's `reasoning_content`, Gemini's thought parts,
+    Claude's thinking blocks), is `reasoning`, and `n_reasoning_tokens` its token count where the provider
+    reports one (included in `n_generated_tokens`; None: not reported)."""
 
     text: str
     n_prompt_tokens: int
     n_generated_tokens: int
     finish_reason: str = ""
+    reasoning: str = ""
+    n_reasoning_tokens: int | None = None
 
 
 @runtime_checkable
@@ -115,8 +120,8 @@ class Backend(Protocol):
 
 @runtime_checkable
 class BatchBackend(Protocol):
-    """Declared optional part of the protocol, for backends behind a provider's API (openai, anthropic): their
-    requests go through an on-disk request cache (backends.cache) keyed by request, and they have a batch API
+    """Declared optional part of the protocol, for backends behind a provider's API (openai, anthropic, google):
+    their requests go through an on-disk request cache (backends.cache) keyed by request, and they have a batch API
     (`capabilities.batch`). Batch mode (run.batch) uses only these three:
 
     - `request_cache`: where every answer is kept (a batch's results are stored there by custom_id);

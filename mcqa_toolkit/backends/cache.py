@@ -1,10 +1,14 @@
 """On-disk request cache for API backends: a killed or re-run evaluation never pays twice, and a re-run gives
 byte-identical records.
 
-The key is sha256 of (backend kind, model, endpoint, request body) as canonical JSON: never the API key, the
-base URL (replicas of one model share answers) or headers. One JSON file per response under
-`<root>/<key[:2]>/<key>.json`: {"key", "sha256" of the response's canonical JSON, "response"}, written to a
-temporary name, forced to disk and renamed, so a kill or a power cut never leaves half a file.
+The key is sha256 of (backend kind, model, server identity, endpoint, request body) as canonical JSON, never
+the API key or headers. The server identity (`server_id` of an API backend; by default the sorted base URLs
+without credentials) is shared by replicas of one deployment, which share answers, and differs between
+deployments serving the same model id (another quantisation, another provider), which never do. Keys made
+before the server identity was part of them are not read any more (those requests are sent again once). One
+JSON file per response under `<root>/<key[:2]>/<key>.json`: {"key", "sha256" of the response's canonical JSON,
+"response"}, written to a temporary name, forced to disk and renamed, so a kill or a power cut never leaves
+half a file.
 The batch APIs use the same key as their `custom_id`, so a fetched batch simply fills this cache.
 
 An entry that is not what was written (cut short, bytes changed, another key's file) is never used: it is
@@ -38,9 +42,13 @@ def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
-def request_key(kind: str, model: str, endpoint: str, body: dict[str, Any]) -> str:
-    """The cache key (and batch custom_id) of one request."""
-    blob = _canonical({"backend": kind, "model": model, "endpoint": endpoint, "body": body})
+def request_key(kind: str, model: str, endpoint: str, body: dict[str, Any], server: str = "") -> str:
+    """The cache key (and batch custom_id: 64 hex digits, within Anthropic's ^[a-zA-Z0-9_-]{1,64}$) of one
+    request to `server` (a server identity; "" for none)."""
+    ident = {"backend": kind, "model": model, "endpoint": endpoint, "body": body}
+    if server:
+        ident["server"] = server
+    blob = _canonical(ident)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

@@ -121,20 +121,23 @@ def classify_status(e: BaseException, transient: tuple[type, ...], status_error:
 
 
 class TokenMeter:
-    """Prompt and completion tokens the provider billed (requests actually sent), and their cost when a
-    `price` {"input": USD per 1M tokens, "output": ...} is given."""
+    """Prompt and completion tokens the provider billed (requests actually sent), the reasoning tokens among the
+    completion tokens where the provider reports them, and their cost when a `price` {"input": USD per 1M
+    tokens, "output": ...} is given (reasoning tokens are billed as output)."""
 
     def __init__(self, price: dict[str, float] | None = None):
         self.price = price
-        self.prompt_tokens = self.completion_tokens = 0
+        self.prompt_tokens = self.completion_tokens = self.reasoning_tokens = 0
 
-    def add(self, prompt_tokens: int, completion_tokens: int) -> None:
+    def add(self, prompt_tokens: int, completion_tokens: int, reasoning: int = 0) -> None:
         self.prompt_tokens += int(prompt_tokens)
         self.completion_tokens += int(completion_tokens)
+        self.reasoning_tokens += int(reasoning)
 
     def usage(self, counters: dict[str, int]) -> dict[str, float]:
         out: dict[str, float] = {**counters, "prompt_tokens": self.prompt_tokens,
                                  "completion_tokens": self.completion_tokens,
+                                 "reasoning_tokens": self.reasoning_tokens,
                                  "forwarded_tokens": self.prompt_tokens + self.completion_tokens}
         if self.price:
             out["cost_usd"] = (self.prompt_tokens * self.price.get("input", 0.0)
@@ -148,14 +151,15 @@ Classify = Callable[[BaseException], tuple[bool, float | datetime | None]]
 
 
 class RequestSender:
-    """Cached, concurrent, retried requests of one backend (kind + model)."""
+    """Cached, concurrent, retried requests of one backend (kind + model + server identity, see backends.cache)."""
 
     def __init__(self, kind: str, model: str, send: Send, classify: Classify, *, cache: RequestCache,
                  concurrency: int = 8, policy: RetryPolicy = RetryPolicy(), progress: bool = False,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, clock: Callable[[], float] = time.time):
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, clock: Callable[[], float] = time.time,
+                 server: str = ""):
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-        self.kind, self.model, self.send, self.classify = kind, model, send, classify
+        self.kind, self.model, self.send, self.classify, self.server = kind, model, send, classify, server
         self.cache, self.concurrency, self.policy, self.progress = cache, concurrency, policy, progress
         self.sleep = sleep  # awaited between retries (tests inject one that advances a fake clock)
         self.clock = clock  # wall-clock seconds, to turn a Retry-After date into a wait (tests inject a fake one)
@@ -166,7 +170,7 @@ class RequestSender:
         self._rng = random.Random(0)
 
     def key(self, endpoint: str, body: dict[str, Any]) -> str:
-        return request_key(self.kind, self.model, endpoint, body)
+        return request_key(self.kind, self.model, endpoint, body, self.server)
 
     @contextlib.contextmanager
     def collect(self) -> Iterator[dict[str, tuple[str, dict[str, Any]]]]:

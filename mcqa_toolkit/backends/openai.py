@@ -1,40 +1,38 @@
 """OpenAIBackend: any OpenAI-compatible server (vLLM, llama.cpp / llama-cpp-python, Ollama, OpenAI, Maritaca,
-NVIDIA NIM, Gemini's OpenAI endpoint, OpenRouter) behind the Backend protocol, through the official SDK.
+NVIDIA NIM, DeepSeek, Gemini's OpenAI endpoint, OpenRouter) behind the Backend protocol, through the official SDK.
 
     load_backend({"backend": "openai", "model": "google/gemma-3-27b-it", "base_url": "http://gpu1:8000/v1",
-                  "api_key_env": "VLLM_API_KEY", "concurrency": 16})
+                  "provider": "vllm", "api_key_env": "VLLM_API_KEY", "concurrency": 16})
 
-Letters and continuations use `/v1/completions` (see openai_wire); generation uses chat completions for chat
-prompts and completions otherwise. What the server really supports is probed on first use (a top-k request
+What may be sent is the provider's row of backends.providers (`provider:`, else inferred from the base URL's
+host, else `compatible`): letters from completions top-k where /v1/completions serves the model (OpenAI: only its
+legacy models, logprobs <= 5), else from chat top_logprobs (<= 20); reasoning models' parameter rules. What the
+server really supports is probed on first use with exactly the request shapes the run sends (a letters request
 and an echo request, both cached), so a server that rejects or silently ignores `echo` (upstream llama.cpp
 `llama-server`, Ollama) is refused for log-likelihood strategies instead of quietly scoring at chance.
 The API key is read from the environment variable named by `api_key_env` when the client is built and is
-never stored: not in records, provenance, the cache or logs. Several `base_url`s are used round-robin.
+never stored; credentials in a base URL are never written either (backends.secrets). Several `base_url`s are
+used round-robin and share one server identity (`server_id`, part of every cache key: backends.cache).
 """
 from __future__ import annotations
 
 import importlib.metadata as md
 import itertools
 import os
-from typing import Any, Sequence
-from urllib.parse import urlsplit
+from typing import Any, Callable, Sequence
 
 from mcqa_toolkit.backends.base import Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs
 from mcqa_toolkit.backends.cache import RequestCache
 from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, SenderBacked, TokenMeter, classify_status
-from mcqa_toolkit.backends.openai_wire import (echo_body, generate_body, letter_body, parse_echo,
-                                               parse_generation, parse_letters, usage_tokens)
+from mcqa_toolkit.backends.openai_wire import (chat_letter_body, echo_body, generate_body, letter_body, parse_echo,
+                                               parse_generation, parse_letters, reasoning_tokens, usage_tokens)
+from mcqa_toolkit.backends.providers import profile, provider_for, public_url
+from mcqa_toolkit.backends.secrets import with_credentials
 from mcqa_toolkit.prompts.builder import move_trailing
 
 PATHS = {"completions": "/completions", "chat": "/chat/completions"}
-_PROBE_TEXT = "The capital of France is Paris, and the capital of Italy is Rome."
-
-
-def _public_url(url: str) -> str:
-    """A base URL without credentials or query string (safe for provenance)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    return f"{parts.scheme}://{host}{f':{parts.port}' if parts.port else ''}{parts.path}"
+PROBE_TEXT = "A capital da França é Paris, e a capital da Itália é Roma."  # accented: checks the echo's offsets
+OPENAI_URL = "https://api.openai.com/v1"
 
 
 def classify(e: BaseException) -> tuple[bool, float | None]:
@@ -46,15 +44,19 @@ def classify(e: BaseException) -> tuple[bool, float | None]:
 class OpenAIBackend(SenderBacked):
     """An OpenAI-compatible server. `prefill=True` (vLLM: continue_final_message) lets chat prompts end with
     the template's assistant prefix and be scored; without it the prefix cannot be sent and chat prompts are
-    generation-only. `price` = {"input": USD per 1M tokens, "output": ...} adds cost to usage."""
+    generation-only. `price` = {"input": USD per 1M tokens, "output": ...} adds cost to usage. `reasoning`
+    forces (True) or disables (False) the reasoning-model rules; `reasoning_budget` tokens are added to a
+    reasoning model's output budget for its thinking."""
 
     kind = "openai"
 
     def __init__(self, model: str, base_url: str | Sequence[str] | None = None, api_key_env: str | None = None, *,
-                 name: str | None = None, concurrency: int = 8, timeout: float = 300.0, retries: int = 10,
-                 backoff: float = 1.0, top_logprobs: int = 20, prefill: bool = False, probe: bool = True,
-                 cache: bool = True, cache_dir: str | None = None, price: dict[str, float] | None = None,
-                 progress: bool = False, max_retry_seconds: float = 600.0, **unknown: Any):
+                 provider: str | None = None, server_id: str | None = None, name: str | None = None,
+                 concurrency: int = 8, timeout: float = 300.0, retries: int = 10, backoff: float = 1.0,
+                 top_logprobs: int = 20, prefill: bool = False, probe: bool = True, reasoning: bool | None = None,
+                 reasoning_budget: int = 4096, cache: bool = True, cache_dir: str | None = None,
+                 price: dict[str, float] | None = None, progress: bool = False, max_retry_seconds: float = 600.0,
+                 **unknown: Any):
         if unknown:
             raise ValueError(f"openai backend: unknown option(s) {sorted(unknown)}")
         urls = [base_url] if isinstance(base_url, str) or base_url is None else list(base_url)
@@ -63,15 +65,19 @@ class OpenAIBackend(SenderBacked):
         if api_key_env is not None and not os.environ.get(api_key_env):
             raise ValueError(f"openai backend: environment variable {api_key_env} (api_key_env) is not set")
         self.model, self.name, self.base_urls, self.api_key_env = model, name or model, urls, api_key_env
+        self.provider = provider_for(provider, urls)
+        self.profile = profile(self.provider, model, top_logprobs, reasoning)
         self.top_logprobs, self.prefill, self.probe_server = top_logprobs, prefill, probe
-        self.timeout = timeout
+        self.timeout, self.reasoning_budget = timeout, reasoning_budget
+        self.server_id = server_id or ",".join(sorted({public_url(u or OPENAI_URL) for u in urls}))
         self.sender = RequestSender(self.kind, model, self._send, classify, cache=RequestCache(cache_dir, cache),
                                     concurrency=concurrency, policy=RetryPolicy(
                                         retries, backoff, timeout=timeout, max_retry_seconds=max_retry_seconds),
-                                    progress=progress)
+                                    progress=progress, server=self.server_id)
         self._clients: list[Any] = []
         self._next = itertools.count()
         self._caps: Capabilities | None = None
+        self.probed: dict[str, str] = {}
         self.meter = TokenMeter(price)
 
     # ---- transport ---------------------------------------------------------------------------------------
@@ -80,11 +86,11 @@ class OpenAIBackend(SenderBacked):
 
         if not self._clients:  # built inside the sender's event loop; the key is read here and not kept
             key = os.environ.get(self.api_key_env) if self.api_key_env else None
-            self._clients = [openai.AsyncOpenAI(base_url=u, api_key=key or "EMPTY", max_retries=0,
-                                                timeout=self.timeout) for u in self.base_urls]
+            self._clients = [openai.AsyncOpenAI(base_url=with_credentials(u) if u else None, api_key=key or "EMPTY",
+                                                max_retries=0, timeout=self.timeout) for u in self.base_urls]
         client = self._clients[next(self._next) % len(self._clients)]
         response = await client.post(PATHS[endpoint], cast_to=object, body=body)
-        self.meter.add(*usage_tokens(response))
+        self.meter.add(*usage_tokens(response), reasoning=reasoning_tokens(response) or 0)
         return response
 
     def _call(self, requests: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any] | None]:
@@ -94,35 +100,44 @@ class OpenAIBackend(SenderBacked):
     @property
     def capabilities(self) -> Capabilities:
         if self._caps is None:
-            letters = echo = True
+            letters = self.profile.letters_endpoint is not None
+            echo = self.profile.echo is not False
             if self.probe_server:
-                letters, echo = self._probe()
+                letters, echo = letters and self._probe_letters(), echo and self._probe_echo()
             self._caps = Capabilities(next_token_logprobs=letters, continuation_logprobs=echo, generate=True,
-                                      chat=True, chat_scoring=self.prefill and letters, batch=True,
-                                      top_logprobs=self.top_logprobs)
+                                      chat=True, chat_scoring=self.prefill and letters,
+                                      batch=self.provider.batch is not None, top_logprobs=self.profile.top_k)
         return self._caps
 
-    def _probe(self) -> tuple[bool, bool]:
-        """(top-k log-probs work, echo works): an echo must return a log-prob for every prompt token after the
-        first, with offsets inside the prompt; a server that ignores echo returns only the generated token."""
+    def _attempt(self, what: str, endpoint: str, body: dict[str, Any], check: Callable[[Any], Any]) -> bool:
         from mcqa_toolkit.backends.http import ApiError
 
-        def attempt(body: dict[str, Any], check) -> bool:
-            try:
-                (response,) = self._call([("completions", body)])
-                return response is None or bool(check(response))
-            except ApiError as e:
-                if e.transient:  # unreachable or busy (429 storm, server down): not a capability "no"
-                    raise
-                return False
-            except (ValueError, KeyError, IndexError, TypeError):
-                return False
+        try:
+            (response,) = self._call([(endpoint, body)])
+            ok = response is None or bool(check(response))
+            self.probed[what] = "ok" if ok else "the reply lacked what the run needs"
+        except ApiError as e:
+            if e.transient:  # unreachable or busy (a 429 storm, a server down): not a capability "no"
+                raise
+            ok, self.probed[what] = False, str(e)[:300]
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            ok, self.probed[what] = False, str(e)[:300]
+        return ok
 
-        head, tail = _PROBE_TEXT[:24], _PROBE_TEXT[24:]
-        letters = attempt(letter_body(self.model, _PROBE_TEXT, min(self.top_logprobs, 5)),
-                          lambda r: len(r["choices"][0]["logprobs"]["top_logprobs"][0]) >= 2)
-        echo = attempt(echo_body(self.model, _PROBE_TEXT), lambda r: parse_echo(r, head, tail).n_tokens >= 3)
-        return letters, echo
+    def _probe_letters(self) -> bool:
+        """The run's letters request on the probe text, at the profile's top-k, then (compatible servers) at
+        the provider's smaller fallbacks; the first accepted k is the run's."""
+        for k in (self.profile.top_k, *[k for k in self.provider.logprobs_fallback if k < self.profile.top_k]):
+            body = self._letter_request(PROBE_TEXT, None, k)
+            if self._attempt(f"letters top-{k}", *body, lambda r: parse_letters(r, ["A"]).extra["top_k"] >= 2):
+                self.profile = self.profile.with_top_k(k)
+                return True
+        return False
+
+    def _probe_echo(self) -> bool:
+        head, tail = PROBE_TEXT[:26], PROBE_TEXT[26:]
+        return self._attempt("echo", "completions", echo_body(self.model, PROBE_TEXT),
+                             lambda r: parse_echo(r, head, tail).n_tokens >= 3)
 
     def provenance(self) -> dict[str, Any]:
         try:
@@ -130,8 +145,11 @@ class OpenAIBackend(SenderBacked):
         except md.PackageNotFoundError:
             sdk = None
         return {"backend": self.kind, "model": self.name, "source": f"{self.kind}:{self.model}",
-                "served_model": self.model, "base_urls": [_public_url(u) for u in self.base_urls if u],
-                "api_key_env": self.api_key_env, "prefill": self.prefill, "top_logprobs": self.top_logprobs,
+                "served_model": self.model, "base_urls": [public_url(u) for u in self.base_urls if u],
+                "provider": self.provider.name, "server_id": self.server_id, "api_key_env": self.api_key_env,
+                "prefill": self.prefill, "top_logprobs": self.capabilities.top_logprobs,
+                "letters_endpoint": self.profile.letters_endpoint, "reasoning_model": self.profile.reasoning,
+                "probe": dict(self.probed), "notes": list(self.profile.notes),
                 "capabilities": self.capabilities.as_dict(), "packages": {"openai": sdk}}
 
     def usage(self) -> dict[str, float]:
@@ -151,17 +169,23 @@ class OpenAIBackend(SenderBacked):
                 "continue_final_message": True, "add_generation_prompt": False}
         return messages, {}
 
+    def _letter_request(self, text: str, prompt: Any, k: int) -> tuple[str, dict[str, Any]]:
+        if prompt is not None and getattr(prompt, "messages", None):
+            messages, extra = self._chat_messages(prompt)
+            return "chat", chat_letter_body(self.model, messages, k, extra)
+        if self.profile.letters_endpoint == "chat":  # a chat model: the prompt is the user turn
+            return "chat", chat_letter_body(self.model, [{"role": "user", "content": text}], k)
+        return "completions", letter_body(self.model, text, k)
+
     def letter_logprobs(self, prompts: Sequence[Any]) -> list[LetterLogprobs]:
-        requests = []
-        for p in prompts:
-            if getattr(p, "messages", None):
-                messages, extra = self._chat_messages(p)
-                requests.append(("chat", {"model": self.model, "messages": messages, "max_tokens": 1,
-                                          "temperature": 0.0, "logprobs": True, "top_logprobs": self.top_logprobs,
-                                          **extra}))
-            else:
-                requests.append(("completions", letter_body(self.model, p.text, self.top_logprobs)))
-        return [parse_letters(r, p.letter_continuations) for r, p in zip(self._call(requests), prompts)]
+        k = self.capabilities.top_logprobs or self.profile.top_k
+        requests = [self._letter_request(p.text, p, k) for p in prompts]
+        out = []
+        for (endpoint, body), p, r in zip(requests, prompts, self._call(requests)):
+            exact = endpoint == "completions" or "continue_final_message" in body
+            got = parse_letters(r, p.letter_continuations, exact=exact)
+            out.append(LetterLogprobs(got.logprobs, got.n_prompt_tokens, {**got.extra, "endpoint": endpoint}))
+        return out
 
     def loglikelihoods(self, requests: Sequence[Continuation]) -> list[ContinuationLogprobs]:
         pairs = []
@@ -176,15 +200,19 @@ class OpenAIBackend(SenderBacked):
     def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0,
                  stop: Sequence[str] = (), seeds: Sequence[int] | None = None) -> list[Generation]:
         requests = []
+        common = dict(max_tokens=max_new_tokens, temperature=temperature, stop=stop, profile=self.profile,
+                      reasoning_budget=self.reasoning_budget)
         for i, p in enumerate(prompts):
             seed = seeds[i] if seeds is not None else None
             if getattr(p, "messages", None):
                 messages, extra = self._chat_messages(p)
-                requests.append(("chat", generate_body(self.model, messages=messages, max_tokens=max_new_tokens,
-                                                       temperature=temperature, stop=stop, seed=seed, extra=extra)))
+                requests.append(("chat", generate_body(self.model, messages=messages, seed=seed, extra=extra,
+                                                       **common)))
+            elif not self.profile.completions:  # a chat-only model: the prompt is the user turn
+                requests.append(("chat", generate_body(self.model, messages=[{"role": "user", "content": p.text}],
+                                                       seed=seed, **common)))
             else:
-                requests.append(("completions", generate_body(self.model, prompt=p.text, max_tokens=max_new_tokens,
-                                                              temperature=temperature, stop=stop, seed=seed)))
+                requests.append(("completions", generate_body(self.model, prompt=p.text, seed=seed, **common)))
         return [parse_generation(r, e == "chat") for r, (e, _) in zip(self._call(requests), requests)]
 
 

@@ -1,27 +1,36 @@
 """Request bodies and response parsing for OpenAI-compatible servers (pure functions on JSON dicts).
 
-Completions (`/v1/completions`) carry the log-prob methods: letters from the first generated token's top-k
-(`max_tokens=1, logprobs=k`), continuations from an echo of the prompt (`echo=True, logprobs=1,
-max_tokens=1`; `max_tokens=0` would mean "unlimited" on llama-cpp-python). The echo is split at the
-context's end by each token's `text_offset`, never by a local token count; the generated last token starts
-at the end of the prompt and so falls outside the continuation. Servers report `text_offset` in characters
-(OpenAI, vLLM) or in UTF-8 bytes (some llama.cpp builds); the unit is read off the tokens themselves.
+Letters come from the first generated token's top-k: on `/v1/completions` (`max_tokens=1, logprobs=k`) where
+the server serves the model there, else on chat completions (`logprobs=true, top_logprobs=k`, the prompt as
+the user turn: the ENEM paper's GPT-3.5 protocol); k never exceeds the provider's documented maximum
+(backends.providers). Continuations come from an echo of the prompt (`echo=True, logprobs=1, max_tokens=1`;
+`max_tokens=0` would mean "unlimited" on llama-cpp-python), split by backends.echo. Generation bodies follow
+the model's rules: reasoning models get `max_completion_tokens` and no temperature, logprobs or (o3, o4-mini)
+stop strings. A reply's reasoning (`message.reasoning` or `reasoning_content`, vLLM's and DeepSeek's fields) and
+its reasoning-token count (`usage.completion_tokens_details.reasoning_tokens`) are kept apart from the answer.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
 
-from mcqa_toolkit.backends.base import ContinuationLogprobs, Generation, LetterLogprobs
+from mcqa_toolkit.backends.base import Generation, LetterLogprobs
+from mcqa_toolkit.backends.echo import parse_echo
+from mcqa_toolkit.backends.providers import Profile
 
-__all__ = ["letter_body", "echo_body", "generate_body", "parse_letters", "parse_echo", "parse_generation",
-           "usage_tokens"]
+__all__ = ["letter_body", "chat_letter_body", "echo_body", "generate_body", "parse_letters", "parse_echo",
+           "parse_generation", "usage_tokens", "reasoning_tokens"]
 
 
 def letter_body(model: str, text: str, top_k: int) -> dict[str, Any]:
     return {"model": model, "prompt": text, "max_tokens": 1, "logprobs": top_k, "temperature": 0.0, "echo": False}
+
+
+def chat_letter_body(model: str, messages: Sequence[dict[str, str]], top_k: int,
+                     extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"model": model, "messages": [dict(m) for m in messages], "max_tokens": 1, "temperature": 0.0,
+            "logprobs": True, "top_logprobs": top_k, **(extra or {})}
 
 
 def echo_body(model: str, text: str) -> dict[str, Any]:
@@ -30,12 +39,26 @@ def echo_body(model: str, text: str) -> dict[str, Any]:
 
 def generate_body(model: str, *, prompt: str | None = None, messages: Sequence[dict[str, str]] | None = None,
                   max_tokens: int, temperature: float, stop: Sequence[str], seed: int | None,
-                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A completions body (`prompt`) or a chat-completions body (`messages`); a seed only when sampling."""
-    body: dict[str, Any] = {"model": model, "max_tokens": int(max_tokens), "temperature": float(temperature)}
+                  extra: dict[str, Any] | None = None, profile: Profile | None = None,
+                  reasoning_budget: int = 0) -> dict[str, Any]:
+    """A completions body (`prompt`) or a chat-completions body (`messages`) within `profile`'s limits; a seed
+    only when sampling. A reasoning model's budget is `max_tokens + reasoning_budget` (its reasoning tokens
+    count against it). More stop strings than the provider accepts is an error, never a silent cut."""
+    rule = profile.rule if profile is not None else None
+    body: dict[str, Any] = {"model": model}
     body.update({"prompt": prompt} if messages is None else {"messages": [dict(m) for m in messages]})
-    if stop:
-        body["stop"] = list(stop)[:4]  # the OpenAI API accepts at most 4 stop sequences
+    if rule is not None:
+        body[rule.token_param] = int(max_tokens) + (int(reasoning_budget) if rule.token_param != "max_tokens" else 0)
+    else:
+        body["max_tokens"] = int(max_tokens)
+    if rule is None or rule.temperature:
+        body["temperature"] = float(temperature)
+    limit = profile.provider.max_stop if profile is not None else 4
+    if stop and (rule is None or rule.stop):
+        if limit is not None and len(stop) > limit:
+            name = profile.provider.name if profile is not None else "the OpenAI API"
+            raise ValueError(f"{name} accepts at most {limit} stop strings; the strategy has {len(stop)}")
+        body["stop"] = list(stop)
     if temperature > 0 and seed is not None:
         body["seed"] = int(seed) % (2 ** 31)
     return {**body, **(extra or {})}
@@ -54,67 +77,54 @@ def usage_tokens(response: dict[str, Any]) -> tuple[int, int]:
     return int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
 
 
-def parse_letters(response: dict[str, Any] | None, continuations: Sequence[str]) -> LetterLogprobs:
-    """Log-prob of each letter continuation (exact token text, e.g. " A") in the first position's top-k;
-    a letter outside the top-k is NaN (probability below the k-th token's). None (batch collection) -> NaN."""
+def reasoning_tokens(response: dict[str, Any]) -> int | None:
+    """Reasoning tokens the server reports (OpenAI, DeepSeek: usage.completion_tokens_details), else None."""
+    details = (response.get("usage") or {}).get("completion_tokens_details") or {}
+    value = details.get("reasoning_tokens")
+    return None if value is None else int(value)
+
+
+def _letter_of(token: str) -> str:
+    """A chat reply's first token as a letter: "A", " A", "(A", "**A" all read "A"."""
+    return token.strip().lstrip("(*[").strip()
+
+
+def parse_letters(response: dict[str, Any] | None, continuations: Sequence[str], *,
+                  exact: bool = True) -> LetterLogprobs:
+    """Log-prob of each letter in the first position's top-k; a letter outside it is NaN (probability below
+    the k-th token's). `exact`: the token must be the continuation itself (" A" after "Resposta:"); otherwise
+    (a chat reply to a prompt sent as the user turn) every top token that reads as the letter counts ("A", " A",
+    "(A"), their probabilities summed. None (batch collection) -> NaN."""
     if response is None:
         return LetterLogprobs(np.full(len(continuations), np.nan), 0, {"letters_seen": 0})
-    choice = _choice(response)
-    logprobs = choice.get("logprobs") or {}
+    logprobs = _choice(response).get("logprobs") or {}
     top_list = logprobs.get("top_logprobs") or []
-    if not top_list:  # chat completions: logprobs.content[0].top_logprobs = [{token, logprob}, ...]
+    if not top_list:  # chat completions (and llama-server): logprobs.content[0].top_logprobs = [{token, logprob}]
         content = logprobs.get("content") or []
         top_list = [{t["token"]: t["logprob"] for t in content[0].get("top_logprobs", [])}] if content else []
     if not top_list or not top_list[0]:
         raise ValueError("the server returned no top log-probabilities for the answer slot")
     top = top_list[0]
-    values = np.array([float(top[c]) if c in top else np.nan for c in continuations])
+    if exact:
+        values = np.array([float(top[c]) if c in top else np.nan for c in continuations])
+    else:
+        values = np.array([np.logaddexp.reduce([float(v) for t, v in top.items() if _letter_of(t) == c.strip()])
+                           if any(_letter_of(t) == c.strip() for t in top) else np.nan for c in continuations])
     best = max(top, key=top.get)
     return LetterLogprobs(values, usage_tokens(response)[0],
-                          {"letters_seen": int(np.isfinite(values).sum()), "top_k": len(top), "top_token": best})
-
-
-def parse_echo(response: dict[str, Any] | None, context: str, continuation: str) -> ContinuationLogprobs:
-    """Per-token log-probs of the tokens of `continuation` in an echo of context + continuation.
-
-    Tokens are placed by `text_offset` (characters, as the OpenAI API documents it): a token starting in
-    [len(context), len(context + continuation)) is the continuation's, and so is a token that starts in the
-    context and ends past it (a merge of the boundary); the generated token starts at the prompt's end and
-    is left out. A first token without a log-prob (nothing before it) is skipped, as a local model without
-    BOS does.
-    """
-    if response is None:
-        return ContinuationLogprobs(np.zeros(1), continuation, 0)
-    lp = _choice(response).get("logprobs") or {}
-    values, offsets = lp.get("token_logprobs") or [], lp.get("text_offset") or []
-    if len(values) != len(offsets) or not values:
-        raise ValueError("echo response lacks token_logprobs / text_offset of equal length (server ignored echo?)")
-    start, end = len(context), len(context) + len(continuation)
-    nxt = list(offsets[1:]) + [None]
-    picked, n_context = [], 0
-    for value, off, following in zip(values, offsets, nxt):
-        if off >= end:
-            break  # the generated token
-        if off < start and (following is None or following <= start):
-            n_context += 1
-            continue
-        if value is None:
-            if picked or off > start:
-                raise ValueError(f"echo response has no log-prob at text offset {off} of the continuation")
-            continue
-        picked.append(float(value))
-    if not picked:
-        raise ValueError(f"no continuation token found for {continuation[:40]!r} in the echo")
-    if not all(math.isfinite(v) and v <= 0 for v in picked):
-        raise ValueError("echo log-probs must be finite and <= 0")
-    return ContinuationLogprobs(np.array(picked), continuation, n_context)
+                          {"letters_seen": int(np.isfinite(values).sum()), "top_k": len(top), "top_token": best,
+                           "letter_match": "exact" if exact else "stripped"})
 
 
 def parse_generation(response: dict[str, Any] | None, chat: bool) -> Generation:
-    """Text (stop strings already removed by the server), token counts and finish reason."""
+    """Text (stop strings already removed by the server), reasoning when the server returns it apart, token
+    counts and finish reason."""
     if response is None:
         return Generation("", 0, 0, "pending")
     choice = _choice(response)
-    text = (choice.get("message") or {}).get("content") if chat else choice.get("text")
+    message = choice.get("message") or {}
+    text = message.get("content") if chat else choice.get("text")
+    reasoning = (message.get("reasoning") or message.get("reasoning_content") or "") if chat else ""
     prompt_tokens, completion_tokens = usage_tokens(response)
-    return Generation(text or "", prompt_tokens, completion_tokens, choice.get("finish_reason") or "")
+    return Generation(text or "", prompt_tokens, completion_tokens, choice.get("finish_reason") or "",
+                      reasoning=reasoning, n_reasoning_tokens=reasoning_tokens(response))

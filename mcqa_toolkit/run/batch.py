@@ -4,10 +4,12 @@ Submit runs the job exactly as an online run would (run.recipe.run_job), but wit
 every request the cache lacks is recorded instead of sent (answers are placeholders, and the records they
 would give are thrown away), then submitted to the provider's batch API with custom_id = the request-cache
 key. The batch state (ids, counts, status, failures) is kept in the run folder (RunDir.batch_file).
-Fetch polls; when every batch of the run has ended it stores the results in the request cache and runs the
-job normally, which now makes no request and writes the records an online run would have written.
-Fetching is idempotent and resumable; failed, errored and expired requests are listed and a new
-`--batch-submit` resubmits exactly those (the cache has the rest).
+Fetch polls; when every batch of the run has ended with every request answered, it stores the results in the
+request cache and runs the job normally, which now makes no request and writes the records an online run would
+have written. A batch that failed (validation), was cancelled or expired, or ended with failed requests is
+never ready: nothing runs online; the CLI prints one line per such batch with the provider's reason, and a new
+`--batch-submit` resubmits exactly the requests without an answer (the cache has the rest). Fetching is
+idempotent and resumable.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import Any
 
 from mcqa_toolkit.backends import backend_entry
 from mcqa_toolkit.backends.base import BatchBackend
-from mcqa_toolkit.backends.batch import ENDED, import_results
+from mcqa_toolkit.backends.batch import import_results
 from mcqa_toolkit.run.recipe import BackendCache, run_job
 
 VLLM_RESULTS = "batch_results.jsonl"  # a `vllm run-batch -o` output placed in the run folder is imported
@@ -41,7 +43,8 @@ def collect_requests(job: Any, backends: BackendCache) -> tuple[Any, dict[str, t
     run_backends = backends.for_run(_entries(job))
     backend = run_backends[0]
     if not (isinstance(backend, BatchBackend) and backend.capabilities.batch):  # (capabilities probes a server)
-        raise ValueError(f"backend {backend.name!r} has no batch API (batch mode needs backend: openai or anthropic)")
+        raise ValueError(f"backend {backend.name!r} has no batch API with documented limits (batch mode: OpenAI and "
+                         "servers with its Batch API, Anthropic, Gemini; vLLM: `vllm run-batch`, docs/backends.md)")
     with contextlib.ExitStack() as stack:
         collected = [stack.enter_context(b.collecting()) for b in {id(b): b for b in run_backends}.values()
                      if isinstance(b, BatchBackend)]
@@ -62,10 +65,33 @@ def submit(job: Any, backends: BackendCache) -> dict[str, Any]:
     return state
 
 
+def _store(api: Any, backend: Any, folder: Path, entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """Store an ended batch's answers in the request cache; the failures, one per submitted request without an
+    answer (whatever the provider returned or left out), so that stored + failed == submitted. Answers are stored
+    under the key the backend computes now from the submitted request (the custom_id itself for batches submitted
+    by this version); a result whose custom_id was not submitted is ignored."""
+    submitted = api.submitted(folder, entry)
+    if len(submitted) != entry["n_requests"]:
+        raise ValueError(f"{folder / entry['input_file']}: holds {len(submitted)} requests, but batch {entry['id']} was "
+                         f"submitted with {entry['n_requests']}")
+    ok, failed = api.results(entry)
+    stored = 0
+    for custom_id, response in ok.items():
+        if custom_id in submitted:
+            backend.request_cache.put(api.cache_key(*submitted[custom_id]), response)
+            stored += 1
+    missing = [c for c in submitted if c not in ok]
+    why = entry.get("reason") or f"no result (batch {entry['status']})"
+    failures = [{"custom_id": c, "batch": entry["id"], "error": failed.get(c) or why} for c in missing]
+    entry.update(fetched=True, stored=stored, n_failed=len(failures))
+    return failures
+
+
 def fetch(job: Any, backends: BackendCache) -> dict[str, Any]:
-    """Poll the job's batches and store the results of ended ones. state["ready"] is True when every batch
-    has been fetched without failures (the job can then run from the cache); failures are listed in
-    state["failed"] and a new `submit` resubmits exactly them."""
+    """Poll the job's batches and store the results of ended ones. state["ready"] is True only when every batch
+    has ended and every submitted request has its answer (the job can then run from the cache, making no
+    request); a failed, cancelled, expired or partly failed batch is never ready: its failures are listed in
+    state["failed"] with the provider's reason, and a new `submit` resubmits exactly them."""
     rd = job.run_dir
     state = rd.batch_state()
     if not state:
@@ -76,28 +102,34 @@ def fetch(job: Any, backends: BackendCache) -> dict[str, Any]:
         stored, failed = import_results(vllm_out.read_text().splitlines(), backend.request_cache)
         state.update(imported_vllm=True, failed=state.get("failed", []) + failed)
         for entry in state["batches"]:
-            entry.update(status="ended", fetched=True, stored=stored)
+            entry.update(status="ended", ended=True, fetched=True, stored=stored)
     pending = [e for e in state["batches"] if not e.get("fetched")]
     api = backend.batch_api() if pending else None
     for i, entry in enumerate(state["batches"]):
         if entry.get("fetched"):
             continue
         entry = state["batches"][i] = api.poll(entry)
-        if entry["status"] in ENDED:
-            stored, failed = api.fetch(entry)
-            entry.update(fetched=True, stored=stored, n_failed=len(failed))
-            state["failed"] = state.get("failed", []) + failed
-    # ready: every batch fetched and nothing failed (failed requests are resubmitted, never sent online silently)
+        if entry["ended"]:
+            state["failed"] = state.get("failed", []) + _store(api, backend, rd.dir, entry)
     state["ready"] = all(e.get("fetched") for e in state["batches"]) and not state.get("failed")
     rd.write_batch_state(state)
     return state
 
 
 def describe(name: str, state: dict[str, Any]) -> str:
-    """One line per run for the CLI."""
+    """What the CLI prints for one run: one line for the run, then one line per batch that ended with failures,
+    with the provider's reason."""
     batches = ", ".join(f"{e['id']} {e['status']}" for e in state.get("batches", [])) or state.get("note", "")
     failed = len(state.get("failed", []))
-    return f"  {name}: {state.get('n_requests', 0)} requests; {batches}" + (f"; {failed} failed" if failed else "")
+    lines = [f"  {name}: {state.get('n_requests', 0)} requests; {batches}" + (f"; {failed} failed" if failed else "")]
+    for e in state.get("batches", []):
+        if e.get("n_failed"):
+            reasons = sorted({f["error"] for f in state.get("failed", []) if f.get("batch") == e["id"]})
+            reason = e.get("reason") or "; ".join(reasons[:3]) + (f"; ... ({len(reasons)} reasons)" if len(reasons) > 3
+                                                                   else "")
+            lines.append(f"    batch {e['id']} {e['status']}: {e['n_failed']} of {e['n_requests']} requests failed "
+                         f"({reason}); --batch-submit resubmits them")
+    return "\n".join(lines)
 
 
 __all__ = ["collect_requests", "submit", "fetch", "describe", "VLLM_RESULTS"]

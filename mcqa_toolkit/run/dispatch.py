@@ -27,7 +27,7 @@ from mcqa_toolkit.prompts.permutations import identity, permutations, stable_see
 from mcqa_toolkit.prompts.types import load_type_template, question_kind, render_typed, render_yes_no
 from mcqa_toolkit.run.strategy import Strategy
 from mcqa_toolkit.scoring.judge import LLMJudge, judge_answers
-from mcqa_toolkit.scoring.methods import METHODS, check_method
+from mcqa_toolkit.scoring.methods import METHODS, check_method, generates
 from mcqa_toolkit.scoring.scored import Scored
 from mcqa_toolkit.scoring.typed import score_typed_generate, score_yes_no
 
@@ -46,7 +46,7 @@ def route(item: Item, strategy: Strategy) -> str:
     question_kind(item)  # a choice question kept in its stem must name its letters: refused here, before any work
     if item.answer_type == "single" and not strategy.structured:
         return "letters"
-    if item.answer_type in ("multi", "truefalse") and strategy.method != "generate":
+    if item.answer_type in ("multi", "truefalse") and not generates(strategy.method):
         if item.answer_type == "multi" or _statements_split(item):
             return "yes_no"
     return "generate"
@@ -161,7 +161,7 @@ def ask(backend: Backend, block: Sequence[Item], strategy: Strategy, shots: dict
                for it in letters for k, p in enumerate(record_permutations(it, strategy))]
     pairs: list[Pair] = list(zip(prompts, ask_letters(backend, prompts, letters, strategy))) if prompts else []
     generated = [it for it in block if routes[it.item_id] == "generate"]
-    fallback = {it.item_id for it in generated if strategy.method != "generate" and it.answer_type == "truefalse"}
+    fallback = {it.item_id for it in generated if not generates(strategy.method) and it.answer_type == "truefalse"}
     language = _language([it for it in block if routes[it.item_id] != "letters"], strategy)
     pairs += _generate(backend, generated, strategy, language, fallback)
     for it in block:

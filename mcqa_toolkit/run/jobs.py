@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from mcqa_toolkit.backends.secrets import strip_credentials
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.run.store import RunDir
@@ -212,11 +213,15 @@ def _yaml_problem(e: Exception) -> str:
 
 
 def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
-    """The product models x datasets x languages x strategies as Jobs with their run folders."""
+    """The product models x datasets x languages x strategies as Jobs with their run folders. Credentials
+    written in a model's or judge's base URL are moved to this process's environment (backends.secrets), so the
+    jobs, and the notebooks they parameterise, never hold them."""
     out = Path(params.get("output_dir", "outputs"))
     if base_dir is not None and not out.is_absolute():
         out = base_dir / out
     options = {k: params[k] for k in _OPTIONS if params.get(k) is not None}
+    if isinstance(options.get("judges"), list):  # credentials in a base URL go to the environment, not a notebook
+        options["judges"] = [strip_credentials(j) if isinstance(j, dict) else j for j in options["judges"]]
     wanted_min_k = params.get("min_k") is None or bool(params["min_k"])
     jobs: list[Job] = []
     min_k_done: set[tuple] = set()  # Min-K% depends on model and items only: measure it once per combination
@@ -226,7 +231,7 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
         label = ds.get("label", ds["name"])
         name = "__".join(_slug(str(x)) for x in (model_label(model), label, lang or "all", _strategy_name(st)))
         key = (model_label(model), label, lang)
-        entry = dict(model) if isinstance(model, dict) else {"model": model}
+        entry = strip_credentials(dict(model)) if isinstance(model, dict) else {"model": model}
         args = dict(ds.get("args") or {})
         if base_dir is not None and isinstance(args.get("path"), str) and not Path(args["path"]).is_absolute():
             args["path"] = str(base_dir / args["path"])  # relative to where `mcqa run` runs, not the notebook's cwd

@@ -29,6 +29,7 @@ from mcqa_toolkit.run.state import run_identity, run_state
 from mcqa_toolkit.run.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy
 from mcqa_toolkit.scoring.judge import COMBINE_RULES, LLMJudge
+from mcqa_toolkit.scoring.methods import generates
 from mcqa_toolkit.scoring.scored import Scored
 
 
@@ -162,7 +163,7 @@ def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, records_of: A
     happened; only the missing records are written.
     """
     done = store.done_keys()
-    size = strategy.block_size if strategy.method == "generate" and strategy.temperature == 0 else 1
+    size = strategy.block_size if generates(strategy.method) and strategy.temperature == 0 else 1
     seq = list(items)  # once: slicing list(items) per block copied the whole set per block (quadratic)
     blocks = [seq[i:i + size] for i in range(0, len(seq), size)]
     bar = tqdm(total=len(items), desc=label, disable=not progress, unit="item")

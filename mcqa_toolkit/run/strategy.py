@@ -18,7 +18,7 @@ class Strategy:
     """Everything that decides how the exam is administered; its hash identifies a run's records."""
 
     name: str = "custom"
-    method: str = "first_token"        # first_token | loglik | generate | cloze
+    method: str = "first_token"        # first_token | loglik | cloze | generate | cot (scoring.methods)
     normalization: str = ""            # loglik/cloze: sum | token | char | byte | pmi
     shots: int = 0
     shot_rule: str = "easiest"         # easiest | random | ids
@@ -110,6 +110,8 @@ _LATER = {"structured": False, "adaptive": None}  # field -> default that leaves
 # (BPC), log-prob 0/1-shot (mean log-prob of each option's tokens given the stem -> cloze, token-normalised).
 # ENEM paper (A.4): first-token letter scoring, 0/1/4 shots of the easiest items, 30 option shuffles.
 # UNED: zero-shot chat prompt naming the subject, greedy generation.
+# Chain of thought in the prompt's language (templates' `cot` style): think step by step, then "Resposta: X"; the
+# final answer is read (method cot). No stop string: a thought has blank lines; reasoning models think apart.
 STRATEGIES: dict[str, Strategy] = {
     "S1": Strategy(name="S1", method="generate", style="enade"),
     "S2": Strategy(name="S2", method="generate", style="enade", shots=1),
@@ -123,6 +125,8 @@ STRATEGIES: dict[str, Strategy] = {
     "uned": Strategy(name="uned", method="generate", style="uned", chat=True),
     "medicina_mc": Strategy(name="medicina_mc", method="first_token", style="default"),
     "medicina_cloze": Strategy(name="medicina_cloze", method="cloze", normalization="token", style="cloze"),
+    "cot": Strategy(name="cot", method="cot", style="cot", max_new_tokens=1024, stop=()),
+    "cot_chat": Strategy(name="cot_chat", method="cot", style="cot", chat=True, max_new_tokens=1024, stop=()),
 }
 
 

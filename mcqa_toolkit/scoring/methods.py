@@ -10,6 +10,8 @@ runs by `cost`, Strategy and the record columns take their vocabularies from it 
     loglik       log-likelihood of each option's text after the prompt        needs continuation log-probs
     cloze        loglik with the options hidden (the stem is completed)       needs continuation log-probs
     generate     the model writes; the extraction cascade reads the answer    needs generation
+    cot          the model reasons, then answers ("Resposta: X"); the final    needs generation
+                 answer is read, never a letter inside the reasoning
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from mcqa_toolkit.scoring.loglik import NORMALIZATIONS, score_loglik
 from mcqa_toolkit.scoring.scored import Scored
 
 __all__ = ["Need", "Method", "METHODS", "METHOD_NAMES", "MIN_K", "NORMALIZATIONS", "check_method", "check_need",
-           "record_cost"]
+           "generates", "record_cost"]
 
 # score(backend, prompts, settings, language, seeds): settings is the run's Strategy (read: normalization,
 # max_new_tokens, temperature, stop); seeds are one per prompt (sampling); language picks the extraction rules
@@ -70,6 +72,12 @@ def _generate(backend: Backend, prompts: Sequence[Any], settings: Any, language:
                           temperature=settings.temperature, stop=settings.stop, seeds=seeds)
 
 
+def _cot(backend: Backend, prompts: Sequence[Any], settings: Any, language: str | None,
+         seeds: Sequence[int]) -> list[Scored]:
+    return score_generate(backend, prompts, language=language, max_new_tokens=settings.max_new_tokens,
+                          temperature=settings.temperature, stop=settings.stop, seeds=seeds, final=True)
+
+
 _NEXT_TOKEN = Need("next_token_logprobs", "it exposes no next-token log-probabilities", "method='generate'")
 _ECHO = "it cannot return log-probabilities of given text (no echo)"
 # Cloze scores every token of every option (an LM-head call per token); generation costs ~1.2 units per token.
@@ -80,10 +88,17 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("cloze", Need("continuation_logprobs", _ECHO, "method='generate'"), False, True, 17.0, False, _loglik),
     Method("generate", Need("generate", "it cannot generate text", "method='first_token' or 'loglik'"),
            True, False, 1.2, True, _generate),
+    Method("cot", Need("generate", "it cannot generate text", "method='first_token' or 'loglik'"),
+           True, False, 1.2, True, _cot),
 )}
 METHOD_NAMES = tuple(METHODS)
 MIN_K = Need("continuation_logprobs", _ECHO, "min_k: false")
 MIN_K_COST = 24.0  # per item, in the units of Method.cost
+
+
+def generates(method: str) -> bool:
+    """Whether `method` reads a written answer (generate, cot) rather than log-probs."""
+    return METHODS[method].need.capability == "generate"
 
 
 def record_cost(method: str, max_new_tokens: int) -> float:
@@ -106,6 +121,6 @@ def check_method(backend: Backend, method: str, chat: bool = False) -> None:
     caps = backend.capabilities
     if chat and not caps.chat:
         raise CapabilityError(f"backend {backend.name!r} cannot render chat prompts; use a strategy with chat=False")
-    if chat and method != "generate" and not caps.chat_scoring:
+    if chat and not generates(method) and not caps.chat_scoring:
         raise CapabilityError(f"backend {backend.name!r} cannot score {method} on chat prompts (log-probs of a "
                               "chat-rendered prompt); use chat=False or method='generate'")

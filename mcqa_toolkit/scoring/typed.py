@@ -21,7 +21,8 @@ import numpy as np
 from mcqa_toolkit.backends.base import Backend, Continuation
 from mcqa_toolkit.items import Item
 from mcqa_toolkit.prompts.types import question_kind
-from mcqa_toolkit.scoring.responses import read_response
+from mcqa_toolkit.scoring.reasoning import split_reasoning
+from mcqa_toolkit.scoring.responses import Reading, read_response
 from mcqa_toolkit.scoring.scored import Scored
 
 __all__ = ["score_typed_generate", "score_yes_no", "YES_NO_THRESHOLD", "YES_NO_RULE"]
@@ -63,10 +64,14 @@ def score_typed_generate(backend: Backend, items: Sequence[Item], prompts: Seque
     out = []
     for item, p, gen in zip(items, prompts, gens):
         kind, letters = question_kind(item)
-        reading = read_response(gen.text, kind, letters=letters or "A", n_statements=_n_statements(item),
-                                language=language)
+        thinking, answer, complete = split_reasoning(gen.text, gen.reasoning)  # never read the thinking
+        reading = read_response(answer, kind, letters=letters or "A", n_statements=_n_statements(item),
+                                language=language) if complete else Reading(None, "think_unclosed", "unanswered",
+                                                                            "the model never finished thinking")
         choice, response, scores = _from_reading(item, p, reading.value)
         extra = {"n_generated_tokens": gen.n_generated_tokens, "finish_reason": gen.finish_reason}
+        if thinking:
+            extra["reasoning"] = thinking
         if reading.reason:
             extra["reason"] = reading.reason
         if reading.explanation:

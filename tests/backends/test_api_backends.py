@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 from fake_api import FakeAPI, sequence
-from fake_openai import chat_route, completion, completions_route, messages_route
+from fake_openai import anthropic_rejects, chat_route, completion, completions_route, messages_route
 
 from mcqa_toolkit.backends import CapabilityError, load_backend
 from mcqa_toolkit.backends.http import ApiError
@@ -205,3 +205,47 @@ def test_usage_counts_billed_tokens_and_cost(server, items, tmp_path):
     assert u["cost_usd"] == pytest.approx((u["prompt_tokens"] * 2.0 + u["completion_tokens"] * 8.0) / 1e6)
     b.generate(_prompts(items), max_new_tokens=5)  # cached: nothing more billed
     assert b.usage()["cost_usd"] == u["cost_usd"] and b.usage()["cache_hits"] == len(items)
+
+
+def test_replicas_share_cached_answers_other_deployments_never(items, tmp_path):
+    """The cache key holds a server identity: the sorted base URLs without credentials, or `server_id`. Replicas
+    listed together share answers (in any order); the same model id on another deployment asks again."""
+    with FakeAPI() as a, FakeAPI() as b, FakeAPI() as other:
+        for api in (a, b, other):
+            api.route("POST", "/v1/completions", completions_route)
+        prompts = _prompts(items)
+
+        def ask(urls, **kw):
+            backend = load_backend({"backend": "openai", "model": "m", "base_url": urls, "probe": False,
+                                    "cache_dir": str(tmp_path / "cache"), **kw})
+            backend.letter_logprobs(prompts)
+            return backend.usage()["http_requests"]
+
+        assert ask([a.url + "/v1", b.url + "/v1"]) == len(prompts)
+        assert ask([b.url + "/v1/", a.url + "/v1"]) == 0  # the same replicas: every answer from the cache
+        host = other.url.split("://")[1]
+        assert ask(f"http://user:pw@{host}/v1") == len(prompts)  # another deployment, same model id: asked again
+        assert ask(other.url + "/v1") == 0  # credentials are not part of the identity
+        assert ask(a.url + "/v1", server_id="gemma-27b-q4") == len(prompts)
+        assert ask(other.url + "/v1", server_id="gemma-27b-q4") == 0  # a named deployment, wherever it is served
+
+
+def test_anthropic_model_rules_prefill_and_temperature(items, tmp_path, monkeypatch):
+    """Claude 4.6+ rejects prefill (the cue ends the user turn), Opus 4.7+ rejects temperature: the stand-in
+    (tests/fake_openai.anthropic_rejects) answers both with Anthropic's error; the backend sends neither."""
+    monkeypatch.setenv("FAKE_ANTHROPIC", SECRET)
+    with FakeAPI() as api:
+        api.route("POST", "/v1/messages", messages_route)
+        for model in ("claude-sonnet-4-6", "claude-opus-4-7"):
+            backend = load_backend({"backend": "anthropic", "model": model, "api_key_env": "FAKE_ANTHROPIC",
+                                    "base_url": api.url, "cache_dir": str(tmp_path / "cache"), "backoff": 0.001})
+            df = run(items, backend, strategy("S1", style="default", chat=True), tmp_path / model, progress=False)
+            assert (df["choice"] >= 0).all()
+        sent = [r.json for r in api.requests]
+        assert not api.rejected() and all(b["messages"][-1]["role"] == "user" for b in sent)
+        assert all(b["messages"][-1]["content"].endswith("\n\nResposta:") for b in sent)
+        assert ["temperature" in b for b in sent] == [True] * len(items) + [False] * len(items)
+        bad = {"model": "claude-sonnet-4-6", "max_tokens": 5, "messages": [{"role": "user", "content": "Q"},
+                                                                            {"role": "assistant", "content": "R:"}]}
+        status, body = anthropic_rejects(bad)
+        assert status == 400 and body["error"]["message"].startswith("This model does not support assistant message")

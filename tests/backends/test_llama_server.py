@@ -60,6 +60,31 @@ def backend(url, cache_dir, **kw):
                          **kw})
 
 
+ACCENTED = [("A canção é", " bonita."), ("¿Dónde está?", " Él sabe."), ("La città è", " così bella.")]
+
+
+def test_echo_is_split_right_on_accented_text(server_url, tmp_path):
+    """pt/es/it with accents before the boundary (character and UTF-8 byte offsets differ there): the continuation's
+    log-probs are the echo's last n prompt tokens, n counted by the server's own tokenizer (/extras/tokenize),
+    independently of text_offset."""
+    import httpx
+
+    from mcqa_toolkit.backends.base import Continuation
+    from mcqa_toolkit.backends.openai_wire import echo_body
+
+    b = backend(server_url, tmp_path, probe=False)
+    got = b.loglikelihoods([Continuation(c, x) for c, x in ACCENTED])
+    root = server_url.removesuffix("/v1")
+    for (ctx, cont), res in zip(ACCENTED, got):
+        n_ctx, n_all = (len(httpx.post(f"{root}/extras/tokenize", json={"input": t}).json()["tokens"])
+                        for t in (ctx, ctx + cont))
+        raw = b.request_cache.get(b.sender.key("completions", echo_body("gemma-3-270m", ctx + cont)))
+        lp = raw["choices"][0]["logprobs"]
+        assert lp["text_offset"][-1] == len(ctx + cont)  # llama-cpp-python counts characters; the generated token
+        assert res.logprobs.tolist() == lp["token_logprobs"][-1 - (n_all - n_ctx):-1]
+        assert res.n_context_tokens == n_ctx - 1  # the echo drops BOS
+
+
 def test_probe_finds_letters_and_echo(server_url, tmp_path):
     caps = backend(server_url, tmp_path).capabilities
     assert caps.next_token_logprobs and caps.continuation_logprobs and caps.generate and not caps.chat_scoring

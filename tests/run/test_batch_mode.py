@@ -1,106 +1,69 @@
 """Batch mode against the OpenAI Batch API and Anthropic Message Batches, served on 127.0.0.1 in the exact wire
-format of their documentation (tests/fake_api.py; the hosted batch APIs cannot be reached from here).
+format of their documentation (tests/fake_batches.py on tests/fake_api.py; the hosted batch APIs cannot be
+reached from here).
 
 Submit collects the run's requests (custom_id = request-cache key), polling shows progress, fetch fills the
-request cache, failed / expired requests are listed and resubmitted, and the final run then makes no
-request and writes the same records as an online run."""
+request cache, and the final run then makes no request and writes the same records as an online run. A
+failed (validation), cancelled, expired or partly failed batch is never ready: the user sees one line per such
+batch with the provider's reason, stored + failed == submitted, nothing is sent online, and a resubmission sends
+exactly the requests without an answer. Large runs are split at the documented per-batch limits."""
 from __future__ import annotations
 
+import dataclasses
 import json
-import re
 
 import pytest
+import yaml
 from fake_api import FakeAPI
-from fake_openai import completion, message
+from fake_batches import AnthropicBatchServer, OpenAIBatchServer
+from fake_openai import completion, provider_route
 
+from mcqa_toolkit.backends import providers
 from mcqa_toolkit.backends.batch import import_results
 from mcqa_toolkit.backends.cache import RequestCache
 from mcqa_toolkit.prompts.types import question_kind
-from mcqa_toolkit.run import batch
+from mcqa_toolkit.resources import notebooks_dir
+from mcqa_toolkit.run import batch, grid
 from mcqa_toolkit.run.equality import assert_same_records
 from mcqa_toolkit.run.jobs import Job
 from mcqa_toolkit.run.recipe import BackendCache, run_job
 
 
-class OpenAIBatchServer:
-    """Files + Batches endpoints; a batch is in_progress on the first poll, completed on the next; the request
-    whose custom_id is in `fail` lands in the error file."""
-
-    def __init__(self, api: FakeAPI, fail: set[str]):
-        self.api, self.fail, self.files, self.polls, self.batches = api, fail, {}, {}, {}
-        self.answer = completion
-        api.route("POST", "/v1/files", self.upload)
-        api.route("POST", "/v1/batches", self.create)
-        api.route("GET", "/v1/batches/", self.retrieve)
-        api.route("GET", "/v1/files/", self.content)
-        api.route("POST", "/v1/completions", lambda r: (200, completion(r.json)))
-
-    def upload(self, req):
-        part = re.search(rb'filename="[^"]*"\r\n(?:[^\r\n]+\r\n)*\r\n(.*?)\r\n--', req.raw, re.S)
-        data = part.group(1)  # the multipart part that carries the file
-        fid = f"file-{len(self.files)}"
-        self.files[fid] = data.decode()
-        return 200, {"id": fid, "object": "file", "bytes": len(data), "created_at": 0, "filename": "batch.jsonl",
-                     "purpose": "batch", "status": "processed"}
-
-    def _batch(self, bid, status, extra=None):
-        n = len(self.files[self.batches[bid]].splitlines())
-        return {"id": bid, "object": "batch", "endpoint": "/v1/completions", "input_file_id": self.batches[bid],
-                "completion_window": "24h", "status": status, "created_at": 0,
-                "request_counts": {"total": n, "completed": 0 if status != "completed" else n - 1,
-                                   "failed": 0 if status != "completed" else 1}, **(extra or {})}
-
-    def create(self, req):
-        bid = f"batch_{len(self.batches)}"
-        self.batches[bid] = req.json["input_file_id"]
-        return 200, self._batch(bid, "validating")
-
-    def retrieve(self, req):
-        bid = req.path.rsplit("/", 1)[1]
-        self.polls[bid] = self.polls.get(bid, 0) + 1
-        if self.polls[bid] == 1:
-            return 200, self._batch(bid, "in_progress")
-        out, err = [], []
-        for line in self.files[self.batches[bid]].splitlines():
-            rec = json.loads(line)
-            if rec["custom_id"] in self.fail:
-                err.append({"id": "r", "custom_id": rec["custom_id"], "response": {"status_code": 500, "body": {
-                    "error": {"message": "server error"}}}, "error": None})
-            else:
-                out.append({"id": "r", "custom_id": rec["custom_id"], "error": None,
-                            "response": {"status_code": 200, "request_id": "q", "body": self.answer(rec["body"])}})
-        self.files[f"out-{bid}"] = "\n".join(json.dumps(o) for o in reversed(out))  # unordered on purpose
-        self.files[f"err-{bid}"] = "\n".join(json.dumps(e) for e in err)
-        return 200, self._batch(bid, "completed", {"output_file_id": f"out-{bid}", "error_file_id": f"err-{bid}"})
-
-    def content(self, req):
-        fid = req.path.split("/")[3]
-        return 200, self.files[fid].encode(), {"content-type": "application/jsonl"}
-
-
-def _job(tmp_path, url, backend_options, strategy="enem_1shot", shuffles=2):
+def _job(tmp_path, url, backend_options, strategy="enem_1shot", shuffles=2, limit=3):
     return Job(model="fake-model", dataset="demo", dataset_args={}, language="pt", strategy=strategy,
-               out_dir=tmp_path / "run", shuffles=shuffles, limit=3, min_k=False,
+               out_dir=tmp_path / "run", shuffles=shuffles, limit=limit, min_k=False,
                backend_options={"base_url": url, "cache_dir": str(tmp_path / "cache"), "backoff": 0.001,
                                 **backend_options})
 
 
+def _ids(path):
+    return {json.loads(x)["custom_id"] for x in path.read_text().splitlines()}
+
+
+def _serve_completions(api):
+    api.route("POST", "/v1/completions", provider_route("vllm"))
+
+
 def test_openai_batch_submit_poll_fetch_resubmit_then_run_from_cache(tmp_path):
     with FakeAPI() as api:
-        server = OpenAIBatchServer(api, fail=set())
+        _serve_completions(api)
+        server = OpenAIBatchServer(api)
         job = _job(tmp_path, api.url + "/v1", {"backend": "openai"})
         cache = BackendCache()
         state = batch.submit(job, cache)
         assert state["n_requests"] == 6 and len(state["batches"]) == 1  # 3 items x 2 shuffles, letters
         lines = (job.run_dir.dir / state["batches"][0]["input_file"]).read_text().splitlines()
         assert {json.loads(x)["url"] for x in lines} == {"/v1/completions"} and len(lines) == 6
-        server.fail = {json.loads(lines[0])["custom_id"]}
+        first = json.loads(lines[0])["custom_id"]
+        server.fail = {first}
         assert not batch.fetch(job, cache)["ready"]  # first poll: in progress
         state = batch.fetch(job, cache)
-        assert state["batches"][0]["status"] == "completed" and [f["custom_id"] for f in state["failed"]] == [
-            json.loads(lines[0])["custom_id"]] and not state["ready"]
+        assert state["batches"][0]["status"] == "completed" and not state["ready"]
+        assert [f["custom_id"] for f in state["failed"]] == [first] and "HTTP 500: server error" in state["failed"][0][
+            "error"]
+        assert "1 of 6 requests failed (HTTP 500: server error)" in batch.describe("r", state)
         again = batch.submit(job, cache)  # only the failed request is missing from the cache
-        assert again["n_requests"] == 1
+        assert again["n_requests"] == 1 and _ids(job.run_dir.dir / again["batches"][0]["input_file"]) == {first}
         server.fail = set()
         batch.fetch(job, cache)
         assert batch.fetch(job, cache)["ready"] and json.loads(job.run_dir.batch_file.read_text())["ready"]
@@ -108,61 +71,100 @@ def test_openai_batch_submit_poll_fetch_resubmit_then_run_from_cache(tmp_path):
         result = run_job(job, progress=False)  # a new process would load its own backend: from the cache only
         records = result.records
         assert len(api.calls("/v1/completions")) == before and result.provenance["usage"]["http_requests"] == 0
+        assert not api.rejected()
     with FakeAPI() as api:  # the same job online, without batch: identical records
-        api.route("POST", "/v1/completions", lambda r: (200, completion(r.json)))
+        _serve_completions(api)
         online = _job(tmp_path / "online", api.url + "/v1", {"backend": "openai"})
         direct = run_job(online, progress=False).records
     # tokens forwarded are what this execution paid: none for answers read from the cache
     assert_same_records(records, direct, ignore=["run_id", "n_forwarded_tokens"])
 
 
+@pytest.mark.parametrize("outcome,reason,stored", [
+    ("failed", "line 1: This line is not parseable as valid JSON. (invalid_json_line)", 0),
+    ("cancelled", "cancelled", 3),
+    ("expired", "not finished within its 24h completion window", 3)])
+def test_failed_cancelled_expired_batches_end_in_one_line_and_no_online_request(tmp_path, capsys, outcome, reason,
+                                                                               stored):
+    with FakeAPI() as api:
+        _serve_completions(api)
+        server = OpenAIBatchServer(api, outcome=outcome)
+        model = {"backend": "openai", "model": "fake-model", "base_url": api.url + "/v1",
+                 "cache_dir": str(tmp_path / "cache"), "backoff": 0.001}
+        params = tmp_path / "p.yaml"
+        params.write_text(yaml.safe_dump({"output_dir": "out", "models": [model], "datasets": ["demo"],
+                                          "languages": ["pt"], "strategies": [{"base": "enem_0shot", "shuffles": 2}],
+                                          "limit": 3, "min_k": False}))
+        notebook = notebooks_dir() / "run_model.ipynb"
+        assert grid.run_params(params, notebook, tmp_path, batch="submit") == 0
+        probes = len(api.calls("/v1/completions"))  # the capability probe is the only online use
+        for _ in range(2):  # in progress, then ended: the run is never executed
+            assert grid.run_params(params, notebook, tmp_path, batch="fetch") == 0
+        out = capsys.readouterr().out
+        run_dir = next((tmp_path / "out").iterdir())
+        state = json.loads((run_dir / "batch.json").read_text())
+        entry = state["batches"][0]
+        assert not state["ready"] and entry["status"] == outcome and entry["stored"] == stored
+        assert entry["stored"] + entry["n_failed"] == entry["n_requests"] == 6 == len(state["failed"]) + stored
+        assert f"batch {entry['id']} {outcome}: {6 - stored} of 6 requests failed ({reason}); --batch-submit " \
+               "resubmits them" in out
+        assert len(api.calls("/v1/completions")) == probes and not (run_dir / "records.jsonl").exists()
+        server.outcome = "completed"
+        assert grid.run_params(params, notebook, tmp_path, batch="submit") == 0
+        resubmitted = json.loads((run_dir / "batch.json").read_text())
+        assert _ids(run_dir / resubmitted["batches"][0]["input_file"]) == {f["custom_id"] for f in state["failed"]}
+        assert len(api.calls("/v1/completions")) == probes and not api.rejected()
+
+
+def test_large_runs_are_split_at_the_documented_limits(tmp_path, monkeypatch):
+    """A run over a provider's per-batch limit becomes several batches within it (limits shrunk to 4 requests
+    here, on the client and on the stand-in alike); together they hold every request once."""
+    small = providers.BatchLimits(4, 200 * 1024 ** 2)
+    monkeypatch.setitem(providers.PROVIDERS, "compatible", dataclasses.replace(providers.PROVIDERS["compatible"],
+                                                                               batch=small))
+    with FakeAPI() as api:
+        _serve_completions(api)
+        OpenAIBatchServer(api, max_requests=4)
+        job = _job(tmp_path, api.url + "/v1", {"backend": "openai"}, limit=5)
+        cache = BackendCache()
+        state = batch.submit(job, cache)
+        sizes = [e["n_requests"] for e in state["batches"]]
+        files = [job.run_dir.dir / e["input_file"] for e in state["batches"]]
+        assert sizes == [4, 4, 2] and sum(len(_ids(f)) for f in files) == len(set().union(*map(_ids, files))) == 10
+        batch.fetch(job, cache)
+        assert batch.fetch(job, cache)["ready"]
+    monkeypatch.setattr("mcqa_toolkit.backends.batch.ANTHROPIC", dataclasses.replace(providers.ANTHROPIC,
+                                                                                       batch=small))
+    monkeypatch.setenv("FAKE_ANTHROPIC", "sk-ant-test")
+    with FakeAPI() as api:
+        AnthropicBatchServer(api, max_requests=4)
+        job = _job(tmp_path / "a", api.url, {"backend": "anthropic", "api_key_env": "FAKE_ANTHROPIC"},
+                   strategy={"base": "S1", "chat": True, "style": "default"}, shuffles=1, limit=5)
+        cache = BackendCache()
+        assert [e["n_requests"] for e in batch.submit(job, cache)["batches"]] == [4, 1]
+        batch.fetch(job, cache)
+        assert batch.fetch(job, cache)["ready"] and not api.rejected()
+
+
 def test_anthropic_message_batches_unordered_results_and_failures(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_ANTHROPIC", "sk-ant-test")
-    state = {"polls": 0, "requests": []}
-
-    def create(req):
-        state["requests"] = req.json["requests"]
-        return 200, _message_batch("in_progress", len(state["requests"]))
-
-    def retrieve(req):
-        state["polls"] += 1
-        return 200, _message_batch("ended" if state["polls"] > 1 else "in_progress", len(state["requests"]),
-                                   api.url if state["polls"] > 1 else None)
-
-    def results(req):
-        lines = []
-        for i, r in enumerate(reversed(state["requests"])):  # results come back in another order
-            result = ({"type": "expired"} if i == 0 else
-                      {"type": "errored", "error": {"type": "error", "error": {"type": "invalid_request_error",
-                                                                              "message": "bad"}}} if i == 1 else
-                      {"type": "succeeded", "message": message(r["params"])})
-            lines.append(json.dumps({"custom_id": r["custom_id"], "result": result}))
-        return 200, "\n".join(lines).encode(), {"content-type": "application/binary"}
-
     with FakeAPI() as api:
-        api.route("POST", "/v1/messages/batches", create)
-        api.route("GET", "/v1/messages/batches/msgbatch_1/results", results)
-        api.route("GET", "/v1/messages/batches/msgbatch_1", retrieve)
+        server = AnthropicBatchServer(api)
         job = _job(tmp_path, api.url, {"backend": "anthropic", "api_key_env": "FAKE_ANTHROPIC"},
                    strategy={"base": "S1", "chat": True, "style": "default"}, shuffles=1)
         cache = BackendCache()
         submitted = batch.submit(job, cache)
-        assert submitted["n_requests"] == 3 and state["requests"][0]["params"]["messages"][-1]["role"] == "assistant"
+        requests = server.batches["msgbatch_1"]
+        assert submitted["n_requests"] == 3 and requests[0]["params"]["messages"][-1] == {"role": "assistant",
+                                                                                          "content": "Resposta:"}
+        server.expire = {requests[0]["custom_id"]}
+        requests[1]["params"]["temperature"] = 3.0  # the API validates each request: this one is errored
         assert not batch.fetch(job, cache)["ready"]
         fetched = batch.fetch(job, cache)
         assert fetched["batches"][0]["stored"] == 1 and len(fetched["failed"]) == 2 and not fetched["ready"]
-        assert {f["error"] if isinstance(f["error"], str) else "errored" for f in fetched["failed"]} == {
-            "expired", "errored"}
-
-
-def _message_batch(status, n, url=None):
-    return {"id": "msgbatch_1", "type": "message_batch", "processing_status": status,
-            "request_counts": {"processing": n if status != "ended" else 0, "succeeded": 0 if status != "ended"
-                               else n - 2, "errored": 0 if status != "ended" else 1, "canceled": 0,
-                               "expired": 0 if status != "ended" else 1},
-            "created_at": "2026-11-23T00:00:00Z", "expires_at": "2026-11-24T00:00:00Z", "ended_at": None,
-            "cancel_initiated_at": None, "archived_at": None,
-            "results_url": f"{url}/v1/messages/batches/msgbatch_1/results" if url else None}
+        assert sorted(f["error"] for f in fetched["failed"]) == [
+            "errored: invalid_request_error: temperature: range: 0..1", "expired"]
+        assert "2 of 3 requests failed (1 errored, 1 expired)" in batch.describe("r", fetched)
 
 
 def test_vllm_run_batch_output_and_bad_lines(tmp_path):
@@ -187,8 +189,8 @@ def test_short_answer_grid_under_batch_submit(tmp_path):
         return completion(body)
 
     with FakeAPI() as api:
-        server = OpenAIBatchServer(api, fail=set())
-        server.answer = judged
+        _serve_completions(api)
+        OpenAIBatchServer(api, answer=judged)
         entry = {"backend": "openai", "model": "fake-model"}
         job = Job(model="fake-model", dataset="course_exam", dataset_args={}, language="en",
                   strategy={"base": "S1", "max_new_tokens": 24}, out_dir=tmp_path / "run", min_k=False,

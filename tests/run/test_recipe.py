@@ -134,7 +134,7 @@ def test_equality_rule(tmp_path, table):
 
 # ---- the table of methods -----------------------------------------------------------------------------------
 def test_every_reader_of_a_method_reads_the_table(tiny_backend):
-    assert set(METHODS) == {"first_token", "loglik", "cloze", "generate"}
+    assert set(METHODS) == {"first_token", "loglik", "cloze", "generate", "cot"}
     assert {s.method for s in STRATEGIES.values()} <= set(METHODS)
     with pytest.raises(ValueError, match="not in"):
         Strategy(method="telepathy")
