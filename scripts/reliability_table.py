@@ -22,6 +22,8 @@ sys.path.insert(0, str(REPO / "tests" / "faults"))
 from fault_figures import ENV, FAULTS, merged  # noqa: E402
 
 DOC = REPO / "docs" / "reliability.md"
+# the check that this file is up to date: not run while it is being rewritten
+STALE_CHECK = "tests/faults/test_reliability_table.py::test_the_committed_table_lists_every_fault_and_its_test"
 HEADER = """\
 # Reliability: what happens under faults
 
@@ -73,8 +75,9 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="mcqa_reliability_") as tmp:
             target = Path(tmp) / "figures.json"
             t0 = time.time()
-            code = subprocess.call([sys.executable, "-m", "pytest", "-q", "-m", "faults", "-p", "no:cacheprovider",
-                                    "tests/faults"], cwd=REPO, env={**os.environ, ENV: str(target)})
+            command = [sys.executable, "-m", "pytest", "-q", "-m", "faults", "-p", "no:cacheprovider", "tests/faults",
+                       "--deselect", STALE_CHECK]
+            code = subprocess.call(command, cwd=REPO, env={**os.environ, ENV: str(target)})
             seconds, passed = time.time() - t0, code == 0
             figures = json.loads(target.read_text()) if target.exists() else {}
     if not passed:
