@@ -4,7 +4,8 @@ Every question type is asked as run.dispatch routes it: single-answer items by t
 others by generation or yes/no log-probs, short answers graded by the judges in the same block. Records are
 appended to the run folder's records.jsonl after each block (one item, or several items for padded greedy
 generation); a re-run with the same folder skips finished records, and refuses (run.state) to mix a
-different strategy, model, dataset or judging into it. The finished run is compacted to Parquet with its
+different strategy, model, dataset or judging into it. One writer at a time: the folder is locked (run.lock)
+while run() writes it. The finished run is compacted to Parquet with its
 provenance. Same seed => identical records (timing fields aside). A strategy the backend cannot serve is
 refused before any work.
 """

@@ -81,7 +81,7 @@ def _byte_change(draw: Any, data: bytes) -> bytes:
 
 
 # ---- record-level damage -------------------------------------------------------------------------------
-def _change_record(draw: Any, records: list[dict]) -> list[dict]:
+def change_record(draw: Any, records: list[dict]) -> list[dict]:
     """One record damaged: a field of another value/type, removed, added, or an id copied; or a record
     duplicated or replaced by a non-object."""
     records = [dict(r) if isinstance(r, dict) else r for r in records]
@@ -118,15 +118,15 @@ def _record_change(draw: Any, data: bytes, kind: str) -> bytes | None:
         text = data.decode("utf-8")
         if kind == "jsonl":
             records = [json.loads(line) for line in text.splitlines() if line.strip()]
-            return b"\n".join(_json_dump(r) for r in _change_record(draw, records)) + b"\n" if records else None
+            return b"\n".join(_json_dump(r) for r in change_record(draw, records)) + b"\n" if records else None
         if kind == "json":
             obj = json.loads(text)
             if isinstance(obj, list) and obj:
-                return _json_dump(_change_record(draw, obj))
+                return _json_dump(change_record(draw, obj))
             if isinstance(obj, dict) and obj:
                 key = draw(st.sampled_from(sorted(obj, key=str)))
                 if isinstance(obj[key], list) and obj[key] and draw(st.booleans()):
-                    return _json_dump({**obj, key: _change_record(draw, obj[key])})
+                    return _json_dump({**obj, key: change_record(draw, obj[key])})
                 return _json_dump({**obj, key: draw(values)})
             return None
         if kind == "yaml":

@@ -9,7 +9,6 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import tempfile
 from collections import Counter
 from datetime import timedelta
@@ -18,10 +17,10 @@ from typing import Any, Callable
 
 import pandas as pd
 import pytest
-from fuzz_mutations import HUGE, Hang, _change_record, mutated, within
+from fuzz_mutations import Hang, change_record, mutated, within
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from paths import FIXTURES, REPO
+from paths import FIXTURES
 
 from mcqa_toolkit import cli
 from mcqa_toolkit.datasets import load
@@ -115,7 +114,7 @@ def test_fuzzed_hub_rows(figures):
     def one(data):
         damaged = rows
         for _ in range(data.draw(st.integers(1, 3))):
-            damaged = _change_record(data.draw, damaged)
+            damaged = change_record(data.draw, damaged)
         counts[_outcome(lambda: load("hub", name_or_path="rows", mapper="medicina", dataset=damaged),
                         {"hub:rows[test]"})] += 1
 
