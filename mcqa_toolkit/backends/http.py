@@ -109,15 +109,23 @@ def classify_status(e: BaseException, transient: tuple[type, ...], status_error:
     """(retryable, Retry-After: seconds, an HTTP date, or None) for an SDK exception: the SDK's `transient`
     errors (timeouts, connection errors) and HTTP 408/409/429/5xx (incl. Anthropic's 529 "overloaded") are
     retried, except 501 Not Implemented and 505 (the server will never do it: llama.cpp answers 501 for a
-    feature it lacks)."""
+    feature it lacks) and OpenAI's 429 "insufficient_quota" (the account's quota is spent)."""
     if isinstance(e, transient):
         return True, None
     if isinstance(e, status_error):
         response = getattr(e, "response", None)
         code = e.status_code
+        if code == 429 and _quota_spent(getattr(e, "body", None)):  # OpenAI: retrying never helps
+            return False, None
         return code in (408, 409, 429) or code >= 500 and code not in (501, 505), retry_after(
             response.headers if response is not None else None)
     return False, None
+
+
+def _quota_spent(body: Any) -> bool:
+    """A 429 that means the account's quota is spent (OpenAI: error code or type "insufficient_quota")."""
+    error = body.get("error", body) if isinstance(body, dict) else None
+    return isinstance(error, dict) and "insufficient_quota" in (error.get("code"), error.get("type"))
 
 
 class TokenMeter:

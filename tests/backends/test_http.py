@@ -29,8 +29,8 @@ def test_documented_waits():
 
 
 class StatusError(Exception):
-    def __init__(self, status_code, headers=None):
-        self.status_code = status_code
+    def __init__(self, status_code, headers=None, body=None):
+        self.status_code, self.body = status_code, body
         self.response = type("R", (), {"headers": headers or {}})()
 
 
@@ -44,3 +44,13 @@ class Timeout(Exception):
 def test_which_statuses_are_retried(code, retried):
     assert classify_status(StatusError(code, {"retry-after": "4"}), (Timeout,), StatusError) == (retried, 4.0)
     assert classify_status(Timeout(), (Timeout,), StatusError) == (True, None)
+
+
+def test_a_spent_quota_is_not_retried():
+    """OpenAI answers 429 {"error": {"type": "insufficient_quota", "code": "insufficient_quota"}} when the
+    account has no credit left (provider contracts, section 1.4): waiting never helps."""
+    spent = {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "param": None,
+                       "code": "insufficient_quota"}}
+    assert classify_status(StatusError(429, body=spent), (Timeout,), StatusError) == (False, None)
+    limited = {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}
+    assert classify_status(StatusError(429, {"retry-after": "2"}, limited), (Timeout,), StatusError) == (True, 2.0)
