@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-full test test-fast install vllm chromium bench clean-outputs lab screenshots
+.PHONY: demo demo-full test test-fast test-faults reliability install vllm chromium bench clean-outputs lab screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,14 @@ test: $(STAMP) $(VLLM_STAMP) chromium
 # unit tier only: no real model, no notebook kernels (target under 90 s)
 test-fast: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m unit
+
+# the fault suite alone (tests/faults: kills, full disks, 429 storms, damaged files, fuzzed inputs, memory; part of
+# `make test`), and docs/reliability.md rewritten from its output (scripts/reliability_table.py)
+test-faults: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m faults tests/faults
+
+reliability: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python scripts/reliability_table.py
 
 # refresh the committed browser screenshots in figures/inspector/ (a test run writes them to a temporary folder)
 screenshots: $(STAMP) chromium

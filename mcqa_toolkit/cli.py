@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except (ValueError, FileNotFoundError) as e:  # DatasetError is a ValueError
-        print(f"mcqa: error: {e}", file=sys.stderr)
+        print("mcqa: error: " + " ".join(str(e).split()), file=sys.stderr)  # one line, whatever the message
         return 2
 
 

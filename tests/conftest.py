@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from paths import REPO
 
-TIERS = ("slow", "notebooks", "browser", "server", "vllm")
+TIERS = ("slow", "notebooks", "browser", "server", "vllm", "faults")
 
 
 def pytest_collection_modifyitems(config, items):

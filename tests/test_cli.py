@@ -66,6 +66,17 @@ def test_cli_bad_params_is_one_clear_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("mcqa: error: ") and "unknown key(s) ['languges']" in err and "Traceback" not in err
     assert cli.main(["run", str(tmp_path / "missing.yaml")]) == 2
+    capsys.readouterr()
+    for body, message in (("models: [m]\ndatasets: [demo]\nstrategies: [S1]\nlanguages: pt\n",
+                           "'languages' must be a list of language codes, got 'pt'"),  # was read as ['p', 't']
+                          ("models: [m]\ndatasets: [demo]\nstrategies: [S1]\nlimit: 0\n", "'limit' must be a positive"),
+                          ("models: [m]\n  datasets: [demo]\n",
+                           "not valid YAML: did not find expected key at line 2, column 3"),
+                          (b"models: [m\xff]\n", "not UTF-8 text (byte 10")):
+        bad.write_bytes(body if isinstance(body, bytes) else body.encode())
+        assert cli.main(["run", str(bad), "--dry-run"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"mcqa: error: {bad}: ") and message in err, err
 
 
 def test_shipped_params_files_expand(tmp_path):
@@ -102,7 +113,7 @@ def test_course_exam_params_expand_with_judges_and_every_question_type(tmp_path)
     with pytest.raises(ValueError, match="judge_combine must be one of"):
         jobs.expand(jobs.load_params(bad))
     bad.write_text("models: [m]\ndatasets: [course_exam]\nstrategies: [S1]\njudges: gemma\n")
-    with pytest.raises(ValueError, match="judges must be a non-empty list"):
+    with pytest.raises(ValueError, match="bad.yaml: 'judges' must be a list of judge models, got 'gemma'"):
         jobs.expand(jobs.load_params(bad))
     assert cli.main(["run", str(bad)]) == 2  # `mcqa: error: <file>: judges must be ...`
 

@@ -79,9 +79,10 @@ class AnthropicBackend(SenderBacked):
     kind = "anthropic"
 
     def __init__(self, model: str, api_key_env: str = "ANTHROPIC_API_KEY", *, base_url: str | None = None,
-                 name: str | None = None, concurrency: int = 4, timeout: float = 300.0, retries: int = 6,
+                 name: str | None = None, concurrency: int = 4, timeout: float = 300.0, retries: int = 10,
                  backoff: float = 1.0, cache: bool = True, cache_dir: str | None = None,
-                 price: dict[str, float] | None = None, progress: bool = False, **unknown: Any):
+                 price: dict[str, float] | None = None, progress: bool = False, max_retry_seconds: float = 600.0,
+                 **unknown: Any):
         if unknown:
             raise ValueError(f"anthropic backend: unknown option(s) {sorted(unknown)}")
         if not os.environ.get(api_key_env):
@@ -90,7 +91,8 @@ class AnthropicBackend(SenderBacked):
         self.timeout, self.meter = timeout, TokenMeter(price)
         self.server_id = public_url(base_url or "https://api.anthropic.com")  # part of every cache key
         self.sender = RequestSender(self.kind, model, self._send, classify, cache=RequestCache(cache_dir, cache),
-                                    concurrency=concurrency, policy=RetryPolicy(retries, backoff, timeout=timeout),
+                                    concurrency=concurrency, policy=RetryPolicy(
+                                        retries, backoff, timeout=timeout, max_retry_seconds=max_retry_seconds),
                                     progress=progress, server=self.server_id)
         self._client: Any = None
 

@@ -120,9 +120,10 @@ class GoogleBackend(SenderBacked):
 
     def __init__(self, model: str, api_key_env: str = "GEMINI_API_KEY", *, base_url: str | None = None,
                  api_version: str = "v1beta", name: str | None = None, concurrency: int = 4, timeout: float = 300.0,
-                 retries: int = 6, backoff: float = 1.0, top_logprobs: int = 20, thinking_budget: int | None = None,
+                 retries: int = 10, backoff: float = 1.0, top_logprobs: int = 20, thinking_budget: int | None = None,
                  probe: bool = True, cache: bool = True, cache_dir: str | None = None,
-                 price: dict[str, float] | None = None, progress: bool = False, **unknown: Any):
+                 price: dict[str, float] | None = None, progress: bool = False, max_retry_seconds: float = 600.0,
+                 **unknown: Any):
         if unknown:
             raise ValueError(f"google backend: unknown option(s) {sorted(unknown)}")
         if not os.environ.get(api_key_env):
@@ -133,7 +134,8 @@ class GoogleBackend(SenderBacked):
         self.thinking_budget, self.meter = thinking_budget, TokenMeter(price)
         self.server_id = public_url(base_url or GEMINI_URL) + f"/{api_version}"
         self.sender = RequestSender(self.kind, model, self._send, classify, cache=RequestCache(cache_dir, cache),
-                                    concurrency=concurrency, policy=RetryPolicy(retries, backoff, timeout=timeout),
+                                    concurrency=concurrency, policy=RetryPolicy(
+                                        retries, backoff, timeout=timeout, max_retry_seconds=max_retry_seconds),
                                     progress=progress, server=self.server_id)
         self._client: Any = None
         self._caps: Capabilities | None = None
@@ -182,7 +184,11 @@ class GoogleBackend(SenderBacked):
                     (response,) = self.sender.send_all([("generate", self._letter_body(probe))])
                     letters = response is None or parse_letters(response, [" A"]).extra["top_k"] >= 1
                     self.probed["letters"] = "ok" if letters else "no top candidates"
-                except (ApiError, ValueError, KeyError, IndexError) as e:
+                except ApiError as e:
+                    if e.transient:  # unreachable or busy: not a capability "no"
+                        raise
+                    letters, self.probed["letters"] = False, str(e)[:300]
+                except (ValueError, KeyError, IndexError) as e:
                     letters, self.probed["letters"] = False, str(e)[:300]
             self._caps = Capabilities(next_token_logprobs=letters, generate=True, chat=True, batch=True,
                                       top_logprobs=self.top_k)

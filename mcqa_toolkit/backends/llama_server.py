@@ -1,9 +1,9 @@
-"""A local OpenAI-compatible server for the embedded model: llama-cpp-python (`python -m llama_cpp.server`,
-the `server` extra) serving the Gemma-3-270M GGUF on 127.0.0.1, with `--logits_all true` (log-probs of
-prompt tokens, needed by echo) and Gemma's chat format. Used by the server tests and the throughput
-benchmark. Health is awaited in a bounded loop; the server runs in its own process group and is always
-killed on exit (and, on Linux, when the process that started it dies, however it dies), with its log shown
-when it fails to start."""
+"""A local OpenAI-compatible server for the embedded model: llama-cpp-python (`python -m llama_cpp.server`, the
+`server` extra) serving the Gemma-3-270M GGUF on 127.0.0.1, with `--logits_all true` (log-probs of prompt tokens,
+needed by echo) and Gemma's chat format. Used by the server tests, the fault suite (`LlamaServer`: killed mid-run
+and restarted on the same port) and the throughput benchmark. Health is awaited in a bounded loop; the server
+runs in its own process group and is always killed on exit (and, on Linux, when the process that started it dies,
+however it dies), with its log shown when it fails to start."""
 from __future__ import annotations
 
 import json
@@ -45,36 +45,75 @@ def _healthy(url: str) -> bool:
         return False
 
 
-@contextmanager
-def llama_server(log_dir: Path, n_ctx: int = 4096, n_threads: int = 2) -> Iterator[str]:
-    """Yield the server's base URL (ending in /v1); the process group is killed on exit."""
-    from mcqa_toolkit.backends.hf.loading import embedded_gguf
+class LlamaServer:
+    """The server as a process this program controls: `start()` (again after a crash: same port, same URL),
+    `kill()` (SIGKILL, as a crash would: the fault tests), `stop()`. `url` ends in /v1."""
 
-    gguf = embedded_gguf("gemma-3-270m")
-    port = free_port()
-    log = open(log_dir / "llama_server.log", "w")
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "gemma-3-270m",
-           "--host", "127.0.0.1", "--port", str(port), "--logits_all", "true", "--chat_format", "gemma",
-           "--n_ctx", str(n_ctx), "--n_threads", str(n_threads), "--verbose", "false"]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
-    url = f"http://127.0.0.1:{port}"
-    try:
+    def __init__(self, log_dir: Path, n_ctx: int = 4096, n_threads: int = 2):
+        self.log_path = Path(log_dir) / "llama_server.log"
+        self.n_ctx, self.n_threads = n_ctx, n_threads
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> "LlamaServer":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the server and wait (bounded) until it answers; its log is shown when it fails to start."""
+        from mcqa_toolkit.backends.hf.loading import embedded_gguf
+
+        if self.proc is not None and self.proc.poll() is None:
+            raise RuntimeError(f"the llama-cpp-python server on port {self.port} is already running")
+        gguf = embedded_gguf("gemma-3-270m")
+        cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "gemma-3-270m",
+               "--host", "127.0.0.1", "--port", str(self.port), "--logits_all", "true", "--chat_format", "gemma",
+               "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads), "--verbose", "false"]
+        with open(self.log_path, "a") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        base = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + STARTUP_SECONDS
-        while not _healthy(url):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                tail = (log_dir / "llama_server.log").read_text()[-3000:]
-                raise RuntimeError(f"llama-cpp-python server did not start (exit code {proc.poll()}):\n{tail}")
+        while not _healthy(base):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                code = self.proc.poll()
+                self.stop()
+                tail = self.log_path.read_text()[-3000:]
+                raise RuntimeError(f"llama-cpp-python server did not start (exit code {code}):\n{tail}")
             time.sleep(0.5)
-        yield f"{url}/v1"
-    finally:
+
+    def kill(self) -> None:
+        """SIGKILL the server's process group (a crash: no clean shutdown) and reap it."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=15)
+
+    def stop(self) -> None:
+        """SIGTERM the process group (SIGKILL if it does not stop within 15 s)."""
+        if self.proc is None:
+            return
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=15)
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=15)
         except ProcessLookupError:
             pass
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=15)
-        log.close()
+            self.kill()
+        self.proc = None
+
+
+@contextmanager
+def llama_server(log_dir: Path, n_ctx: int = 4096, n_threads: int = 2) -> Iterator[str]:
+    """Yield the server's base URL (ending in /v1); the process group is killed on exit."""
+    with LlamaServer(log_dir, n_ctx, n_threads) as server:
+        yield server.url

@@ -52,10 +52,11 @@ class OpenAIBackend(SenderBacked):
 
     def __init__(self, model: str, base_url: str | Sequence[str] | None = None, api_key_env: str | None = None, *,
                  provider: str | None = None, server_id: str | None = None, name: str | None = None,
-                 concurrency: int = 8, timeout: float = 300.0, retries: int = 6, backoff: float = 1.0,
+                 concurrency: int = 8, timeout: float = 300.0, retries: int = 10, backoff: float = 1.0,
                  top_logprobs: int = 20, prefill: bool = False, probe: bool = True, reasoning: bool | None = None,
                  reasoning_budget: int = 4096, cache: bool = True, cache_dir: str | None = None,
-                 price: dict[str, float] | None = None, progress: bool = False, **unknown: Any):
+                 price: dict[str, float] | None = None, progress: bool = False, max_retry_seconds: float = 600.0,
+                 **unknown: Any):
         if unknown:
             raise ValueError(f"openai backend: unknown option(s) {sorted(unknown)}")
         urls = [base_url] if isinstance(base_url, str) or base_url is None else list(base_url)
@@ -70,7 +71,8 @@ class OpenAIBackend(SenderBacked):
         self.timeout, self.reasoning_budget = timeout, reasoning_budget
         self.server_id = server_id or ",".join(sorted({public_url(u or OPENAI_URL) for u in urls}))
         self.sender = RequestSender(self.kind, model, self._send, classify, cache=RequestCache(cache_dir, cache),
-                                    concurrency=concurrency, policy=RetryPolicy(retries, backoff, timeout=timeout),
+                                    concurrency=concurrency, policy=RetryPolicy(
+                                        retries, backoff, timeout=timeout, max_retry_seconds=max_retry_seconds),
                                     progress=progress, server=self.server_id)
         self._clients: list[Any] = []
         self._next = itertools.count()
@@ -115,7 +117,11 @@ class OpenAIBackend(SenderBacked):
             (response,) = self._call([(endpoint, body)])
             ok = response is None or bool(check(response))
             self.probed[what] = "ok" if ok else "the reply lacked what the run needs"
-        except (ApiError, ValueError, KeyError, IndexError, TypeError) as e:
+        except ApiError as e:
+            if e.transient:  # unreachable or busy (a 429 storm, a server down): not a capability "no"
+                raise
+            ok, self.probed[what] = False, str(e)[:300]
+        except (ValueError, KeyError, IndexError, TypeError) as e:
             ok, self.probed[what] = False, str(e)[:300]
         return ok
 

@@ -6,6 +6,7 @@ They let every human-vs-model analysis run out of the box; they are not measurem
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,19 +45,21 @@ def load_demo(language: str | list[str] | None = None, path: str | Path | None =
         for k, (n, rec) in enumerate(iter_jsonl(f)):
             if per_subject is not None and k >= per_subject:
                 break
-            pid = ids.add(require_text(rec, "id", f, n), f"{f.name}:{n}")
+            pid = ids.add(require_text(rec, "id", f, n), n, f)
             subject = require_text(rec, "subject", f, n)
             answer = require(rec, "answer", f, n, types=int)
             irt = require(rec, "irt", f, n, types=dict)
             try:
                 params = (float(irt["a"]), float(irt["b"]), float(irt["c"]))
-            except (KeyError, TypeError, ValueError):
-                raise DatasetError(f, n, "irt", f"expected numbers a, b, c; got {irt!r}") from None
+            except (KeyError, TypeError, ValueError, OverflowError):
+                params = ()
+            if len(params) != 3 or not all(math.isfinite(x) for x in params):
+                raise DatasetError(f, n, "irt", f"expected finite numbers a, b, c; got {irt!r:.80}")
             text = require(rec, "text", f, n, types=dict)
             for lang in langs:
                 if lang not in text:
                     raise DatasetError(f, n, f"text.{lang}", "missing translation")
-                t = text[lang]
+                t = require(text, lang, f, n, types=dict)
                 stem = require_text(t, "stem", f, n)
                 options = check_options(require(t, "options", f, n, types=list), f, n, f"text.{lang}.options",
                                         n_allowed=(4, 5))

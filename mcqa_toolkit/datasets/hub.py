@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, Callable, Mapping
 
 from mcqa_toolkit.datasets.common import items_from_records
-from mcqa_toolkit.items import Item, ItemSet
+from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
 # mapper name -> module whose `parse_record(rec, n, path, **mapper_kwargs)` turns one row into an Item
 MAPPERS = {
@@ -59,5 +59,11 @@ def load_hub(name_or_path: str, split: str = "test", mapper: str | Mapper = "mml
         dataset = dataset[split]
     label = f"hub:{name_or_path}[{split}]"
     parse = record_parser(mapper, **(mapper_kwargs or {}))
-    rows = ((n, dict(rec)) for n, rec in enumerate(dataset, start=1))
+    rows = ((n, _row(rec, label, n)) for n, rec in enumerate(dataset, start=1))
     return items_from_records(rows, lambda rec, n: parse(rec, n, label), label, name=label)
+
+
+def _row(rec: Any, label: str, n: int) -> dict[str, Any]:
+    if not isinstance(rec, Mapping):
+        raise DatasetError(label, n, None, f"expected a row of named fields, got {type(rec).__name__}")
+    return dict(rec)

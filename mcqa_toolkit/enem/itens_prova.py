@@ -13,7 +13,6 @@ answer key: exam items by their answers (`ItemParams.attach_all`), microdata can
 """
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -21,7 +20,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.datasets.common import read_text
+from mcqa_toolkit.datasets.common import csv_columns, iter_csv
 from mcqa_toolkit.enem.errata import apply_errata
 from mcqa_toolkit.items import DatasetError, Item
 
@@ -43,14 +42,13 @@ def read_itens_prova(path: str | Path, errata: bool = True, year: int | None = N
     `df.attrs["errata"]` says, per entry, "<id>: <status> (<detail>)" (`enem.errata.STATUSES`).
     errata=False: the file exactly as published.
     """
-    text = read_text(path, encodings=("utf-8", "latin-1"))
-    first = text.split("\n", 1)[0]
-    if ";" not in first:
+    encodings = ("utf-8", "latin-1")
+    header = csv_columns(path, delimiter=";", encodings=encodings)
+    if len(header) < 2:
         raise DatasetError(path, "header", None, "expected a ';'-separated INEP ITENS_PROVA file")
-    df = pd.read_csv(io.StringIO(text), sep=";", dtype=str, keep_default_na=False)
-    missing = [c for c in ITENS_PROVA_REQUIRED if c not in df.columns]
-    if missing:
-        raise DatasetError(path, "header", missing[0], f"missing column(s) {missing}")
+    # the csv module, not pandas: a row with too many or too few cells is a DatasetError naming it
+    rows = [row for _, row in iter_csv(path, delimiter=";", encodings=encodings, required=ITENS_PROVA_REQUIRED)]
+    df = pd.DataFrame(rows, columns=header, dtype=object)
     if "TP_LINGUA" not in df.columns:
         df["TP_LINGUA"] = ""
     out = pd.DataFrame(index=df.index)
@@ -110,7 +108,7 @@ def year_in_name(path) -> int | None:
 
 def _int_column(s: pd.Series, path, col: str) -> pd.Series:
     num = pd.to_numeric(s.str.strip(), errors="coerce")
-    bad = num.isna() | (num % 1 != 0)
+    bad = num.isna() | (num % 1 != 0) | (num.abs() >= 2 ** 62)  # (not an int64 either)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise DatasetError(path, i + 1, col, f"not an integer: {s.iloc[i]!r}")

@@ -35,6 +35,7 @@ has one set), given, key, or undetermined.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Iterator, Mapping, NamedTuple
@@ -45,6 +46,7 @@ from tqdm.auto import tqdm
 
 from mcqa_toolkit.enem import reproducibility
 from mcqa_toolkit.enem.itens_prova import read_itens_prova, year_in_name
+from mcqa_toolkit.items import DatasetError
 from mcqa_toolkit.enem.booklet import (ENEM_CONSTANTS, ENEM_GRID, RULES, Booklet, KeyMismatch,  # noqa: F401
                                            blank_scores_zero, booklet_sets, check_area, choose_sets, infer_lingua,
                                            layout, score_chars, valid_rows)
@@ -148,8 +150,8 @@ def score_microdata(microdata_csv: str | Path, item_params_csv: str | Path, area
     data row of the file: CO_PROVA, TP_LINGUA, theta, psd, score (ours), NU_NOTA (official), n_correct,
     n_scored, item_set, item_set_rule, inep_validation, inep_share_exact (see the module docstring; one
     warning per call for booklets whose INEP scores we do not reproduce). Bad input (a booklet absent from
-    item_params_csv, a
-    TX_GABARITO_<area> that agrees with no item set, a malformed answer string) raises ValueError.
+    item_params_csv, a TX_GABARITO_<area> that agrees with no item set, a malformed answer string) raises
+    DatasetError naming the file, the 1-based data row and the column.
     The whole result is held in memory; `iter_microdata` gives it chunk by chunk.
     """
     frames = [c.scores for c in iter_microdata(microdata_csv, item_params_csv, [area], chunksize, item_set,
@@ -166,10 +168,10 @@ def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas
                    progress: bool = False, errata: bool = True) -> Iterator[MicrodataChunk]:
     """Stream a microdata file: per chunk, rows read, scores and problems for every area in `areas` (default:
     every area whose columns the file has). scores: the `score_microdata` columns plus `area`; problems (only
-    with strict=False, else ValueError): rows that could not be scored, per area, booklet and kind
-    (PROBLEM_COLUMNS: problem in "bad booklet code", "absent from item file", "item sets do not split",
-    "empty answer string", "answer string length", "key mismatch", "invalid answer characters").
-    errata=False: the item file as INEP published it (see `enem.errata`).
+    with strict=False, else DatasetError naming the file, data row and column): rows that could not be
+    scored, per area, booklet and kind (PROBLEM_COLUMNS: problem in "bad booklet code", "absent from item
+    file", "item sets do not split", "empty answer string", "answer string length", "key mismatch", "invalid
+    answer characters"). errata=False: the item file as INEP published it (see `enem.errata`).
     Memory is bounded by `chunksize`; progress=True shows a tqdm bar over the file's bytes. When the stream
     ends, one warning names the booklets scored whose INEP scores we do not reproduce (or not validated).
     """
@@ -178,27 +180,39 @@ def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas
     try:
         header = pd.read_csv(microdata_csv, sep=";", encoding="latin-1", nrows=0).columns
     except pd.errors.EmptyDataError:
-        raise ValueError(f"{microdata_csv}: empty file") from None
+        raise DatasetError(microdata_csv, "-", None, "empty file") from None
+    except pd.errors.ParserError as e:
+        raise DatasetError(microdata_csv, "header", None, f"malformed CSV: {_one_line(e)}") from None
     if areas is None:
         areas = [a for a in ENEM_CONSTANTS if f"TX_RESPOSTAS_{a}" in header]
         if not areas:
-            raise ValueError(f"{microdata_csv}: no TX_RESPOSTAS_<area> column; is this an ENEM microdata file?")
+            raise DatasetError(microdata_csv, "header", "TX_RESPOSTAS_<area>",
+                               "no such column; is this an ENEM microdata file?")
     areas = [check_area(a) for a in areas]
     needed = [f"{col}_{a}" for a in areas for col in ("TX_RESPOSTAS", "TX_GABARITO", "CO_PROVA", "NU_NOTA",
                                                       "TP_PRESENCA")] + (["TP_LINGUA"] if "LC" in areas else [])
     missing = [col for col in needed if col not in header]
     if missing:
-        raise ValueError(f"{microdata_csv}: missing column(s) {missing}")
+        raise DatasetError(microdata_csv, "header", missing[0], f"missing column(s) {missing}")
     year = None if year_in_name(item_params_csv) else year_in_name(microdata_csv)   # the item file's name wins
-    scorer = _ChunkScorer(read_itens_prova(item_params_csv, errata=errata, year=year), item_set, strict)
+    scorer = _ChunkScorer(read_itens_prova(item_params_csv, errata=errata, year=year), item_set, strict,
+                          microdata_csv, item_params_csv)
     size = Path(microdata_csv).stat().st_size
     # object (Python str) columns parse and join faster than Arrow strings; `with` closes on errors too
     with open(microdata_csv, encoding="latin-1", newline="") as fh, \
             tqdm(total=size, unit="B", unit_scale=True, desc=f"scoring {Path(microdata_csv).name}",
                  disable=not progress) as bar, \
-            pd.read_csv(fh, sep=";", usecols=needed, dtype=object, keep_default_na=False,
-                        chunksize=int(chunksize)) as reader:
-        for chunk in reader:
+            pd.read_csv(fh, sep=";", usecols=needed, dtype=object, keep_default_na=False, index_col=False,
+                        chunksize=int(chunksize)) as reader:  # index_col=False: rows numbered 0.. whatever the cells
+        while True:
+            try:
+                chunk = next(reader)
+            except StopIteration:
+                break
+            except pd.errors.ParserError as e:  # e.g. a row with more cells than the header
+                line = re.search(r"line (\d+)", str(e))
+                raise DatasetError(microdata_csv, int(line.group(1)) - 1 if line else "-", None,
+                                   f"malformed CSV: {_one_line(e)}") from None
             scores, problems = [], []
             for area in areas:
                 s, p = scorer.area(chunk, area)
@@ -210,24 +224,37 @@ def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas
     reproducibility.warn(scorer.agreements.values(), stacklevel=2)
 
 
-class _Problem(Exception):
-    """Rows of one group that cannot be scored: a kind (see iter_microdata) and a message."""
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())
 
-    def __init__(self, kind: str, message: str):
+
+class _Problem(Exception):
+    """Rows of one group that cannot be scored: a kind (see iter_microdata), a message "row N: ...", the
+    0-based data row N and the column at fault (in the item file when `in_items`)."""
+
+    def __init__(self, kind: str, message: str, row: int, field: str, in_items: bool = False):
         super().__init__(message)
-        self.kind = kind
+        self.kind, self.row, self.field, self.in_items = kind, row, field, in_items
 
 
 class _ChunkScorer:
     """Scores the chunks of one microdata file, caching each booklet's item sets across chunks."""
 
-    def __init__(self, items: pd.DataFrame, item_set: int | Mapping[int, int] | None, strict: bool):
+    def __init__(self, items: pd.DataFrame, item_set: int | Mapping[int, int] | None, strict: bool,
+                 path: str | Path = "", items_path: str | Path = ""):
         self.by_area = {a: items[items["SG_AREA"] == a] for a in ENEM_CONSTANTS}
-        self.item_set, self.strict = item_set, strict
+        self.item_set, self.strict, self.path, self.items_path = item_set, strict, path, items_path
         self.year = items_year(items)
         self.blank_zero = blank_scores_zero(self.year)
-        self.sets: dict[tuple[str, str], list[Booklet] | tuple[str, str]] = {}
+        self.sets: dict[tuple[str, str], list[Booklet] | tuple] = {}
         self.agreements: dict[tuple[str, int], reproducibility.Agreement] = {}   # every booklet scored
+
+    def _error(self, err: _Problem) -> DatasetError:
+        """strict=True: the problem as a DatasetError naming the file, the 1-based data row and the column."""
+        if err.in_items:
+            return DatasetError(self.items_path, "-", err.field, str(err))
+        message = re.sub(r"^row \d+: ", "", str(err))
+        return DatasetError(self.path, err.row + 1, err.field, message)
 
     def area(self, chunk: pd.DataFrame, area: str) -> tuple[list[pd.DataFrame], list[dict]]:
         """One area of a chunk, scored per (booklet, language, string length, key) group, never per row."""
@@ -250,7 +277,7 @@ class _ChunkScorer:
                 f, p = self._group(group, area, co, lang.strip(), int(length), key.strip())
             except _Problem as err:
                 if self.strict:
-                    raise ValueError(str(err)) from None
+                    raise self._error(err) from None
                 f, p = [], [_problem(area, co, err.kind, str(err), group.index)]
             frames += f
             problems += p
@@ -261,26 +288,29 @@ class _ChunkScorer:
         row = group.index[0]
         sets = self._sets(area, co, row)
         lingua = int(lang) if lang in ("0", "1") else None
+        answers = f"TX_RESPOSTAS_{area}"
         if length == 0:
-            raise _Problem("empty answer string", f"row {row}: present candidate with an empty {area} answer string")
+            raise _Problem("empty answer string", f"row {row}: present candidate with an empty {area} answer string",
+                           row, answers)
         try:
             src = layout(sets[0], length, lingua)
         except ValueError as err:                # name the first row of the group in the message
-            raise _Problem("answer string length", f"row {row}: {err}") from None
+            raise _Problem("answer string length", f"row {row}: {err}", row, answers) from None
         forced = self.item_set.get(sets[0].co_prova) if isinstance(self.item_set, Mapping) else self.item_set
         try:
             chosen, rule = choose_sets(sets, key, lingua, forced, area)
         except KeyMismatch as err:
-            raise _Problem("key mismatch", f"row {row}: {err}") from None
+            raise _Problem("key mismatch", f"row {row}: {err}", row, f"TX_GABARITO_{area}") from None
         chars = np.frombuffer("".join(group["answers"]).encode("latin-1"), dtype=np.uint8).reshape(len(group), length)
         problems = []
-        if not self.strict:                      # drop (and count) rows with marks other than A-E . *
-            ok = valid_rows(chars, src)
-            if not ok.all():
-                bad = group.index[~ok]
-                problems.append(_problem(area, co, "invalid answer characters", f"row {bad[0]}: {area} answer "
-                                         "string with a character other than A-E, '.' or '*'", bad))
-                group, chars = group[ok], chars[ok]
+        ok = valid_rows(chars, src)              # drop (and count) rows with marks other than A-E . *
+        if not ok.all():
+            bad = group.index[~ok]
+            message = f"row {bad[0]}: {area} answer string with a character other than A-E, '.' or '*'"
+            if self.strict:
+                raise _Problem("invalid answer characters", message, int(bad[0]), answers)
+            problems.append(_problem(area, co, "invalid answer characters", message, bad))
+            group, chars = group[ok], chars[ok]
         nota = pd.to_numeric(group["NU_NOTA"], errors="coerce")
         if nota.isna().any():                    # a decimal comma, or blanks around the number
             nota = nota.fillna(pd.to_numeric(group["NU_NOTA"][nota.isna()].str.strip().str.replace(",", "."),
@@ -302,22 +332,23 @@ class _ChunkScorer:
             self.sets[area, co] = self._load_sets(area, co, row)
         entry = self.sets[area, co]
         if isinstance(entry, tuple):
-            raise _Problem(*entry)
+            kind, message, in_items = entry
+            raise _Problem(kind, message, row, "CO_POSICAO" if in_items else f"CO_PROVA_{area}", in_items)
         return entry
 
-    def _load_sets(self, area: str, co: str, row: int) -> list[Booklet] | tuple[str, str]:
+    def _load_sets(self, area: str, co: str, row: int) -> list[Booklet] | tuple[str, str, bool]:
         try:
             code = int(co)
         except ValueError:
-            return "bad booklet code", f"row {row}: CO_PROVA_{area} = {co!r} is not a booklet code"
+            return "bad booklet code", f"row {row}: CO_PROVA_{area} = {co!r} is not a booklet code", False
         rows = self.by_area[area][self.by_area[area]["CO_PROVA"] == code]
         if rows.empty:
             return ("absent from item file",
-                    f"row {row}: booklet CO_PROVA_{area} = {code} is not in item_params_csv for {area}")
+                    f"row {row}: booklet CO_PROVA_{area} = {code} is not in item_params_csv for {area}", False)
         try:
             return booklet_sets(rows, area)
         except ValueError as err:
-            return "item sets do not split", f"row {row}: {err}"
+            return "item sets do not split", f"row {row}: {err}", True
 
 
 def _equals(values: pd.Series, flag: str) -> pd.Series:

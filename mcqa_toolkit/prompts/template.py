@@ -6,6 +6,7 @@ prompts by editing (or copying and pointing `path=` at) a YAML file, never Pytho
 """
 from __future__ import annotations
 
+import functools
 import string
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -102,9 +103,22 @@ def load_template(language: str, style: str = "default", path: str | Path | None
     """The `style` of `language` from the bundled templates, or from the user's YAML file at `path`.
 
     Unknown language or style, a missing or unknown key, a non-string value or an unknown placeholder ->
-    ValueError naming the file and the key.
+    ValueError naming the file and the key. Parsed templates are kept per (file, modification time, size):
+    the runner asks for the template of every prompt, and parsing the YAML each time cost 70 ms per item
+    (16 minutes of a 14k-item MMLU run); an edited file is read again.
     """
     file = template_path(language, path)
+    try:
+        stat = file.stat()
+    except OSError:
+        read_template_file(file)  # raises the one clear error (file not found)
+        raise
+    return _parsed_template(file, stat.st_mtime_ns, stat.st_size, language, style)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_template(file: Path, mtime_ns: int, size: int, language: str, style: str) -> Template:
+    """load_template's work for one version of a file (Template is frozen: sharing it is safe)."""
     data = read_template_file(file)
     declared = data.get("language")
     if declared is not None and declared != language:

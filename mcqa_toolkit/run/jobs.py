@@ -147,18 +147,69 @@ def load_params(path: str | Path) -> dict[str, Any]:
     if not p.exists():
         raise FileNotFoundError(f"params file not found: {p}")
     try:
-        params = yaml.safe_load(p.read_text()) or {}
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{p}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+    try:
+        params = yaml.load(text, Loader=_YAML_LOADER) or {}
     except yaml.YAMLError as e:
-        raise ValueError(f"{p}: not valid YAML: {e}") from None
+        raise ValueError(f"{p}: not valid YAML: {_yaml_problem(e)}") from None
     if not isinstance(params, dict):
         raise ValueError(f"{p}: expected a mapping of keys such as models, datasets, strategies")
-    unknown = sorted(set(params) - PARAM_KEYS)
+    unknown = sorted(set(params) - PARAM_KEYS, key=str)
     if unknown:
-        raise ValueError(f"{p}: unknown key(s) {unknown}; allowed: {sorted(PARAM_KEYS)}")
+        raise ValueError(f"{p}: unknown key(s) {_short(unknown)}; allowed: {sorted(PARAM_KEYS)}")
     for key in ("models", "datasets", "strategies"):
         if not params.get(key) or not isinstance(params[key], list):
             raise ValueError(f"{p}: '{key}' must be a non-empty list")
+    for key, (ok, what) in _PARAM_TYPES.items():
+        if params.get(key) is not None and not ok(params[key]):
+            raise ValueError(f"{p}: '{key}' must be {what}, got {_short(params[key])}")
+    for n, ds in enumerate(params["datasets"], start=1):
+        if isinstance(ds, dict) and not (isinstance(ds.get("name"), str) and isinstance(ds.get("args") or {}, dict)
+                                         and isinstance(ds.get("label", ""), str)):
+            raise ValueError(f"{p}: datasets[{n}] needs a 'name' (text), and 'args' must be a mapping, "
+                             f"got {_short(ds)}")
     return params
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# the params file's scalar and list keys: (check, what it must be); None (or absent) means the default
+_PARAM_TYPES: dict[str, tuple[Any, str]] = {
+    "output_dir": (lambda v: isinstance(v, str) and v.strip() != "", "a folder name"),
+    "kernel": (lambda v: isinstance(v, str) and v.strip() != "", "a Jupyter kernel name"),
+    "models": (lambda v: all(isinstance(m, (str, dict)) for m in v), "a list of model names or mappings"),
+    "datasets": (lambda v: all(isinstance(d, (str, dict)) for d in v), "a list of dataset names or mappings"),
+    "strategies": (lambda v: all(isinstance(s, (str, dict)) for s in v), "a list of strategy names or mappings"),
+    "languages": (lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of language codes"),
+    "limit": (lambda v: _is_int(v) and v >= 1, "a positive number of items"),
+    "seed": (_is_int, "an integer"),
+    "shuffles": (lambda v: _is_int(v) and v >= 1, "a positive integer"),
+    "shots": (lambda v: _is_int(v) and v >= 0, "an integer >= 0"),
+    "device": (lambda v: isinstance(v, str), "a device name such as cpu or cuda"),
+    "dtype": (lambda v: isinstance(v, str), "a dtype name such as float32 or bfloat16"),
+    "min_k": (lambda v: isinstance(v, bool), "true or false"),
+    "judges": (lambda v: isinstance(v, list) and all(isinstance(j, (str, dict)) for j in v),
+               "a list of judge models"),
+    "judge_combine": (lambda v: isinstance(v, str), f"one of {COMBINE_RULES}"),
+}
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: same YAML, much faster
+
+
+def _short(value: Any) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _yaml_problem(e: Exception) -> str:
+    """A YAML error on one line: what is wrong and where (PyYAML's own text spans several lines)."""
+    mark = getattr(e, "problem_mark", None)
+    problem = getattr(e, "problem", None) or str(e)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return " ".join(f"{problem}{where}".split())[:200]
 
 
 def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:

@@ -7,10 +7,12 @@ users all call.
     result = run_job(Job("gemma-3-270m", "demo", {}, "pt", "S5", Path("outputs/pt_S5")), backends)
 
 The steps: decide what the run folder holds (run.state: a finished run is returned as it is, another run is
-refused); load the items; build the strategy; get the backends of the model and its judges; refuse before
-any work what they cannot serve (run.dispatch.check_plan, and Min-K% without log-probs of given text);
+refused, a run another process is writing now stops at once with RunLocked, run.lock); load the items;
+build the strategy; get the backends of the model and its judges; refuse before any work what they cannot
+serve (run.dispatch.check_plan, and Min-K% without log-probs of given text);
 administer (run.runner.run: resumable records and provenance); summarise; measure Min-K% prob of the
-evaluated questions; write summary.json, the step that marks the run complete.
+evaluated questions; write summary.json, the step that marks the run complete. The folder's one-writer lock
+is held from administering to summary.json.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import pandas as pd
 from mcqa_toolkit.backends import Backend, backend_entry, load_backend
 from mcqa_toolkit.measure.summary import summarize_run
 from mcqa_toolkit.run.jobs import Job, model_label
+from mcqa_toolkit.run.lock import RunLocked
 from mcqa_toolkit.run.runner import run
 from mcqa_toolkit.run.state import RunState, run_state
 from mcqa_toolkit.scoring.judge import LLMJudge
@@ -106,9 +109,13 @@ def _stored(job: Job, state: RunState) -> RunResult:
 def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = True) -> RunResult:
     """Every step of one run (see the module docstring); resumable, and a no-op on a finished run.
     `backends`: the session's BackendCache (None: a fresh one, i.e. the model is loaded for this run)."""
-    state = run_state(job.run_dir, {"job": job.identity()})
+    rd = job.run_dir
+    state = run_state(rd, {"job": job.identity()})
     if state is RunState.COMPLETE:
         return _stored(job, state)
+    holder = rd.holder()
+    if holder is not None:  # another process is writing the folder: stop before loading anything
+        raise RunLocked(rd.dir, holder)
     items = job.items()
     strategy = job.build_strategy()
     judge_specs = list(job.judges or [])
@@ -117,6 +124,16 @@ def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = 
     if job.min_k:
         check_need(backend, MIN_K, "min_k")
     judges = [LLMJudge(b, name=model_label(spec)) for b, spec in zip(judge_backends, judge_specs)]
+    with rd.lock():  # held until summary.json is written (run.lock): one writer per folder
+        state = run_state(rd, {"job": job.identity()})  # again: another process may have finished it meanwhile
+        if state is RunState.COMPLETE:
+            return _stored(job, state)
+        return _complete(job, state, items, strategy, backend, judges, progress)
+
+
+def _complete(job: Job, state: RunState, items: Any, strategy: Any, backend: Backend, judges: list[LLMJudge],
+              progress: bool) -> RunResult:
+    """run_job's steps once the folder is locked: administer, summarise, Min-K%, summary.json."""
     records = run(items, backend, strategy, job.out_dir, dataset=job.dataset, limit=job.limit, progress=progress,
                   judges=judges, combine=job.judge_combine, job=job.identity())
     summary = summarize_run(records)

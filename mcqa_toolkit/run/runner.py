@@ -4,7 +4,8 @@ Every question type is asked as run.dispatch routes it: single-answer items by t
 others by generation or yes/no log-probs, short answers graded by the judges in the same block. Records are
 appended to the run folder's records.jsonl after each block (one item, or several items for padded greedy
 generation); a re-run with the same folder skips finished records, and refuses (run.state) to mix a
-different strategy, model, dataset or judging into it. The finished run is compacted to Parquet with its
+different strategy, model, dataset or judging into it. One writer at a time: the folder is locked (run.lock)
+while run() writes it. The finished run is compacted to Parquet with its
 provenance. Same seed => identical records (timing fields aside). A strategy the backend cannot serve is
 refused before any work.
 """
@@ -109,7 +110,16 @@ def run(items: ItemSet, backend: Backend, strategy: Strategy, out_dir: str | Pat
     prov = provenance(backend, strategy, todo_items, dataset, excluded, judges, combine)
     if job is not None:
         prov["job"] = dict(job)
+    with store.lock():  # one writer per folder (run.lock); RunLocked at once when another process writes it
+        return _administer(todo_items, backend, strategy, store, prov, shots, judges, combine, dataset, progress)
+
+
+def _administer(todo_items: ItemSet, backend: Backend, strategy: Strategy, store: RunDir, prov: dict[str, Any],
+                shots: dict[str, list], judges: Sequence[LLMJudge], combine: str, dataset: str,
+                progress: bool) -> pd.DataFrame:
+    """run()'s work once the folder is locked: check what it holds, write every missing record, finalise."""
     run_state(store, run_identity(prov))  # refuses a folder that holds another run
+    store.remove_leftovers()
     run_info = run_fields(run_id=store.name, model=backend.name, dataset=dataset, strategy=strategy.name,
                           strategy_hash=strategy.hash, method=strategy.method, normalization=strategy.normalization,
                           shots=strategy.shots, seed=strategy.seed)
@@ -155,7 +165,8 @@ def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, records_of: A
     """
     done = store.done_keys()
     size = strategy.block_size if generates(strategy.method) and strategy.temperature == 0 else 1
-    blocks = [list(items)[i:i + size] for i in range(0, len(items), size)]
+    seq = list(items)  # once: slicing list(items) per block copied the whole set per block (quadratic)
+    blocks = [seq[i:i + size] for i in range(0, len(seq), size)]
     bar = tqdm(total=len(items), desc=label, disable=not progress, unit="item")
     for block in blocks:
         if all((it.item_id, k) in done for it in block for k in range(len(record_permutations(it, strategy)))):

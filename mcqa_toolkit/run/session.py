@@ -9,7 +9,8 @@ Between notebooks the kernel forgets the previous one: its user namespace is cle
 caller asks to keep (`keep`), its output history is dropped and its execution counter restarts at 1, so an
 executed notebook reads as if it had had a kernel of its own. `setup` is code run once in a new kernel
 (`mcqa run` creates its BackendCache there, kept as BACKENDS, which every run notebook passes to run_job).
-A kernel that died (out of memory, say) is restarted, and set up again, before the next notebook.
+A kernel that died (out of memory, say) is restarted, and set up again, before the next notebook. `env` adds
+variables to the kernel's environment (`mcqa run` lends its run-folder locks to its kernel this way, run.lock).
 
 The kernel gets OPENBLAS_NUM_THREADS=1 unless the caller's environment sets it: torch already uses every core,
 and numpy's OpenBLAS threads, which keep spinning after each small matrix product, then slowed the model's runs
@@ -78,8 +79,9 @@ class KernelSession:
     """One kernel for many notebooks: `with KernelSession(keep=("X",), setup="X = 1") as s: s.execute(nb, out, p)`."""
 
     def __init__(self, kernel_name: str = "python3", cwd: str | Path | None = None, keep: Iterable[str] = (),
-                 startup_timeout: int = 60, setup: str = ""):
+                 startup_timeout: int = 60, setup: str = "", env: dict[str, str] | None = None):
         self.kernel_name = kernel_name
+        self.env = dict(env or {})  # added to the kernel's environment (over the caller's)
         self.cwd = str(cwd) if cwd is not None else None
         self.keep = tuple(keep)
         self.setup = setup
@@ -100,7 +102,7 @@ class KernelSession:
         self._dir = tempfile.mkdtemp(prefix="mcqa_kernel_")
         self.km = AsyncKernelManager(kernel_name=self.kernel_name, transport="ipc",
                                      connection_file=str(Path(self._dir) / "kernel.json"))
-        run_sync(self.km.start_kernel)(cwd=self.cwd, env={**KERNEL_ENV, **os.environ},
+        run_sync(self.km.start_kernel)(cwd=self.cwd, env={**KERNEL_ENV, **os.environ, **self.env},
                                        extra_arguments=["--HistoryManager.hist_file=:memory:"])
         self.kc = self.km.client()
         self.kc.start_channels()

@@ -1,7 +1,7 @@
 """RunDir: every file of one run folder, and the readers that gather many run folders.
 
 A run folder (`outputs/<model>__<dataset>__<language>__<strategy>/`) holds
-  records.jsonl     one JSON object per (item, shuffle), appended, flushed and fsynced per unit of work
+  records.jsonl     one JSON object per (item, shuffle), appended per unit of work (fsynced every second or so)
   run.json          what is being run (provenance without results), written at start; resume checks it
   records.parquet   the records sorted by item and shuffle, written when the run completes
   provenance.json   run.json + usage + complete=True + n_records, written when the run completes
@@ -11,20 +11,28 @@ A run folder (`outputs/<model>__<dataset>__<language>__<strategy>/`) holds
   batch.json        batch-mode state (API batch ids, counts, failures), see run.batch
   items.jsonl       the items the records are about (Item.to_dict per line), written by runs that do not come
                     from a dataset loader (imported results, interop): the analyses read them instead of a loader
+  run.lock          the one-writer lock (run.lock): who is writing the folder now
 Nothing else in the package or the notebooks spells these names. A killed run leaves at most a partial last
 JSONL line; on resume it is dropped (it was never a finished record) and the rest is kept, so re-running
-never loses or duplicates records.
+never loses or duplicates records. Every other file is written to a temporary name, forced to disk and renamed,
+so a kill or a full disk never leaves half a file behind; a write that fails (disk full, file too large) raises
+RunWriteError naming the file, after putting records.jsonl back as it was before the failed append. A line of
+records.jsonl that is not a record (damaged outside our writes) is an error naming the file and line, never
+skipped; finalising keeps one record per (item, shuffle) even if a folder holds two (two writers before the lock).
 """
 from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
 
 from mcqa_toolkit.run.columns import COLUMNS, LEGACY_STATUSES
+from mcqa_toolkit.run.files import RunWriteError, atomic, json_default, read_json, write_json
+from mcqa_toolkit.run.lock import LOCK_FILE, RunLock, lock_holder
 
 RECORDS_JSONL = "records.jsonl"
 RECORDS_PARQUET = "records.parquet"
@@ -35,6 +43,8 @@ MIN_K = "min_k.parquet"
 NOTEBOOK = "run_model.ipynb"
 BATCH = "batch.json"
 ITEMS = "items.jsonl"
+KEY = ["item_id", "shuffle"]
+SYNC_SECONDS = 1.0  # append forces records.jsonl to disk when this long has passed since it last did
 
 
 class RunDir:
@@ -51,10 +61,26 @@ class RunDir:
         self.notebook = self.dir / NOTEBOOK
         self.batch_file = self.dir / BATCH
         self.items_file = self.dir / ITEMS
+        self.lock_file = self.dir / LOCK_FILE
+        self._synced = float("-inf")  # when append last forced records.jsonl to disk (monotonic seconds)
 
     @property
     def name(self) -> str:
         return self.dir.name
+
+    def lock(self) -> RunLock:
+        """The folder's one-writer lock (run.lock): `with rd.lock(): ...`; RunLocked when another writer holds it."""
+        return RunLock(self.dir)
+
+    def remove_leftovers(self) -> None:
+        """Remove temporary files a killed writer left (`.<name>.<pid>.tmp`); call with the lock held."""
+        if self.dir.is_dir():
+            for tmp in self.dir.glob(".*.tmp"):
+                tmp.unlink(missing_ok=True)
+
+    def holder(self) -> dict[str, Any] | None:
+        """Who is writing this folder now (pid, host, started), None when nobody is (run.lock.lock_holder)."""
+        return lock_holder(self.dir)
 
     def is_complete(self) -> bool:
         if not self.provenance_file.exists() or not self.parquet.exists():
@@ -72,73 +98,115 @@ class RunDir:
         records = []
         for n, line in enumerate(complete, start=1):
             if line.strip():
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{self.jsonl}: line {n} is corrupt ({e.msg}); delete the run directory "
-                                     "or the line to recompute it") from None
+                records.append(self._record(line, n))
         if tail.strip():  # a line without its newline was being written when the run died
             with open(self.jsonl, "r+b") as f:
                 f.truncate(len(raw) - len(tail))
         return records
 
+    def _record(self, line: bytes, n: int) -> dict[str, Any]:
+        """One JSONL line as a record; anything else is an error naming the file and line (never skipped)."""
+        try:
+            rec = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"{self.jsonl}: line {n} is corrupt ({getattr(e, 'msg', e)}); delete the run "
+                             "folder or that line to recompute it") from None
+        if not (isinstance(rec, dict) and isinstance(rec.get("item_id"), str)
+                and isinstance(rec.get("shuffle"), int) and not isinstance(rec.get("shuffle"), bool)):
+            raise ValueError(f"{self.jsonl}: line {n} is not a record (no item_id and shuffle); delete the run "
+                             "folder or that line to recompute it")
+        return rec
+
     def done_keys(self) -> set[tuple[str, int]]:
         return {(r["item_id"], int(r["shuffle"])) for r in self.read_records()}
 
     def append(self, records: Iterable[dict[str, Any]]) -> None:
-        """Append records and force them to disk (one write per unit keeps resume exact)."""
+        """Append records in one write (a killed process loses nothing appended; resume is exact); force the
+        file to disk when SYNC_SECONDS have passed since the last time (a power cut loses at most the records
+        appended since, recomputed on resume; an fsync per record cost a lookup-table MMLU run 14k fsyncs).
+        A failed write (disk full, file too large) takes the partial bytes back out: RunWriteError."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        data = "".join(json.dumps(r, ensure_ascii=False, default=_json_default) + "\n" for r in records)
-        with open(self.jsonl, "a", encoding="utf-8") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        rows = [json.dumps(r, ensure_ascii=False, default=json_default) + "\n" for r in records]
+        data = "".join(rows).encode("utf-8")
+        fd = os.open(self.jsonl, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                if time.monotonic() - self._synced >= SYNC_SECONDS:
+                    os.fsync(fd)
+                    self._synced = time.monotonic()
+            except OSError as e:
+                try:
+                    os.ftruncate(fd, size)
+                except OSError:
+                    pass  # the partial line left is dropped on resume (read_records)
+                raise RunWriteError(self.jsonl, f"{len(rows)} record(s)", e, "the records written before are kept; "
+                                    "free some space and run again to resume") from None
+        finally:
+            os.close(fd)
+
+    def sync(self) -> None:
+        """Force records.jsonl to disk (what append leaves to the operating system for up to SYNC_SECONDS)."""
+        if self.jsonl.exists():
+            fd = os.open(self.jsonl, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._synced = time.monotonic()
 
     def finalize(self, provenance: dict[str, Any]) -> pd.DataFrame:
-        """Compact the JSONL to Parquet (sorted by item and shuffle) and write provenance with complete=True."""
-        df = records_frame(self.read_records())
-        df = df.sort_values(["item_id", "shuffle"], kind="stable").reset_index(drop=True)
-        df.to_parquet(self.parquet, index=False)
-        _write_json(self.provenance_file, {**provenance, "complete": True, "n_records": len(df)})
+        """Compact the JSONL to Parquet (sorted by item and shuffle, one record per key) and write provenance
+        with complete=True (the JSONL is forced to disk first: complete means every record is durable)."""
+        self.sync()
+        df = unique_records(records_frame(self.read_records()), self.jsonl)
+        df = df.sort_values(KEY, kind="stable").reset_index(drop=True)
+        kept = "records.jsonl is intact; free some space and run again to finish"
+        atomic(self.parquet, lambda tmp: df.to_parquet(tmp, index=False), "the records as Parquet", kept)
+        write_json(self.provenance_file, {**provenance, "complete": True, "n_records": len(df)}, kept)
         return df
 
     def load(self) -> pd.DataFrame:
-        """The run's records: Parquet when complete, else what the JSONL holds so far."""
+        """The run's records: Parquet when complete, else what the JSONL holds so far (one per key)."""
         if self.is_complete():
             return conform(pd.read_parquet(self.parquet))
-        return records_frame(self.read_records())
+        return unique_records(records_frame(self.read_records()), self.jsonl)
 
     # ---- the JSON side files ---------------------------------------------------------------------------
     def provenance(self) -> dict[str, Any]:
-        return _read_json(self.provenance_file)
+        return read_json(self.provenance_file)
 
     def run_info(self) -> dict[str, Any]:
-        return _read_json(self.run_info_file)
+        return read_json(self.run_info_file)
 
     def write_run_info(self, info: dict[str, Any]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        _write_json(self.run_info_file, info)
+        write_json(self.run_info_file, info)
 
     def summary(self) -> dict[str, Any]:
-        return _read_json(self.summary_file)
+        return read_json(self.summary_file)
 
     def write_summary(self, summary: dict[str, Any], params: dict[str, Any]) -> Path:
         """summary.json: headline numbers and the parameters that produced them."""
-        _write_json(self.summary_file, {"params": params, **summary})
+        write_json(self.summary_file, {"params": params, **summary})
         return self.summary_file
 
     def batch_state(self) -> dict[str, Any]:
-        return _read_json(self.batch_file)
+        return read_json(self.batch_file)
 
     def write_batch_state(self, state: dict[str, Any]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        _write_json(self.batch_file, state)
+        write_json(self.batch_file, state)
 
     def write_items(self, items: Iterable[Any]) -> Path:
         """items.jsonl: the run's items (Item.to_dict per line), for runs whose items no loader gives back."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        text = "".join(json.dumps(it.to_dict(), ensure_ascii=False, default=_json_default) + "\n" for it in items)
-        self.items_file.write_text(text, encoding="utf-8")
+        text = "".join(json.dumps(it.to_dict(), ensure_ascii=False, default=json_default) + "\n" for it in items)
+        atomic(self.items_file, lambda tmp: tmp.write_text(text, encoding="utf-8"), self.items_file.name,
+               "the records are intact")
         return self.items_file
 
     def read_items(self) -> list[dict[str, Any]]:
@@ -149,8 +217,22 @@ class RunDir:
         return [json.loads(line) for line in lines if line.strip()]
 
     def write_min_k(self, table: pd.DataFrame) -> Path:
-        table.to_parquet(self.min_k_file, index=False)
+        atomic(self.min_k_file, lambda tmp: table.to_parquet(tmp, index=False), "the Min-K% table",
+                "the records are intact; free some space and run again to finish")
         return self.min_k_file
+
+
+def unique_records(df: pd.DataFrame, source: Any = "records") -> pd.DataFrame:
+    """One record per (item_id, shuffle), the first written: a folder written by two processes at once
+    (before run folders were locked) holds some twice. Dropping them is logged, naming `source`."""
+    dup = df.duplicated(KEY, keep="first") if len(df) else pd.Series(dtype=bool)
+    if not dup.any():
+        return df
+    import logging
+
+    logging.getLogger("mcqa_toolkit.run").warning("%s: %d duplicate record(s) of an (item, shuffle) dropped, the "
+                                                  "first written kept", source, int(dup.sum()))
+    return df[~dup].reset_index(drop=True)
 
 
 def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
@@ -212,25 +294,3 @@ def load_min_k(outputs_dir: str | Path) -> pd.DataFrame | None:
     if missing:
         raise ValueError(f"{MIN_K} files under {outputs_dir} lack column(s) {missing}")
     return df.drop_duplicates(["model", "item_id"]).reset_index(drop=True)
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=_json_default))
-
-
-def _json_default(o: Any) -> Any:
-    import numpy as np
-
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, (set, tuple, Path)):
-        return list(o) if not isinstance(o, Path) else str(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

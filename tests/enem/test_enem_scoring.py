@@ -10,6 +10,7 @@ from paths import FIXTURES
 from mcqa_toolkit import enem
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
 from mcqa_toolkit.enem.reproducibility import EnemNotValidatedWarning, EnemReproducibilityWarning
+from mcqa_toolkit.items import DatasetError
 
 
 ITEMS_CSV = FIXTURES / "enem" / "ITENS_PROVA_golden.csv"
@@ -190,7 +191,8 @@ def test_score_microdata_other_areas_and_errors(tmp_path):
     with pytest.raises(ValueError, match="booklet 1221: TX_GABARITO_CN says .* for item 3"):
         enem.score_microdata(path, ITEMS_CSV, "CN")
     write_microdata(path, [rows[0] | dict(CO_PROVA_CN=4321)], "CN")
-    with pytest.raises(ValueError, match="row 0: booklet CO_PROVA_CN = 4321 is not in item_params_csv"):
+    with pytest.raises(DatasetError, match="m.csv: record 1: field 'CO_PROVA_CN': booklet CO_PROVA_CN = 4321 is not in "
+                                           "item_params_csv"):  # record: the 1-based data row
         enem.score_microdata(path, ITEMS_CSV, "CN")
     write_microdata(path, [rows[0] | dict(TX_RESPOSTAS_CN="A" * 40)], "CN")
     with pytest.raises(ValueError, match="40 characters"):

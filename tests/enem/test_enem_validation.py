@@ -151,11 +151,11 @@ def test_figure_house_style(validated):
 
 @pytest.mark.parametrize("files,match", [
     (("missing.csv", "MICRODADOS_ENEM_2023.csv"), "missing.csv: no such file"),
-    (("ITENS_PROVA_2023.csv", "ITENS_PROVA_2023.csv"), "no TX_RESPOSTAS_<area> column"),
+    (("ITENS_PROVA_2023.csv", "ITENS_PROVA_2023.csv"), "field 'TX_RESPOSTAS_<area>': no such column"),
     (("MICRODADOS_ENEM_2023.csv", "MICRODADOS_ENEM_2023.csv"), "expected a ';'-separated INEP ITENS_PROVA file|"
                                                                 "missing column"),
     (("bad_params.csv", "MICRODADOS_ENEM_2023.csv"), "bad_params.csv: record 1: field 'NU_PARAM_A'"),
-    (("ITENS_PROVA_2023.csv", "empty.csv"), "empty.csv: empty file"),
+    (("ITENS_PROVA_2023.csv", "empty.csv"), "empty.csv: record -: field None: empty file"),
 ])
 def test_cli_bad_input_is_one_line(synthetic, tmp_path, capsys, files, match):
     d, _ = synthetic

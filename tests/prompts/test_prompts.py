@@ -326,6 +326,16 @@ def test_user_yaml_file(tmp_path):
     assert p.text == "Pick one (A, B).\n\nQ: Which organelle makes ATP?\nA: x\nB: y\nA:"
 
 
+def test_a_template_is_parsed_once_per_version_of_its_file(tmp_path):
+    """The runner asks for the template of every prompt: parsing the YAML each time cost 70 ms an item."""
+    assert load_template("en", "default") is load_template("en", "default")
+    f = _yaml(tmp_path, GOOD)
+    first = load_template("en", "mine", path=f)
+    assert load_template("en", "mine", path=f) is first
+    f.write_text(GOOD.replace("Pick one", "Choose one"), encoding="utf-8")  # edited: size (and mtime) change
+    assert load_template("en", "mine", path=f).instruction.startswith("Choose one")
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda s: s.replace('    neutral_cue: "A: "\n', ""), r"styles\.mine: missing key\(s\) \['neutral_cue'\]"),
     (lambda s: s + "    colour: red\n", r"unknown key\(s\) \['colour'\]"),

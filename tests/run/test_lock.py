@@ -1,0 +1,62 @@
+"""run.lock: the one-writer lock of a run folder in one process (re-entrant for its thread, refused to another
+thread), its holder record, and a lock lent by the parent `mcqa run` to its kernel. Several processes: the fault
+suite (tests/faults/test_one_writer.py)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from paths import REPO
+
+from mcqa_toolkit.run.lock import LENDER_ENV, RunLock, RunLocked, lock_holder
+
+
+def test_reentrant_for_its_thread_and_refused_to_another(tmp_path):
+    lock = RunLock(tmp_path / "run")
+    with lock:
+        with RunLock(tmp_path / "run"):  # run_job holds it and calls run(), which takes it again
+            assert lock_holder(tmp_path / "run") is None  # held by this very thread
+        assert lock.path.read_bytes()  # still held: the holder is recorded
+        refused = []
+
+        def other():
+            try:
+                RunLock(tmp_path / "run").acquire()
+            except RunLocked as e:
+                refused.append(str(e))
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert refused and f"pid {os.getpid()} " in refused[0] and "of this process" in refused[0]
+    assert lock.path.read_bytes() == b"" and lock_holder(tmp_path / "run") is None
+
+
+def test_a_lock_is_lent_only_to_the_process_named_by_the_lender_variable(tmp_path, monkeypatch):
+    held = tmp_path / "held"
+    code = (f"from mcqa_toolkit.run.lock import RunLock; import pathlib, time; RunLock({str(tmp_path / 'run')!r})"
+            f".acquire(); pathlib.Path({str(held)!r}).write_text('x'); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 60
+        while not held.exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        holder = lock_holder(tmp_path / "run")
+        assert holder is not None and holder["pid"] == proc.pid
+        with pytest.raises(RunLocked, match=f"pid {proc.pid} on host "):
+            RunLock(tmp_path / "run").acquire()
+        monkeypatch.setenv(LENDER_ENV, str(proc.pid))  # what `mcqa run` gives its kernel
+        assert lock_holder(tmp_path / "run") is None
+        with RunLock(tmp_path / "run"):
+            pass
+        monkeypatch.setenv(LENDER_ENV, str(proc.pid + 1))
+        with pytest.raises(RunLocked):
+            RunLock(tmp_path / "run").acquire()
+    finally:
+        proc.kill()
+        proc.wait(10)
