@@ -108,10 +108,10 @@ def test_packed_rows_equal_naive(tiny_lm, options):
 
 def test_packed_rows_with_eager_attention(tiny_tokenizer):
     """The eager implementation takes additive float masks; sliding and full layers, long suffixes."""
-    from conftest import _tiny
+    from tiny_models import tiny_model
     from mcqa_toolkit.backends.hf import wrap
 
-    lm = wrap(_tiny("gemma3", tiny_tokenizer, attn="eager"), tiny_tokenizer, name="tiny-gemma3-eager")
+    lm = wrap(tiny_model("gemma3", tiny_tokenizer, attn="eager"), tiny_tokenizer, name="tiny-gemma3-eager")
     reqs = _requests(lm)
     scorer = PrefixScorer(lm, row_tokens=12)
     _assert_equal_to_naive(lm, reqs, scorer.score(reqs, encode(lm, PREFIX)))
@@ -191,11 +191,11 @@ def test_half_precision_paths_run_in_model_dtype(tiny_tokenizer, dtype, attn):
     """The CUDA dtypes on CPU: packed rows and the unpacked fallback run in bf16/fp16 (eager masks in the model's
     dtype with its own min value), give finite log-probs and the naive choices. Half-precision rounding differs
     between layouts, so the bound here is loose; the 1e-4 equality is an fp32 guarantee."""
-    from conftest import _tiny
+    from tiny_models import tiny_model
     from mcqa_toolkit.backends.hf import wrap
     from mcqa_toolkit.backends.hf.masks import layer_groups, tree_masks
 
-    lm = wrap(_tiny("gemma3", tiny_tokenizer, attn=attn).to(getattr(torch, dtype)), tiny_tokenizer, name="tiny-half")
+    lm = wrap(tiny_model("gemma3", tiny_tokenizer, attn=attn).to(getattr(torch, dtype)), tiny_tokenizer, name="tiny-half")
     reqs = _requests(lm)
     naive = naive_scores(lm, reqs)
     for pack in (True, False):

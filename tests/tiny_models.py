@@ -1,0 +1,53 @@
+"""Tiny models for the engine tests, importable by name (a `from conftest import` would find whichever conftest
+was imported first): a BPE tokenizer trained in-process and random Gemma 3 / Llama models built from configs."""
+from __future__ import annotations
+
+CORPUS = [
+    "Question: What is the boiling point of water at sea level? Answer: (A) 100 degrees",
+    "Questão: Qual é a capital do Brasil? Resposta: Brasília. Alternativas: A) B) C) D) E)",
+    "Pregunta: ¿Cuál es la capital de España? Respuesta correcta: Madrid, la ciudad.",
+    "Domanda: Qual è la capitale d'Italia? Risposta: Roma è la capitale.",
+    "Options: (A) red (B) blue (C) green (D) yellow (E) black. Choose the correct answer.",
+    "Here are some questions from a college entrance exam. 2 + 2 = 4, 3 x 3 = 9.",
+] * 20
+
+
+def tiny_tokenizer():
+    """A byte-level BPE tokenizer (400 tokens, <bos> prepended) trained in-process on a few exam-like lines."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<pad>", "<bos>", "<eos>", "<unk>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(CORPUS, trainer)
+    from tokenizers.processors import TemplateProcessing
+
+    tok.post_processor = TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", tok.token_to_id("<bos>"))])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+                                   unk_token="<unk>")
+
+
+def tiny_model(arch: str, tokenizer, attn: str = "sdpa"):
+    """A random fp32 causal LM: Gemma 3 (sliding and full layers, logit soft-capping) or a plain Llama."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    common = dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_attention_heads=4,
+                  num_key_value_heads=2, max_position_embeddings=512, bos_token_id=tokenizer.bos_token_id,
+                  eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    if arch == "gemma3":
+        from transformers import Gemma3TextConfig
+
+        cfg = Gemma3TextConfig(num_hidden_layers=4, head_dim=8, sliding_window=16,
+                               layer_types=["sliding_attention", "full_attention"] * 2,
+                               final_logit_softcapping=30.0, **common)
+    else:
+        from transformers import LlamaConfig
+
+        cfg = LlamaConfig(num_hidden_layers=2, **common)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn)
+    return model.to(torch.float32)
