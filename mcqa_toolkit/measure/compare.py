@@ -16,7 +16,7 @@ from scipy import stats as sps
 from statsmodels.stats.contingency_tables import mcnemar
 
 from mcqa_toolkit.items import ItemSet
-from mcqa_toolkit.measure.frames import finish, groups, per_item, prepare
+from mcqa_toolkit.measure.frames import finish, groups, per_item, prepare, two_conditions
 
 MCNEMAR_EXACT_BELOW = 25  # discordant pairs under this use the exact binomial test (statsmodels' advice)
 DI_THRESHOLD = 0.2        # discrimination index below this = non-discriminating item (ENEM paper, A.2)
@@ -129,13 +129,7 @@ def paired_mcnemar(frame: pd.DataFrame, between: str = "language", a: str = "en"
     acc_b, statistic, p_value, exact, note.
     """
     needed = (between, pair_on, "item_id", "correct", "status") + (("shuffle",) if shuffle is not None else ())
-    f, by = prepare(frame, by, needed)
-    if between in by:
-        raise ValueError(f"{between!r} is what is compared; it cannot also be in `by`")
-    missing = [v for v in (a, b) if v not in set(f[between])]
-    if missing:
-        raise ValueError(f"{between} value(s) {missing} not in the frame")
-    f = f[f[between].isin([a, b])]
+    f, by = two_conditions(frame, by, needed, between, a, b)
     if shuffle is not None:
         f = f[f["shuffle"] == shuffle]
         if f.empty:

@@ -28,6 +28,18 @@ def prepare(frame: pd.DataFrame, by: str | Sequence[str], needed: Sequence[str])
     return frame, by
 
 
+def two_conditions(frame: pd.DataFrame, by: str | Sequence[str], needed: Sequence[str], between: str, a: str,
+                   b: str) -> tuple[pd.DataFrame, list[str]]:
+    """`prepare`, then the records of conditions `a` and `b` of column `between` (which cannot also group)."""
+    f, by = prepare(frame, by, needed)
+    if between in by:
+        raise ValueError(f"{between!r} is what is compared; it cannot also be in `by`")
+    missing = [v for v in (a, b) if v not in set(f[between])]
+    if missing:
+        raise ValueError(f"{between} value(s) {missing} not in the frame")
+    return f[f[between].isin([a, b])], by
+
+
 def finish(out: pd.DataFrame) -> pd.DataFrame:
     """Drop the constant key `prepare` may have added and number rows 0..n-1."""
     return out.drop(columns=_ALL, errors="ignore").reset_index(drop=True)

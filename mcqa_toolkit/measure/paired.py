@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.measure.frames import finish, groups, per_item, prepare
+from mcqa_toolkit.measure.frames import finish, groups, per_item, two_conditions
 from mcqa_toolkit.measure.scores import bootstrap_means
 
 __all__ = ["paired_bootstrap"]
@@ -29,13 +29,7 @@ def paired_bootstrap(frame: pd.DataFrame, between: str = "run_id", a: str = "", 
     accuracy_a, accuracy_b, diff, ci_low, ci_high, p_value, n_boot."""
     if n_boot < 1 or not 0 < level < 1:
         raise ValueError(f"n_boot must be >= 1 and level in (0, 1), got {n_boot}, {level}")
-    f, by = prepare(frame, by, (between, pair_on, "item_id", "correct", "status"))
-    if between in by:
-        raise ValueError(f"{between!r} is what is compared; it cannot also be in `by`")
-    missing = [v for v in (a, b) if v not in set(f[between])]
-    if missing:
-        raise ValueError(f"{between} value(s) {missing} not in the frame")
-    f = f[f[between].isin([a, b])]
+    f, by = two_conditions(frame, by, (between, pair_on, "item_id", "correct", "status"), between, a, b)
     ids = f[list(dict.fromkeys([*by, between, "item_id", pair_on]))].drop_duplicates()
     items = per_item(f, [*by, between]).merge(ids, on=[*by, between, "item_id"])
     if items.duplicated([*by, between, pair_on]).any():
