@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-full test test-fast test-faults reliability install vllm chromium bench clean-outputs lab screenshots
+.PHONY: demo demo-full test test-fast test-gpu test-faults reliability install vllm chromium bench clean-outputs lab screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,11 @@ test: $(STAMP) $(VLLM_STAMP) chromium
 # unit tier only: no real model, no notebook kernels (target under 90 s)
 test-fast: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m unit
+
+# the gpu tier on a machine with a CUDA device (skipped elsewhere); PYTHON= picks that machine's interpreter
+# (e.g. a GPU image's python3 holding its CUDA torch); the notebook plugin options are not needed there
+test-gpu:
+	$(or $(PYTHON),$(BIN)/python) -m pytest -q -p no:cacheprovider -o addopts= -m gpu tests/backends/hf/test_gpu.py
 
 # the fault suite alone (tests/faults: kills, full disks, 429 storms, damaged files, fuzzed inputs, memory; part of
 # `make test`), and docs/reliability.md rewritten from its output (scripts/reliability_table.py)

@@ -15,6 +15,7 @@ context: attention nearly free, i.e. the throughput of the body's matrix product
 from __future__ import annotations
 
 import math
+import platform
 import time
 from typing import Any
 
@@ -49,3 +50,30 @@ def raw_forward_rate(lm: Any, n_tokens: int, row_len: int, repeats: int = 2) -> 
         _sync(ids.device)
         best = min(best, time.perf_counter() - t0)
     return rows * length / best, (rows, length)
+
+
+def model_flops(model: Any, tokens: int, head_positions: int) -> float:
+    """Matrix-product FLOPs of forwarding `tokens` through the body and `head_positions` through the LM head:
+    2 x parameters per token (attention's score/value products excluded: ~5% at 1.5k tokens for 8B shapes, so
+    MFU here is a slight underestimate)."""
+    emb = model.get_input_embeddings().weight
+    body = sum(p.numel() for p in model.base_model.parameters() if p is not emb and p.dim() > 1)
+    return 2.0 * body * tokens + 2.0 * model.get_output_embeddings().weight.numel() * head_positions
+
+
+def mfu(model: Any, tokens: int, head_positions: int, seconds: float, peak_tflops: float) -> float:
+    """Model FLOPs utilisation: the useful matrix-product FLOPs (unique tokens, scored positions) per second over
+    the device's dense peak."""
+    return model_flops(model, tokens, head_positions) / seconds / (peak_tflops * 1e12)
+
+
+def device_facts(lm: Any, **versions: str) -> dict[str, str]:
+    """Where a benchmark ran: device name, dtype, torch / transformers / CUDA versions (for the results table)."""
+    import transformers
+
+    name = torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else platform.processor() or "cpu"
+    out = {"device": name, "dtype": str(lm.dtype).removeprefix("torch."), "model": lm.name,
+           "attention": lm.model.config._attn_implementation, "torch": torch.__version__,
+           "transformers": transformers.__version__, "cuda": str(torch.version.cuda),
+           "python": platform.python_version()}
+    return {**out, **versions}

@@ -27,8 +27,10 @@ from mcqa_toolkit.prompts.permutations import permutations
 
 try:  # run as a script (python benchmarks/x.py) or as a module (python -m benchmarks.x)
     from _enem_long import enem_long
+    from _shapes import random_model
 except ModuleNotFoundError:
     from benchmarks._enem_long import enem_long
+    from benchmarks._shapes import random_model
 
 SCORINGS = {"letters": "first_token", "options": "loglik"}  # scoring -> our build() method
 
@@ -36,6 +38,10 @@ SCORINGS = {"letters": "first_token", "options": "loglik"}  # scoring -> our bui
 def add_arguments(ap: argparse.ArgumentParser, *, items: int, shuffles: int) -> None:
     """The workload options (model, workload/dataset, prompt style, items, shots, shuffles, scorings, threads)."""
     ap.add_argument("--model", default="gemma-3-270m")
+    ap.add_argument("--random-shape", default=None, help="instead of --model: random weights of a published shape "
+                    "(_shapes.py: gemma-3-1b, llama-3-8b, qwen2.5-7b), built on --device with --tokenizer")
+    ap.add_argument("--tokenizer", default=None, help="--random-shape: a saved tokenizer directory")
+    ap.add_argument("--attn", default="sdpa", help="--random-shape: attention implementation (sdpa, eager)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float32", help="float32 (equality is checked at 1e-4), bfloat16, float16")
     ap.add_argument("--workload", choices=("enem-long", "exam"), default="enem-long")
@@ -75,7 +81,10 @@ def setup(args: argparse.Namespace) -> tuple[Any, list, list]:
     Sets `args.rule` / `args.shot_ids` for `render_item`."""
     if args.threads:
         torch.set_num_threads(args.threads)
-    lm = load_model(args.model, device=args.device, dtype=args.dtype)
+    if args.random_shape:
+        lm = random_model(args.random_shape, args.tokenizer, device=args.device, dtype=args.dtype, attn=args.attn)
+    else:
+        lm = load_model(args.model, device=args.device, dtype=args.dtype)
     if args.workload == "enem-long":
         pool, evaluated, args.shot_ids, used = enem_long(args.formats_dir, args.shots)
         args.rule = "ids"

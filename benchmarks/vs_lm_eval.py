@@ -29,6 +29,7 @@ Nothing is downloaded: HF_HUB_OFFLINE defaults to 1 here (set HF_HUB_OFFLINE=0 t
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -42,10 +43,10 @@ from mcqa_toolkit.backends.hf.engine import PrefixScorer, naive_scores  # noqa: 
 from mcqa_toolkit.backends.hf.tokens import prompt_text  # noqa: E402
 
 try:  # run as a script (python benchmarks/vs_lm_eval.py) or as a module (python -m benchmarks.vs_lm_eval)
-    from _limit import SHORT_ROW, SHORT_ROW_TOKENS, raw_forward_rate
+    from _limit import SHORT_ROW, SHORT_ROW_TOKENS, device_facts, mfu, raw_forward_rate
     from _workload import SCORINGS, add_arguments, build, render_item, scorings, setup
 except ModuleNotFoundError:
-    from benchmarks._limit import SHORT_ROW, SHORT_ROW_TOKENS, raw_forward_rate
+    from benchmarks._limit import SHORT_ROW, SHORT_ROW_TOKENS, device_facts, mfu, raw_forward_rate
     from benchmarks._workload import SCORINGS, add_arguments, build, render_item, scorings, setup
 
 
@@ -152,9 +153,14 @@ def main() -> None:
     ap.add_argument("--lm-eval-items", type=int, default=1)
     ap.add_argument("--naive-items", type=int, default=1)
     ap.add_argument("--lm-eval-batch-size", type=int, default=1, help="HFLM batch_size (its default: 1)")
+    ap.add_argument("--peak-tflops", type=float, default=790.0,
+                    help="the device's dense matrix-product rate for MFU (default: an H100's bf16, ~790 TFLOP/s)")
+    ap.add_argument("--json", default=None, help="also write the results (and the device, versions) to this file")
     args = ap.parse_args()
     version, HFLM, Instance = import_lm_eval()
     lm, pool, evaluated = setup(args)
+    facts = device_facts(lm, lm_eval=version)
+    print("device: " + " ".join(f"{k}={v}" for k, v in facts.items()))
     hflm = HFLM(pretrained=lm.model, tokenizer=lm.tokenizer, batch_size=args.lm_eval_batch_size)
     print(f"lm-eval {version} HFLM(pretrained=<in-memory {type(lm.model).__name__}>, batch_size="
           f"{args.lm_eval_batch_size}) backend={hflm.backend} logits_cache={hflm.logits_cache} "
@@ -178,6 +184,7 @@ def main() -> None:
         a["frac"] = st.unique / a["t_ours"] / limit
         short, _ = raw_forward_rate(lm, min(st.unique, SHORT_ROW_TOKENS), SHORT_ROW)
         a["frac_short"] = st.unique / a["t_ours"] / short
+        a["mfu"] = mfu(lm.model, st.unique, st.scored_positions, a["t_ours"], args.peak_tflops)
         print(f"[{scoring}] token_ids_identical={a['tok_same']}/{a['tok_all']} | lm-eval {s_lm:.1f} s/item "
               f"({a['n_items_lm']} items) naive {s_naive:.1f} s/item ({a['n_items_naive']}) ours {s_ours:.2f} s/item "
               f"({len(evaluated)} items; {ours_lm_items:.2f} s/item on the lm-eval items) | speedup vs lm-eval "
@@ -188,13 +195,19 @@ def main() -> None:
               f"calls={st.calls} naive={st.naive} tokens_ratio={a['tokens_ratio']:.3f} | ours "
               f"{st.unique / a['t_ours']:.0f} unique tok/s, raw forward {limit:.0f} tok/s ({shape[0]}x{shape[1]} "
               f"tokens, body only) | frac_of_limit {a['frac']:.2f} | body on {SHORT_ROW}-token rows without context "
-              f"{short:.0f} tok/s (stricter reference) | frac_of_short_rows {a['frac_short']:.2f}", flush=True)
+              f"{short:.0f} tok/s (stricter reference) | frac_of_short_rows {a['frac_short']:.2f} | MFU "
+              f"{a['mfu']:.3f} of {args.peak_tflops:.0f} TFLOP/s", flush=True)
+        a.update(s_ours=s_ours, s_lm=s_lm, s_naive=s_naive, unique_tok_s=st.unique / a["t_ours"], limit_tok_s=limit,
+                 short_tok_s=short, stats=st.as_dict())
     head = res.get("letters") or next(iter(res.values()))
     same = all(a["same_lm"] == a["n_lm"] and a["same_naive"] == a["n_naive"] for a in res.values())
     delta = max(max(a["delta_lm"], a["delta_naive"]) for a in res.values())
     print(f"RESULT speedup_vs_lm_eval={head['speedup_lm']:.1f} speedup_vs_naive={head['speedup_naive']:.1f} "
           f"max_delta={delta:.2e} tokens_ratio={head['tokens_ratio']:.3f} frac_of_limit={head['frac']:.2f} "
-          f"same_choices={same} frac_of_short_rows={head['frac_short']:.2f}")
+          f"same_choices={same} frac_of_short_rows={head['frac_short']:.2f} mfu={head['mfu']:.3f}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"args": vars(args), "device": facts, "results": res}, f, indent=1, default=str)
 
 
 if __name__ == "__main__":

@@ -30,19 +30,30 @@ def tiny_tokenizer():
                                    unk_token="<unk>")
 
 
-def tiny_model(arch: str, tokenizer, attn: str = "sdpa"):
-    """A random fp32 causal LM: Gemma 3 (sliding and full layers, logit soft-capping) or a plain Llama."""
+# real models' head sizes and GQA ratios on a few layers, for the GPU tests (attention kernels pick their code
+# by head size; 8-wide heads would not take the paths a 1B-70B model takes)
+GPU_SIZES = {"gemma3": dict(hidden_size=640, intermediate_size=2048, num_attention_heads=4, num_key_value_heads=1,
+                            head_dim=256),
+             "llama": dict(hidden_size=1024, intermediate_size=2816, num_attention_heads=8, num_key_value_heads=2)}
+
+
+def tiny_model(arch: str, tokenizer, attn: str = "sdpa", size: str = "tiny"):
+    """A random fp32 causal LM: Gemma 3 (sliding and full layers, logit soft-capping) or a plain Llama.
+    `size="gpu"`: real head sizes (Gemma 3 256 with one KV head, Llama 128 with GQA 4:1), same layer layout."""
     import torch
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(0)
-    common = dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_attention_heads=4,
-                  num_key_value_heads=2, max_position_embeddings=512, bos_token_id=tokenizer.bos_token_id,
-                  eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    widths = dict(hidden_size=32, intermediate_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=8)
+    if size == "gpu":
+        widths = {**widths, **GPU_SIZES[arch]}
+    head_dim = widths.pop("head_dim")
+    common = dict(vocab_size=len(tokenizer), max_position_embeddings=512, bos_token_id=tokenizer.bos_token_id,
+                  eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, **widths)
     if arch == "gemma3":
         from transformers import Gemma3TextConfig
 
-        cfg = Gemma3TextConfig(num_hidden_layers=4, head_dim=8, sliding_window=16,
+        cfg = Gemma3TextConfig(num_hidden_layers=4, head_dim=head_dim, sliding_window=16,
                                layer_types=["sliding_attention", "full_attention"] * 2,
                                final_logit_softcapping=30.0, **common)
     else:

@@ -1,7 +1,8 @@
 """An MMLU-sized run in a fresh process, for tests/faults/test_memory.py: 14,042 items (MMLU's test split) x 4
 options in 57 subject files of MMLU's CSV format, synthetic text of MMLU-like length, administered under
 log-likelihood scoring through the lookup-table backend by run_job (records, Min-K%, summary). Prints one JSON
-line: peak RSS (MB, this process's own high-water mark), seconds, records written. Usage: python memory_run.py OUT_DIR [N_ITEMS]"""
+line: peak RSS (MB, this process's own high-water mark), seconds, records written.
+Usage: python memory_run.py OUT_DIR [N_ITEMS]"""
 from __future__ import annotations
 
 import csv

@@ -28,7 +28,7 @@ import torch
 from torch.profiler import record_function
 
 from mcqa_toolkit.backends.hf.loading import LM
-from mcqa_toolkit.backends.hf.masks import batch_inputs, layer_groups, shared_cache, tree_masks
+from mcqa_toolkit.backends.hf.masks import attention_kernels, batch_inputs, layer_groups, shared_cache, tree_masks
 from mcqa_toolkit.backends.hf.packing import lcp, plan_batches, plan_chains, plan_rows, unique_tokens
 
 
@@ -93,7 +93,7 @@ def lm_head(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
 
 def _forward_hidden(lm: LM, ids: torch.Tensor, cache, stats: EngineStats, **kwargs) -> torch.Tensor:
     stats.calls += 1
-    with record_function("mcqa::body"):
+    with record_function("mcqa::body"), attention_kernels(ids.device):
         return lm.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True, **kwargs).last_hidden_state
 
 

@@ -9,32 +9,14 @@ head, and the eager attention implementation (additive masks) besides sdpa (bool
 import numpy as np
 import pytest
 import torch
+from engine_requests import PREFIX, long_requests, requests_for
 
-from mcqa_toolkit.backends.hf.tokens import (context_continuation, context_continuations, encode, letter_requests,
-                                             next_token_candidates)
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request, lm_head, naive_scores
 from mcqa_toolkit.backends.hf.packing import unique_tokens
+from mcqa_toolkit.backends.hf.tokens import (context_continuation, context_continuations, encode, letter_requests,
+                                             next_token_candidates)
 
 TOL = 1e-4
-
-PREFIX = "Here are some questions from a college entrance exam.\n\n" + \
-         "Question: What is 2 + 2?\nOptions:\n(A) 3\n(B) 4\n(C) 5\nAnswer: (B) 4\n\n" * 3
-
-
-def _requests(lm, stems=("What colour is the sky?", "Qual é a capital do Brasil?")):
-    reqs = []
-    letters = ["A", "B", "C"]
-    for stem in stems:
-        for perm in (("red", "blue", "green"), ("blue", "green", "red"), ("green", "red", "blue")):
-            text = PREFIX + f"Question: {stem}\nOptions:\n" + "".join(
-                f"({l}) {o}\n" for l, o in zip(letters, perm)) + "Answer: ("
-            ids = encode(lm, text)
-            cands, _ = next_token_candidates(lm, ids, text, letters)
-            reqs.append(Request(ids, len(ids), cands))
-            for o in perm:
-                ctx, cont = context_continuation(lm, text[: -len(" (")], " " + o)
-                reqs.append(Request(ctx + cont, len(ctx)))
-    return reqs
 
 
 def test_lm_head_matches_model_logits(tiny_lm):
@@ -47,7 +29,7 @@ def test_lm_head_matches_model_logits(tiny_lm):
 
 @pytest.mark.parametrize("batch_tokens", [8192, 40])  # 40 forces many small suffix batches
 def test_prefix_sharing_equals_naive(tiny_lm, batch_tokens):
-    reqs = _requests(tiny_lm)
+    reqs = requests_for(tiny_lm)
     assert len(encode(tiny_lm, PREFIX)) > 16, "prefix must exceed the sliding window"
     naive = naive_scores(tiny_lm, reqs)
     trimmed = naive_scores(tiny_lm, reqs, full_logits=False)
@@ -62,12 +44,6 @@ def test_prefix_sharing_equals_naive(tiny_lm, batch_tokens):
     assert st.forwarded < st.naive and st.unique <= st.forwarded <= st.naive
     # the run prefix is forwarded once although two calls used it
     assert st.forwarded < st.naive - len(shared)
-
-
-# option texts long enough that an item's suffix rows run well past the tiny Gemma's 16-token sliding window
-LONG_OPTIONS = ("the red planet seen from the desert at night, bright and steady above the capital",
-                "blue, because the capital of Brazil is far from the sea and the sky is clear there",
-                "green like the boiling water of the exam question, 100 degrees at sea level")
 
 
 def _max_suffix(reqs):
@@ -85,16 +61,8 @@ def _assert_equal_to_naive(lm, reqs, got):
                                      dict(row_tokens=10_000), dict(pack=False), dict(head_rows=3)])
 def test_packed_rows_equal_naive(tiny_lm, options):
     """Packed trie rows (split rows, many batches, one row, unpacked fallback, chunked LM head) = naive."""
-    reqs = _requests(tiny_lm, stems=("What colour is the sky?",))
-    long_reqs = []
-    for perm in (LONG_OPTIONS, LONG_OPTIONS[::-1], LONG_OPTIONS[1:] + LONG_OPTIONS[:1]):
-        text = PREFIX + "Question: Which one is right?\nOptions:\n" + "".join(
-            f"({l}) {o}\n" for l, o in zip("ABC", perm)) + "Answer: ("
-        ids = encode(tiny_lm, text)
-        long_reqs.append(Request(ids, len(ids), next_token_candidates(tiny_lm, ids, text, list("ABC"))[0]))
-        for o in perm:
-            ctx, cont = context_continuation(tiny_lm, text[: -len(" (")], " " + o)
-            long_reqs.append(Request(ctx + cont, len(ctx)))
+    reqs = requests_for(tiny_lm, stems=("What colour is the sky?",))
+    long_reqs = long_requests(tiny_lm)
     assert _max_suffix(long_reqs) > 3 * 16, "rows must run past the sliding window"
     shared = encode(tiny_lm, PREFIX)
     scorer = PrefixScorer(tiny_lm, **options)
@@ -109,10 +77,11 @@ def test_packed_rows_equal_naive(tiny_lm, options):
 def test_packed_rows_with_eager_attention(tiny_tokenizer):
     """The eager implementation takes additive float masks; sliding and full layers, long suffixes."""
     from tiny_models import tiny_model
+
     from mcqa_toolkit.backends.hf import wrap
 
     lm = wrap(tiny_model("gemma3", tiny_tokenizer, attn="eager"), tiny_tokenizer, name="tiny-gemma3-eager")
-    reqs = _requests(lm)
+    reqs = requests_for(lm)
     scorer = PrefixScorer(lm, row_tokens=12)
     _assert_equal_to_naive(lm, reqs, scorer.score(reqs, encode(lm, PREFIX)))
     assert scorer.stats.calls >= 3
@@ -132,7 +101,7 @@ def test_no_shared_prefix_and_short_item_prefix(tiny_lm):
 
 
 def test_wrong_shared_prefix_falls_back_correctly(tiny_lm):
-    reqs = _requests(tiny_lm, stems=("Why?",))
+    reqs = requests_for(tiny_lm, stems=("Why?",))
     scorer = PrefixScorer(tiny_lm)
     got = scorer.score(reqs, shared_prefix=encode(tiny_lm, "Completely different text"))
     naive = naive_scores(tiny_lm, reqs)
@@ -140,7 +109,7 @@ def test_wrong_shared_prefix_falls_back_correctly(tiny_lm):
 
 
 def test_duplicates_computed_once_and_results_in_order(tiny_lm):
-    reqs = _requests(tiny_lm, stems=("Why?",))
+    reqs = requests_for(tiny_lm, stems=("Why?",))
     scorer = PrefixScorer(tiny_lm)
     once = scorer.score(reqs)
     f1 = scorer.stats.forwarded
@@ -192,11 +161,13 @@ def test_half_precision_paths_run_in_model_dtype(tiny_tokenizer, dtype, attn):
     dtype with its own min value), give finite log-probs and the naive choices. Half-precision rounding differs
     between layouts, so the bound here is loose; the 1e-4 equality is an fp32 guarantee."""
     from tiny_models import tiny_model
+
     from mcqa_toolkit.backends.hf import wrap
     from mcqa_toolkit.backends.hf.masks import layer_groups, tree_masks
 
-    lm = wrap(tiny_model("gemma3", tiny_tokenizer, attn=attn).to(getattr(torch, dtype)), tiny_tokenizer, name="tiny-half")
-    reqs = _requests(lm)
+    model = tiny_model("gemma3", tiny_tokenizer, attn=attn).to(getattr(torch, dtype))
+    lm = wrap(model, tiny_tokenizer, name="tiny-half")
+    reqs = requests_for(lm)
     naive = naive_scores(lm, reqs)
     for pack in (True, False):
         got = PrefixScorer(lm, row_tokens=12, pack=pack).score(reqs, encode(lm, PREFIX))
@@ -212,3 +183,18 @@ def test_half_precision_paths_run_in_model_dtype(tiny_tokenizer, dtype, attn):
             assert m.dtype == lm.dtype and m.min() == torch.finfo(lm.dtype).min
         else:
             assert m.dtype == torch.bool
+
+
+def test_engine_calls_on_cuda_leave_cudnn_attention_out():
+    """On an H100 cuDNN's sdpa kernel cost ~5 ms of host time per call (a plan per new shape): the engine's
+    forward calls on CUDA allow flash, memory-efficient and math only; on CPU PyTorch's own choice stands."""
+    from mcqa_toolkit.backends.hf.masks import attention_kernels
+
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    with attention_kernels(torch.device("cuda")):
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled() and torch.backends.cuda.mem_efficient_sdp_enabled()
+        assert torch.backends.cuda.math_sdp_enabled()
+    assert torch.backends.cuda.cudnn_sdp_enabled() == before
+    with attention_kernels(torch.device("cpu")):
+        assert torch.backends.cuda.cudnn_sdp_enabled() == before
