@@ -103,7 +103,9 @@ class RequestCache:
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                data = json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8")
+                # the response as received, key order included: legacy top_logprobs is an object ordered by
+                # probability, and on ties its order picks the top token (the checksum is order-free)
+                data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]
