@@ -280,10 +280,14 @@ def naive_scores(lm: LM, requests: Sequence[Request], full_logits: bool = True) 
         ids = torch.tensor([r.tokens], device=lm.device)
         keep = 0 if full_logits else len(r.tokens) - r.n_context + 1
         logits = lm.model(input_ids=ids, use_cache=False, logits_to_keep=keep).logits[0]
-        logp = logits[-(len(r.tokens) - r.n_context + 1):].float().log_softmax(-1)  # positions n_context-1 .. end
-        if r.candidates is not None:
-            out.append(logp[-1, torch.tensor(r.candidates, device=lm.device)].double().cpu().numpy())
-        else:
-            tgt = torch.tensor(r.tokens[r.n_context:], device=lm.device)
-            out.append(logp[:-1].gather(-1, tgt.unsqueeze(-1)).squeeze(-1).double().cpu().numpy())
+        out.append(request_logprobs(r, logits[-(len(r.tokens) - r.n_context + 1):]))
     return out
+
+
+def request_logprobs(r: Request, logits: torch.Tensor) -> np.ndarray:
+    """A request's result from the full logits at its positions n_context-1 .. end (fp32 log-softmax)."""
+    logp = logits.float().log_softmax(-1)
+    if r.candidates is not None:
+        return logp[-1, torch.tensor(r.candidates, device=logp.device)].double().cpu().numpy()
+    tgt = torch.tensor(r.tokens[r.n_context:], device=logp.device)
+    return logp[:-1].gather(-1, tgt.unsqueeze(-1)).squeeze(-1).double().cpu().numpy()

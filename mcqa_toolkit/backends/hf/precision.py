@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from mcqa_toolkit.backends.hf.engine import Request
+from mcqa_toolkit.backends.hf.engine import Request, request_logprobs
 from mcqa_toolkit.backends.hf.loading import LM
 
 
@@ -34,13 +34,7 @@ def naive_padded_scores(lm: LM, requests: Sequence[Request], batch_size: int = 8
             ids[i, : len(r.tokens)] = torch.tensor(r.tokens, device=lm.device)
             mask[i, : len(r.tokens)] = 1
         logits = lm.model(input_ids=ids, attention_mask=mask, use_cache=False).logits
-        for i, r in enumerate(chunk):
-            logp = logits[i, r.n_context - 1: len(r.tokens)].float().log_softmax(-1)
-            if r.candidates is not None:
-                out.append(logp[-1, torch.tensor(r.candidates, device=logp.device)].double().cpu().numpy())
-            else:
-                tgt = torch.tensor(r.tokens[r.n_context:], device=logp.device)
-                out.append(logp[:-1].gather(-1, tgt[:, None])[:, 0].double().cpu().numpy())
+        out.extend(request_logprobs(r, logits[i, r.n_context - 1: len(r.tokens)]) for i, r in enumerate(chunk))
     return out
 
 
