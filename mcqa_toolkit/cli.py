@@ -18,6 +18,7 @@ run.jobs) in one kernel (run.session). Relative output folders are relative to t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -193,8 +194,14 @@ def _main(argv: list[str] | None = None) -> int:
     if args.command == "validate-enem":
         from mcqa_toolkit.enem.validate import validate_enem
 
-        print(validate_enem(args.item_params, args.microdata, args.out, args.area, args.chunksize,
-                            errata=not args.as_published).text())
+        result = validate_enem(args.item_params, args.microdata, args.out, args.area, args.chunksize,
+                               errata=not args.as_published)
+        if len(result.table) and result.cases is None:  # a case list spans years: its tables are the output
+            from mcqa_toolkit.report import plots       # matplotlib only once there is something to draw
+
+            figures = plots.save(plots.score_agreement(result.table), args.out, result.stem)
+            result = dataclasses.replace(result, files=result.files + tuple(figures))
+        print(result.text())
         return 0
     run_notebook = notebooks_dir() / RUN_NOTEBOOK
     if args.command == "run":

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from mcqa_toolkit.items import Item
-from mcqa_toolkit.run.records import make_record, run_fields
-from mcqa_toolkit.run.store import records_frame
+from mcqa_toolkit.records.factory import make_record, run_fields
+from mcqa_toolkit.records.columns import records_frame
 
 ITEM_KEYS = ("item_id", "parallel_id", "language", "subject", "n_options", "answer")
 RUN_KEYS = ("model", "strategy", "dataset", "method", "run_id")

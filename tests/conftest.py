@@ -125,6 +125,6 @@ def synthetic_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def records(synthetic_dir):
-    from mcqa_toolkit.run.store import load_results
+    from mcqa_toolkit.records.results import load_results
 
     return load_results(synthetic_dir)

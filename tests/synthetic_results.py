@@ -15,8 +15,8 @@ from mcqa_toolkit.prompts.permutations import permutations
 from mcqa_toolkit.run import plan_shots
 from mcqa_toolkit.run import strategy as build
 from mcqa_toolkit.run.adaptive import cat_bank, cat_seed
-from mcqa_toolkit.run.records import make_record, run_fields
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.factory import make_record, run_fields
+from mcqa_toolkit.records.store import RunDir
 MODEL_THETA = {"model-a": 1.0, "model-b": -0.5}
 LANGUAGE_SHIFT = {"en": 0.0, "pt": -0.4}
 SHUFFLES = 3

@@ -11,7 +11,7 @@ from mcqa_toolkit import cli
 from mcqa_toolkit.cli import main
 from mcqa_toolkit.resources import notebooks_dir
 from mcqa_toolkit.run import grid, jobs
-from mcqa_toolkit.run.store import load_results
+from mcqa_toolkit.records.results import load_results
 
 
 def _params(tmp_path, model_dir, strategies, **extra):

@@ -56,9 +56,11 @@ def test_irt_is_generic_psychometrics_without_file_io():
 
 
 def test_enem_code_lives_in_one_package():
-    outside = [p.relative_to(PKG) for p in PKG.rglob("*enem*.py")
-               if p.parent.name != "enem" and p.relative_to(PKG) not in (Path("datasets/enem.py"),
-                                                                      Path("report/plots/enem.py"))]
+    """ENEM-specific modules sit in mcqa_toolkit/enem/, except the exam-question loader (datasets/enem/) and its
+    figures (report/plots/enem.py)."""
+    allowed = (Path("enem"), Path("datasets/enem"), Path("report/plots/enem.py"))
+    outside = [rel for p in PKG.rglob("*.py") if "enem" in str(rel := p.relative_to(PKG)).lower()
+               and not any(rel == a or a in rel.parents for a in allowed)]
     assert not outside, f"ENEM-specific modules outside mcqa_toolkit/enem: {outside}"
 
 
@@ -67,3 +69,51 @@ def test_psychometrics_and_numbers_import_no_torch():
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def _package_graph() -> dict[str, dict[str, list[str]]]:
+    """package -> {imported package -> [files importing it]} for every import between first-level packages and
+    top-level modules of mcqa_toolkit (the package's own __init__ counts as the top level, '')."""
+    graph: dict[str, dict[str, list[str]]] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).with_suffix("").parts
+        here = rel[0] if (PKG / rel[0]).is_dir() else ("" if rel[0] == "__init__" else rel[0])
+        for module, names in _imports(path):
+            parts = module.split(".")[1:]
+            targets = [parts[0]] if parts else [n for n in names if (PKG / n).is_dir() or (PKG / f"{n}.py").exists()]
+            for there in targets:
+                if there != here and ((PKG / there).is_dir() or (PKG / f"{there}.py").exists()):
+                    graph.setdefault(here, {}).setdefault(there, []).append(str(path.relative_to(PKG)))
+    return graph
+
+
+def test_no_import_cycle_between_packages():
+    """The packages form a DAG (arrows point down only: items <- records <- run, DESIGN.md)."""
+    graph = _package_graph()
+
+    def reachable(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), {}):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    cycles = [f"{a} -> {b} ({graph[a][b][0]}) -> ... -> {a}" for a in graph for b in graph[a] if a in reachable(b)]
+    assert not cycles, "\n".join(cycles)
+
+
+def test_readers_of_run_folders_go_through_records():
+    """measure/, report/ and interop/ read run folders through records/, never through run/; records/ imports only
+    items.py (the record format sits below everything that writes or reads runs)."""
+    graph = _package_graph()
+    for reader in ("measure", "report", "interop"):
+        assert "run" not in graph.get(reader, {}), f"{reader}/ imports run/: {graph[reader]['run']}"
+    assert set(graph.get("records", {})) <= {"items"}, f"records/ imports {graph['records']}"
+
+
+def test_package_modules_stay_under_300_lines():
+    long = {str(p.relative_to(PKG)): n for p in sorted(PKG.rglob("*.py"))
+            if (n := len(p.read_text().splitlines())) > 300}
+    assert not long, f"modules over 300 lines: {long}"

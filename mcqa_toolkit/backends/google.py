@@ -29,10 +29,9 @@ from mcqa_toolkit.backends.base import (Capabilities, CapabilityError, Continuat
                                         LetterLogprobs)
 from mcqa_toolkit.backends.cache import RequestCache
 from mcqa_toolkit.backends.http import ApiError, RequestSender, RetryPolicy, SenderBacked, TokenMeter
-from mcqa_toolkit.backends.providers import GEMINI, public_url
+from mcqa_toolkit.backends.providers import GEMINI, GEMINI_URL, public_url
 from mcqa_toolkit.backends.secrets import with_credentials
 
-GEMINI_URL = "https://generativelanguage.googleapis.com"
 PROBE_TEXT = "A capital da França é Paris, e a capital da Itália é"
 _VOLATILE = ("sdk_http_response", "automatic_function_calling_history")  # headers (dates): not part of an answer
 

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mcqa_toolkit.backends.batch import Results, _check_ids, split_lines
-from mcqa_toolkit.backends.google import GEMINI_URL
-from mcqa_toolkit.backends.providers import GEMINI
+from mcqa_toolkit.backends.providers import GEMINI, GEMINI_URL
 from mcqa_toolkit.backends.secrets import with_credentials
 
 __all__ = ["GeminiBatches", "ENDED"]

@@ -16,7 +16,7 @@ from typing import Sequence
 from urllib.parse import urlsplit
 
 __all__ = ["BatchLimits", "ReasoningRule", "Provider", "Profile", "PROVIDERS", "ANTHROPIC", "ANTHROPIC_NO_PREFILL",
-           "ANTHROPIC_NO_TEMPERATURE", "GEMINI", "provider_for", "profile", "public_url"]
+           "ANTHROPIC_NO_TEMPERATURE", "GEMINI", "GEMINI_URL", "provider_for", "profile", "public_url"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,7 @@ ANTHROPIC = Provider("anthropic", ("api.anthropic.com",), completions="none", co
 # not support assistant message prefill") and any temperature (Opus 4.7 and later: "`temperature` is deprecated")
 ANTHROPIC_NO_PREFILL = r"^claude-(opus|sonnet|haiku)-(4-[6-9]|[5-9])"
 ANTHROPIC_NO_TEMPERATURE = r"^claude-opus-(4-[7-9]|[5-9])"
+GEMINI_URL = "https://generativelanguage.googleapis.com"  # the Gemini API (native and batch endpoints)
 GEMINI = Provider("gemini", ("generativelanguage.googleapis.com",), completions="none", completions_logprobs_max=None,
                   chat_logprobs_max=20, echo=False, max_stop=5,
                   batch=BatchLimits(None, 20 * 1000 ** 2, custom_id=r"^.{1,}$"))

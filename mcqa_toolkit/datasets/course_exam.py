@@ -24,8 +24,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from mcqa_toolkit.datasets.common import (items_from_records, iter_jsonl, parse_float, read_json, require,
-                                           require_text)
+from mcqa_toolkit.datasets.common import items_from_records, parse_float, require, require_text
+from mcqa_toolkit.textfiles import iter_jsonl, read_json
 from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
 from mcqa_toolkit.resources import demo_dir
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.datasets.common import UniqueIds, check_options, iter_jsonl, require, require_text
+from mcqa_toolkit.datasets.common import UniqueIds, check_options, require, require_text
+from mcqa_toolkit.textfiles import iter_jsonl
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 from mcqa_toolkit.resources import demo_dir
 

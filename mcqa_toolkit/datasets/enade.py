@@ -21,8 +21,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from mcqa_toolkit.datasets.common import (csv_columns, is_annulled, is_missing, items_from_records, iter_csv, iter_jsonl,
-                                           letter_to_index, parse_bool, parse_int, require, require_text)
+from mcqa_toolkit.datasets.common import (is_annulled, is_missing, items_from_records, letter_to_index, parse_bool,
+                                          parse_int, require, require_text)
+from mcqa_toolkit.textfiles import csv_columns, iter_csv, iter_jsonl
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
 LETTER_COLUMNS = ("A", "B", "C", "D", "E")

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from mcqa_toolkit.datasets.common import check_options, items_from_records, iter_jsonl, require, require_text
+from mcqa_toolkit.datasets.common import check_options, items_from_records, require, require_text
+from mcqa_toolkit.textfiles import iter_jsonl
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
 TOPICS = ("biologia", "chimica", "fisica-matematica", "competenze-conoscenze", "logica")

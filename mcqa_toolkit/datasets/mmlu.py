@@ -14,8 +14,9 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, items_from_records, iter_csv,
-                                           letter_to_index, require, require_text)
+from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, items_from_records, letter_to_index, require,
+                                          require_text)
+from mcqa_toolkit.textfiles import iter_csv
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
 COLUMNS = ("question", "A", "B", "C", "D", "answer")

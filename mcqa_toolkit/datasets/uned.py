@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from mcqa_toolkit.datasets.common import (items_from_records, iter_csv, iter_json_records,
-                                           letter_to_index, parse_int, require, require_text)
+from mcqa_toolkit.datasets.common import items_from_records, letter_to_index, parse_int, require, require_text
+from mcqa_toolkit.textfiles import iter_csv, iter_json_records
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
 REQUIRED = ("question", "A", "B", "C", "solution", "year", "test_name", "code", "subject", "id")

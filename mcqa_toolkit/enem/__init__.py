@@ -11,7 +11,8 @@ lists, validation against INEP and the measured reproducibility of each exam.
     itens_prova      INEP's item file: read (errata applied), check, split booklets with two item sets, attach (a, b, c)
     errata           INEP's errata (errata.json): items scored with other parameters or keys than published
     booklet          one booklet's items in answer-string order and the vectorised scoring kernel
-    scoring          score_answers, score_microdata, iter_microdata, EnemScore
+    official         score_answers, EnemScore: one answer string scored as INEP does
+    microdata        score_microdata, iter_microdata: every candidate of a microdata file, streamed
     cases            case lists (candidates with their official score): read and score
     agreement        running agreement counts of our scores against NU_NOTA (pure pandas)
     reproducibility  the measured agreement per exam (reproducibility.csv), its warnings and results columns
@@ -25,7 +26,8 @@ from mcqa_toolkit.enem.cases import read_cases, score_cases
 from mcqa_toolkit.enem.errata import ErrataWarning, errata_table
 from mcqa_toolkit.enem.reproducibility import (EnemNotValidatedWarning, EnemReproducibilityWarning, agreement,
                                                reproducibility_table)
-from mcqa_toolkit.enem.scoring import EnemScore, iter_microdata, score_answers, score_microdata
+from mcqa_toolkit.enem.microdata import iter_microdata, score_microdata
+from mcqa_toolkit.enem.official import EnemScore, score_answers
 
 __all__ = ["ENEM_CONSTANTS", "EnemScore", "score_answers", "score_microdata", "iter_microdata", "read_cases",
            "score_cases", "agreement", "reproducibility_table", "errata_table", "ErrataWarning",

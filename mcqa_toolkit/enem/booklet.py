@@ -1,7 +1,7 @@
 """ENEM booklets as scoring needs them: item sets in INEP order, answer-string layouts, key agreement, and the
-vectorised kernel that turns answer strings into EAP theta and official scores. Used by `enem.scoring`.
+vectorised kernel that turns answer strings into EAP theta and official scores. Used by `enem.official`.
 
-Pure numpy/pandas; the rules themselves are documented in `enem.scoring`.
+Pure numpy/pandas; the rules themselves are documented in `enem.official`.
 """
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ these names (first found wins):
     id        case_id, id                        optional
 
 Numbers may be strings ("590.9", "121"). `score_cases` scores them with the microdata scorer
-(`enem.scoring`), year by year, against ITENS_PROVA_<year>.csv files.
+(`enem.official`), year by year, against ITENS_PROVA_<year>.csv files.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import pandas as pd
 from mcqa_toolkit.enem import reproducibility
 from mcqa_toolkit.enem.booklet import ENEM_CONSTANTS
 from mcqa_toolkit.enem.itens_prova import read_itens_prova, year_in_name
-from mcqa_toolkit.enem.scoring import _ChunkScorer
+from mcqa_toolkit.enem.microdata import ChunkScorer
 from mcqa_toolkit.items import DatasetError
 
 FIELDS: dict[str, tuple[str, ...]] = {
@@ -134,7 +134,7 @@ def score_cases(cases: pd.DataFrame | str | Path, item_params: str | Path | Mapp
     parts, found = [], []
     for year in years:
         sub = cases[cases["year"] == year]
-        scorer = _ChunkScorer(read_itens_prova(files[year], errata=errata, year=year), None, strict=False)
+        scorer = ChunkScorer(read_itens_prova(files[year], errata=errata, year=year), None, strict=False)
         wide = _as_microdata(sub)
         scores, problems = [], []
         for area in sorted(set(sub["area"])):

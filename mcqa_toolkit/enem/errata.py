@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 PARAMS = ("NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C")
-STATUSES = ("applied", "already corrected", "left alone", "not in this file", "year unknown")
+ERRATUM_STATUSES = ("applied", "already corrected", "left alone", "not in this file", "year unknown")
 
 
 class ErrataWarning(UserWarning):
@@ -72,7 +72,7 @@ class Erratum:
 
 @dataclass(frozen=True)
 class ErratumResult:
-    """What happened to one erratum on one file: status (STATUSES), a sentence, the rows changed."""
+    """What happened to one erratum on one file: status (ERRATUM_STATUSES), a sentence, the rows changed."""
 
     id: str
     status: str

@@ -9,7 +9,7 @@ Item sets. Some booklet codes list two rows per (area, CO_POSICAO, TP_LINGUA): t
 set k (numbered from 1); a position listed once is shared by every set; a position listed a number of times
 other than 1 or the most is an error. Which set a booklet's items or candidates took is then decided by the
 answer key: exam items by their answers (`ItemParams.attach_all`), microdata candidates by TX_GABARITO_<area>
-(`enem.scoring`); an explicit `item_set` overrides, and when nothing tells the sets apart the caller must choose.
+(`enem.official`); an explicit `item_set` overrides, and when nothing tells the sets apart the caller must choose.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.datasets.common import csv_columns, iter_csv
+from mcqa_toolkit.textfiles import csv_columns, iter_csv
 from mcqa_toolkit.enem.errata import apply_errata
 from mcqa_toolkit.items import DatasetError, Item
 
@@ -39,7 +39,7 @@ def read_itens_prova(path: str | Path, errata: bool = True, year: int | None = N
     its name (ITENS_PROVA_2017.csv). errata=True applies INEP's errata shipped with the package
     (`enem.errata`: items INEP scored with other parameters or another key than it published) to the file
     they were written for; column ERRATUM names the entries applied to each row ("" for none) and
-    `df.attrs["errata"]` says, per entry, "<id>: <status> (<detail>)" (`enem.errata.STATUSES`).
+    `df.attrs["errata"]` says, per entry, "<id>: <status> (<detail>)" (`enem.errata.ERRATUM_STATUSES`).
     errata=False: the file exactly as published.
     """
     encodings = ("utf-8", "latin-1")

@@ -23,7 +23,7 @@ from typing import Iterable
 import pandas as pd
 
 REPRODUCED_AT = 0.9          # share of development cases exact to 0.1 from which a booklet / exam-area counts
-STATUSES = ("reproduced", "not reproduced", "not validated")
+VALIDATION_STATUSES = ("reproduced", "not reproduced", "not validated")
 TABLE_COLUMNS = ["year", "area", "booklet", "n_cases", "n_exact", "share_exact", "n_within_1", "max_abs_error",
                  "n_exact_as_published", "status", "cause"]      # + "corrections" in the shipped file
 
@@ -38,7 +38,7 @@ class EnemNotValidatedWarning(EnemReproducibilityWarning):
 
 @dataclass(frozen=True)
 class Agreement:
-    """How well one exam-area (or one booklet of it) is reproduced: status (STATUSES), the measured share, and a
+    """How well one exam-area (or one booklet of it) is reproduced: status (VALIDATION_STATUSES), the measured share, and a
     sentence saying so."""
 
     year: int | None

@@ -3,7 +3,7 @@ INEP's multi-GB files. SYNTHETIC: simulated candidates on real item parameters, 
 
 Candidates (theta ~ N(0, 1)) answer real booklets' ITENS_PROVA items by the 3PL, with a few blanks ('.'),
 double marks ('*') and fully blank sheets; LC candidates pick English or Spanish (45-character strings, the
-50-character key of 2020+). NU_NOTA is INEP's EAP computed here independently of `enem.scoring` (the posterior
+50-character key of 2020+). NU_NOTA is INEP's EAP computed here independently of `enem.official` (the posterior
 written out on the 40-point grid), then a known share is perturbed by OFFSETS and a known share of rows is
 made unusable (booklet absent from the item file, a key of no item set, a 'Z' mark), so a validation report
 has known answers: `truth` says, per candidate and area, the booklet, item set, offset and problem.

@@ -12,8 +12,8 @@ Either way it writes into `out_dir`: enem_validation_<stem>.csv and .parquet (ye
 shares equal at 0.1, within 1 and 2 points, max error, and one row per booklet/problem whose rows could not be
 used), enem_validation_<stem>_areas.csv (per year x area), enem_reproducibility_<stem>.csv (per year x area and
 booklet: cases, exact, status; the format of the table shipped with the package, `enem.reproducibility`), the
-per-case scores for a case list (enem_validation_<stem>_cases.csv) and, for microdata, the figure
-enem_validation_<stem>.png/.pdf.
+per-case scores for a case list (enem_validation_<stem>_cases.csv). For microdata, `mcqa validate-enem` also draws
+the figure enem_validation_<stem>.png/.pdf (report.plots.score_agreement).
 Rows that cannot be scored never stop the run; they are counted and shown. errata=False scores the item files
 as INEP published them (`enem.errata`), to measure what the corrections change.
 """
@@ -31,7 +31,7 @@ from mcqa_toolkit.enem.agreement import (add_counts, add_problems, agreement_cou
 from mcqa_toolkit.enem.cases import is_case_list, read_cases, score_cases
 from mcqa_toolkit.enem.itens_prova import year_in_name
 from mcqa_toolkit.enem.reproducibility import EnemReproducibilityWarning
-from mcqa_toolkit.enem.scoring import iter_microdata
+from mcqa_toolkit.enem.microdata import iter_microdata
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class EnemValidation:
     n_rows: int
     seconds: float
     files: tuple[Path, ...]
+    stem: str = "enem_validation"   # the file names' stem (the CLI's figure takes it too)
 
     def text(self) -> str:
         """The printed report: per-area summary, the booklet table, the files written."""
@@ -100,7 +101,7 @@ def validate_enem(item_params: str | Path, data: str | Path, out_dir: str | Path
     stem = (f"enem_validation_{year}" if year else "enem_validation") if scored is None else \
         f"enem_validation_{Path(data).stem}"
     files = _write(table, summary, repro, scored, out_dir, stem)
-    return EnemValidation(table, summary, repro, scored, year, n_rows, seconds, files)
+    return EnemValidation(table, summary, repro, scored, year, n_rows, seconds, files, stem)
 
 
 def _microdata_table(item_params, microdata, areas, chunksize, progress,
@@ -147,8 +148,4 @@ def _write(table: pd.DataFrame, summary: pd.DataFrame, repro: pd.DataFrame, case
     if cases is not None:
         files.append(out / f"{stem}_cases.csv")
         cases.to_csv(files[-1])
-    if len(table) and cases is None:                # a case list spans years: its tables are the output
-        from mcqa_toolkit.report import plots       # matplotlib only once there is something to draw
-
-        files += plots.save(plots.score_agreement(table), out, stem)
     return tuple(files)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcqa_toolkit.interop.runfolder import ImportResult, Response, Source, write_run
 from mcqa_toolkit.items import ItemSet, item_from_dict
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.store import RunDir
 
 if TYPE_CHECKING:  # pandas is imported when a folder is imported, not with the package
     import pandas as pd

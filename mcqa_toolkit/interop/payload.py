@@ -1,7 +1,7 @@
 """The `mcqa` payload: our full record inside another tool's file, so our -> tool -> our keeps every record.
 
 Our exporters put, beside what the tool itself reads (lm-eval's `doc`/`resps`, inspect_ai's input/choices/
-output/scores), the item (`Item.to_dict`) and the inputs of `run.records.make_record` that made the record:
+output/scores), the item (`Item.to_dict`) and the inputs of `records.factory.make_record` that made the record:
 run columns, shuffle, permutation, choice or response, option scores, the statuses no rule can derive
 (refused, error), judge points and verdicts, extraction rule, generated text, token counts, seconds, extra.
 Importing calls make_record with them, so every derived column is derived again, and first checks that the
@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from mcqa_toolkit.items import Item, item_from_dict
-from mcqa_toolkit.run.records import decode_response, make_record
+from mcqa_toolkit.records.factory import decode_response, make_record
 
 __all__ = ["PAYLOAD_KEY", "payload_of", "record_from_payload", "shown_scores"]
 

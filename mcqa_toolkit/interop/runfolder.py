@@ -2,8 +2,8 @@
 
 The tool readers (interop.lm_eval, interop.inspect_log, interop.helm) turn their files into `Response`s and a
 `Source`; `write_run` matches every question to our items (interop.match), makes one record per response with
-`run.records.make_record` (so every derived column is derived as for our own runs), and writes the folder as
-run.runner does: run.json (what is imported, checked by run.state on a re-import), records, provenance naming
+`records.factory.make_record` (so every derived column is derived as for our own runs), and writes the folder as
+run.runner does, opened through records.state.open_for_write: run.json (what is imported), records, provenance naming
 the tool, its version and the sha256 of every file read, items.jsonl (the items the records are about, so the
 notebooks, the inspector and the HTML report need no loader arguments), and summary.json. A folder already
 holding the same import is returned as it is; one holding anything else is refused.
@@ -27,9 +27,9 @@ from mcqa_toolkit.interop.match import ItemMatcher, SourceQuestion, source_item
 from mcqa_toolkit.interop.payload import record_from_payload
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.measure.summary import summarize_run
-from mcqa_toolkit.run.records import make_record, run_fields
-from mcqa_toolkit.run.state import RunState, run_state
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.factory import make_record, run_fields
+from mcqa_toolkit.records.state import RunState
+from mcqa_toolkit.records.store import RunDir
 
 __all__ = ["Source", "Response", "ImportResult", "write_run", "sha256_file"]
 
@@ -126,55 +126,56 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
         source = replace(source, model=model)
     identity = {"source": source.tool, "files": files, "dataset": dataset, "model": source.model,
                 "items_fingerprint": matcher.items.fingerprint()}
-    state = run_state(store, {"import": identity})
-    if state is RunState.COMPLETE:
-        return ImportResult(store, store.load(), state, _unmatched_frame(store.provenance()))
-    run = run_fields(run_id=store.name, model=source.model, dataset=dataset, strategy=f"{source.tool}:{source.task}",
-                     strategy_hash=_strategy_hash(source), method=source.method,
-                     normalization=source.normalization, shots=source.shots, seed=source.seed)
-    records, used, unmatched, how = [], {}, [], {}
-    occurrences: dict[str, int] = {}
-    for resp in responses:
-        if resp.payload is not None:
-            item, rec = record_from_payload(resp.payload, {**run, "run_id": store.name}, resp)
-        else:
-            m = matcher.match(resp.question)
-            if isinstance(m, str):
-                item = source_item(resp.question, source.tool, source.task)
-                perm: Sequence[int] = range(item.n_options)
-                unmatched.append({"source_key": resp.question.key, "item_id": item.item_id, "reason": m})
+    with store.open_for_write({"import": identity}) as folder:  # state, lock, state (records.state)
+        if folder.state is RunState.COMPLETE:
+            return ImportResult(store, store.load(), folder.state, _unmatched_frame(store.provenance()))
+        run = run_fields(run_id=store.name, model=source.model, dataset=dataset,
+                         strategy=f"{source.tool}:{source.task}", strategy_hash=_strategy_hash(source),
+                         method=source.method, normalization=source.normalization, shots=source.shots,
+                         seed=source.seed)
+        records, used, unmatched, how = [], {}, [], {}
+        occurrences: dict[str, int] = {}
+        for resp in responses:
+            if resp.payload is not None:
+                item, rec = record_from_payload(resp.payload, {**run, "run_id": store.name}, resp)
             else:
-                item, perm = m.item, m.permutation
-                how[m.how] = how.get(m.how, 0) + 1
-            shuffle = occurrences.get(item.item_id, 0)
-            occurrences[item.item_id] = shuffle + 1
-            rec = _record(resp, item, list(perm), run, shuffle)
-        if item.item_id in used and used[item.item_id] != item:
-            raise ValueError(f"{resp.question.key}: item {item.item_id!r} appears with different contents")
-        used[item.item_id] = item
-        records.append(rec)
-    datasets = {r["dataset"] for r in records}   # records restored from our payload keep their own dataset
-    dataset = datasets.pop() if len(datasets) == 1 else dataset
-    keys = [(r["item_id"], r["shuffle"]) for r in records]
-    if len(set(keys)) != len(keys):
-        dup = next(k for k in keys if keys.count(k) > 1)
-        raise ValueError(f"{source.files[0]}: item {dup[0]!r} shuffle {dup[1]} appears twice")
-    prov = {"mcqa_toolkit": __version__, "import": identity,
-            "imported_from": {"tool": source.tool, "version": source.version, "files": files, "task": source.task,
-                              "details": dict(source.details)},
-            "model": {"model": source.model, "source": f"{source.tool}:{source.model}"},
-            "strategy": {"name": run["strategy"], "method": source.method, "normalization": source.normalization,
-                         "shots": source.shots}, "strategy_hash": run["strategy_hash"], "dataset": dataset,
-            "dataset_fingerprint": ItemSet(used.values()).fingerprint(), "n_items": len(used), "seed": source.seed,
-            "items": {"matched": sum(how.values()), "matched_by": how, "unmatched": unmatched}}
-    store.write_run_info(prov)
-    if store.jsonl.exists():  # a killed import left part of its records: an import is redone whole
-        store.jsonl.unlink()
-    store.append(records)
-    store.write_items(used.values())
-    frame = store.finalize(prov)
-    store.write_summary(summarize_run(frame), {"import": identity})
-    return ImportResult(store, frame, state, _unmatched_frame(prov))
+                m = matcher.match(resp.question)
+                if isinstance(m, str):
+                    item = source_item(resp.question, source.tool, source.task)
+                    perm: Sequence[int] = range(item.n_options)
+                    unmatched.append({"source_key": resp.question.key, "item_id": item.item_id, "reason": m})
+                else:
+                    item, perm = m.item, m.permutation
+                    how[m.how] = how.get(m.how, 0) + 1
+                shuffle = occurrences.get(item.item_id, 0)
+                occurrences[item.item_id] = shuffle + 1
+                rec = _record(resp, item, list(perm), run, shuffle)
+            if item.item_id in used and used[item.item_id] != item:
+                raise ValueError(f"{resp.question.key}: item {item.item_id!r} appears with different contents")
+            used[item.item_id] = item
+            records.append(rec)
+        datasets = {r["dataset"] for r in records}   # records restored from our payload keep their own dataset
+        dataset = datasets.pop() if len(datasets) == 1 else dataset
+        keys = [(r["item_id"], r["shuffle"]) for r in records]
+        if len(set(keys)) != len(keys):
+            dup = next(k for k in keys if keys.count(k) > 1)
+            raise ValueError(f"{source.files[0]}: item {dup[0]!r} shuffle {dup[1]} appears twice")
+        prov = {"mcqa_toolkit": __version__, "import": identity,
+                "imported_from": {"tool": source.tool, "version": source.version, "files": files, "task": source.task,
+                                  "details": dict(source.details)},
+                "model": {"model": source.model, "source": f"{source.tool}:{source.model}"},
+                "strategy": {"name": run["strategy"], "method": source.method, "normalization": source.normalization,
+                             "shots": source.shots}, "strategy_hash": run["strategy_hash"], "dataset": dataset,
+                "dataset_fingerprint": ItemSet(used.values()).fingerprint(), "n_items": len(used), "seed": source.seed,
+                "items": {"matched": sum(how.values()), "matched_by": how, "unmatched": unmatched}}
+        folder.start(prov)
+        if store.jsonl.exists():  # a killed import left part of its records: an import is redone whole
+            store.jsonl.unlink()
+        store.append(records)
+        store.write_items(used.values())
+        frame = store.finalize(prov)
+        store.write_summary(summarize_run(frame), {"import": identity})
+        return ImportResult(store, frame, folder.state, _unmatched_frame(prov))
 
 
 def _unmatched_frame(prov: Mapping[str, Any]) -> pd.DataFrame:

@@ -19,8 +19,8 @@ from mcqa_toolkit.irt.calibrate import Calibration, threepl_mml, twopl_mml
 from mcqa_toolkit.irt.cat import CatBank, CatConfig, CatState, cat_next, cat_replay, cat_start, cat_update
 from mcqa_toolkit.irt.cat_sim import (CatSimulation, CatSummary, cat_random_baseline, cat_simulate, cat_summary,
                                       sympson_hetter)
-from mcqa_toolkit.irt.compare import (GuessingBaseline, ItemResiduals, expected_correct, item_residuals,
-                                      percentile_of, random_guessing_baseline)
+from mcqa_toolkit.irt.versus_humans import (GuessingBaseline, ItemResiduals, expected_correct, item_residuals,
+                                            percentile_of, random_guessing_baseline)
 from mcqa_toolkit.irt.fit import (ItemFit, ItemStatistics, discrimination_index, item_fit, item_statistics,
                                   person_fit_lz,
                                   person_fit_lz_star, point_biserial, proportion_correct, total_score)

@@ -1,4 +1,4 @@
-"""Measure: pure numbers from result frames (one row per run x item x shuffle, `run.columns`).
+"""Measure: pure numbers from result frames (one row per run x item x shuffle, `records.columns`).
 
     scores        accuracy (item-bootstrap CI), Cohen's kappa per subject and macro-averaged
     exam_rules    medicina (+1.5/-0.4/0, weighted x60) and course-exam points, student comparison
@@ -28,9 +28,8 @@ from mcqa_toolkit.measure.compare import (ATTRIBUTES, DI_THRESHOLD, Correlation,
                                           quality_gap_correlation)
 from mcqa_toolkit.measure.contamination import (contamination_correlation, contamination_frame,
                                                 min_k_accuracy_correlation, min_k_prob, min_k_scores)
-from mcqa_toolkit.measure.exam_rules import (MEDICINA_POINTS, MEDICINA_WEIGHTS, OUTCOMES, Judge, compare_to_students,
-                                             course_exam_points, course_exam_scores, medicina_final, medicina_points,
-                                             medicina_score, student_statistics)
+from mcqa_toolkit.measure.exam_rules import (MEDICINA_POINTS, MEDICINA_WEIGHTS, compare_to_students, course_exam_scores,
+                                             medicina_final, medicina_points, medicina_score, student_statistics)
 from mcqa_toolkit.measure.frames import DEFAULT_BY
 from mcqa_toolkit.measure.judging import (HUMAN, apply_human_grades, compare_with_human, icc, judge_agreement,
                                           judgements_frame, quadratic_weighted_kappa)
@@ -52,7 +51,7 @@ __all__ = [
     "dataset_correlation", "di_attribute_tests", "gap_correlations", "has_number", "item_attributes",
     "language_gap", "options_have_number", "paired_mcnemar", "quality_gap_correlation",
     "contamination_correlation", "contamination_frame", "min_k_accuracy_correlation", "min_k_prob", "min_k_scores",
-    "MEDICINA_POINTS", "MEDICINA_WEIGHTS", "OUTCOMES", "Judge", "compare_to_students", "course_exam_points",
+    "MEDICINA_POINTS", "MEDICINA_WEIGHTS", "compare_to_students",
     "course_exam_scores", "student_statistics", "medicina_final", "medicina_points", "medicina_score",
     "DEFAULT_BY", "HUMAN", "apply_human_grades", "compare_with_human", "icc", "judge_agreement", "judgements_frame",
     "quadratic_weighted_kappa", "accuracy_by_position", "position_bias", "position_distribution", "shuffle_consistency",

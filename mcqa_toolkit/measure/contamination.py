@@ -1,37 +1,19 @@
 """Contamination probe: Min-K% prob (Shi et al. 2024) of each question and its relation to accuracy.
 
-Pure functions on arrays/frames. The token log-probs come from a backend (`scoring.min_k.min_k_table`,
-written to each run folder's min_k.parquet, read back by `run.store.load_min_k`); everything computed from
-them is here.
+Pure functions on arrays/frames. The token log-probs come from a backend (`scoring.min_k.min_k_table`, which also
+holds the formula `min_k_prob`, written to each run folder's min_k.parquet, read back by
+`records.results.load_min_k`); everything computed from the Min-K% table is here.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.measure.scores import item_scores
 from mcqa_toolkit.measure.compare import _corr_row
 from mcqa_toolkit.measure.frames import finish, groups, per_item, prepare
-
-
-def min_k_prob(logprobs: Sequence[float], k: float = 0.2) -> float:
-    """Min-K% prob of one text: minus the mean of its k-fraction lowest token log-probs (higher = less familiar).
-
-    The number of tokens kept is floor(k x N) as in the reference implementation (swj0419/detect-pretrain-code,
-    `int(len(all_prob) * ratio)`), but at least 1 so short texts still get a score; a 1e-9 slack keeps
-    k x N = 2.9999999 from flooring to 2. `k` is a fraction in (0, 1] (0.2 = 20%).
-    """
-    x = np.asarray(logprobs, dtype=float).ravel()
-    if not 0 < k <= 1:
-        raise ValueError(f"k is a fraction in (0, 1] (0.2 = 20%), got {k}")
-    if x.size == 0:
-        raise ValueError("min_k_prob needs at least one token log-prob")
-    if np.isnan(x).any() or (x > 0).any():
-        raise ValueError("token log-probs must be <= 0 and not NaN")
-    m = max(1, int(np.floor(k * x.size + 1e-9)))
-    return float(-np.sort(x)[:m].mean())
+from mcqa_toolkit.scoring.min_k import min_k_prob
 
 
 def min_k_scores(frame: pd.DataFrame, column: str = "token_logprobs", k: float = 0.2) -> pd.Series:

@@ -2,7 +2,7 @@
 x60) and the MIT course exams (exact single choice and true/false, partial credit for multiple choice, a judge
 for short answers) with the comparison to the students' published statistics.
 
-The course-exam rule for one response (`course_exam_points`) lives in scoring.rules, where the record factory
+The course-exam rule for one response (`course_exam_points`) lives in records.grading, where the record factory
 grades every record as it is made; here the records' points are summed per exam and compared with the students.
 """
 from __future__ import annotations
@@ -15,9 +15,8 @@ import pandas as pd
 from scipy import stats as sps
 
 from mcqa_toolkit.measure.frames import DEFAULT_BY, check_status, finish, prepare, status_flags
-from mcqa_toolkit.run.columns import STATUSES
+from mcqa_toolkit.records.columns import STATUSES
 from mcqa_toolkit.items import ItemSet
-from mcqa_toolkit.scoring.rules import OUTCOMES, Judge, course_exam_points  # noqa: F401  (re-exported)
 
 
 MEDICINA_WEIGHTS = MappingProxyType({
@@ -84,7 +83,7 @@ def _per_item(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 def course_exam_scores(frame: pd.DataFrame, by: str | Sequence[str] = ("model", "strategy"),
                        overall: bool = False) -> pd.DataFrame:
-    """Exam points per group x exam from the records' own grades (run.records grades every record).
+    """Exam points per group x exam from the records' own grades (records.factory grades every record).
 
     Per item the points are the mean over its shuffles; records with status `error` (an unreadable judge
     verdict) are left out of that mean, never counted as 0, and an item whose every record is an error is not

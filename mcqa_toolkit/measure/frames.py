@@ -1,6 +1,6 @@
 """Shared plumbing for the metric modules: column checks, grouping, answer-status flags, per-item scores.
 
-`prepare` checks a results frame (columns of `mcqa_toolkit.run.columns`) and normalises `by`; `finish` removes the
+`prepare` checks a results frame (columns of `mcqa_toolkit.records.columns`) and normalises `by`; `finish` removes the
 constant key `prepare` adds when `by` is empty. Used by every module of `measure`.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Iterator, Sequence
 
 import pandas as pd
 
-from mcqa_toolkit.run.columns import ANSWERED, STATUSES
+from mcqa_toolkit.records.columns import ANSWERED, STATUSES
 
 DEFAULT_BY = ("model", "strategy", "language")
 _ALL = "__all__"  # temporary key when `by` is empty
@@ -52,7 +52,7 @@ def groups(frame: pd.DataFrame, by: list[str]) -> Iterator[tuple[dict, pd.DataFr
 
 
 def check_status(frame: pd.DataFrame) -> pd.Series:
-    """The `status` column, after checking every value is in the vocabulary of `run.columns.STATUSES`."""
+    """The `status` column, after checking every value is in the vocabulary of `records.columns.STATUSES`."""
     status = frame["status"].astype(str)
     bad = sorted(set(status) - set(STATUSES))
     if bad:

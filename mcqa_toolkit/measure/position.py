@@ -10,7 +10,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from mcqa_toolkit.measure.frames import _ALL, DEFAULT_BY, check_status, finish, prepare, single_answer, status_flags
-from mcqa_toolkit.run.columns import ANSWERED
+from mcqa_toolkit.records.columns import ANSWERED
 
 def _single(f: pd.DataFrame) -> pd.DataFrame:
     out = single_answer(f)

@@ -11,7 +11,7 @@ paper: 2-5%), and every other item's observed distribution is debiased by it:
     P_debiased(o_i | q, x) ∝ P_obs(d_i | q, x) / P_prior(d_i),   prediction = argmax.
 The estimation items themselves are predicted from their permutations: the mean over permutations of each
 option's observed probability (the authors' code, debias_utils.simple). `observed` is always by SHOWN
-position; records hold option_probs in ORIGINAL order and their permutation (run.columns).
+position; records hold option_probs in ORIGINAL order and their permutation (records.columns).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Accuracy with item-bootstrap CIs and Cohen's kappa macro-averaged over subjects, on per-record result frames.
 
-Every function takes a results frame with the columns of `mcqa_toolkit.run.columns` (one row per
+Every function takes a results frame with the columns of `mcqa_toolkit.records.columns` (one row per
 run x item x shuffle) and `by`, the grouping columns (any of model, strategy, language, subject, year,
 exam, ...; an empty `by` scores the whole frame as one group). Nothing is printed, plotted or written.
 

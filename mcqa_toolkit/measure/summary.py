@@ -10,7 +10,7 @@ import pandas as pd
 from mcqa_toolkit.measure.frames import check_status, single_answer
 from mcqa_toolkit.measure.position import position_bias
 from mcqa_toolkit.measure.scores import accuracy, kappa
-from mcqa_toolkit.run.columns import ANSWERED, STATUSES
+from mcqa_toolkit.records.columns import ANSWERED, STATUSES
 
 
 def summarize_run(records: pd.DataFrame) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Seeded option permutations, and the maps between shown positions and original option indices.
 
 A permutation is a tuple where `permutation[pos]` is the ORIGINAL option index shown at position `pos`
-(the convention of `run.columns.RESPONSE_COLUMNS`). Permutations are drawn from a generator seeded by a
+(the convention of `records.columns.RESPONSE_COLUMNS`). Permutations are drawn from a generator seeded by a
 sha256 of (seed, key), with key usually the item_id, so an item's shuffles never depend on the order in
 which items are processed, on the other items of the run, or on PYTHONHASHSEED.
 """

@@ -18,7 +18,7 @@ import pandas as pd
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.exam_rules import compare_to_students, course_exam_scores, student_statistics
-from mcqa_toolkit.run.store import run_dirs
+from mcqa_toolkit.records.results import run_dirs
 
 DATASET = "course_exam"
 SYSTEM = ("model", "strategy")

@@ -14,7 +14,7 @@ import pandas as pd
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import ItemSet, item_from_dict
 from mcqa_toolkit.measure.abilities import GROUP_BY
-from mcqa_toolkit.run.store import load_results, run_dirs
+from mcqa_toolkit.records.results import load_results, run_dirs
 
 
 @dataclass(frozen=True)

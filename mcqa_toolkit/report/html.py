@@ -170,7 +170,7 @@ def write_html_report(out: str | Path, results_dir: str | Path = "outputs", figu
 
 
 def _model_provenances(runs: pd.DataFrame) -> list[dict[str, Any]]:
-    from mcqa_toolkit.run.store import RunDir
+    from mcqa_toolkit.records.store import RunDir
 
     return [RunDir(d).provenance().get("model") for d in runs["run_dir"]]
 

@@ -15,7 +15,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.report.inspector_views import (FILTER_FIELDS, OUTCOMES, filter_items, item_html,
+from mcqa_toolkit.report.inspector_views import (FILTER_FIELDS, OUTCOME_FILTERS, filter_items, item_html,
                                                  outcome_by_item, parallel_html, png_output, probs_figure)
 from mcqa_toolkit.report.responses import responses_frame, responses_html
 
@@ -27,7 +27,7 @@ ALL = ""
 class QuestionInspector:
     """Browse `items` with filters, navigation, translations, IRT/human p and (optionally) model responses.
 
-    `results`: a frame with the `run.columns.COLUMNS` (e.g. `load_results('outputs')`); `human_p`: proportion
+    `results`: a frame with the `records.columns.COLUMNS` (e.g. `load_results('outputs')`); `human_p`: proportion
     correct of humans indexed by parallel_id (or item_id). The notebook cell is just `QuestionInspector(items)`.
     """
 
@@ -66,7 +66,7 @@ class QuestionInspector:
                 self.run_toggles[run].observe(self._on_toggle, names="value")
             self.run_dropdown = w.Dropdown(options=runs, value=runs[0][1], description="Model · strategy",
                                            style=style, layout=lay)
-            self.outcome_dropdown = w.Dropdown(options=[("any", ALL)] + [(v, k) for k, v in OUTCOMES.items()],
+            self.outcome_dropdown = w.Dropdown(options=[("any", ALL)] + [(v, k) for k, v in OUTCOME_FILTERS.items()],
                                                value=ALL, description="Outcome", style=style, layout=lay)
             controls += [self.run_dropdown, self.outcome_dropdown]
         for c in controls:

@@ -19,7 +19,7 @@ from mcqa_toolkit.items import Item, ItemSet
 
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")
 KEY_STYLE = "background:#DCEBF7;border-left:4px solid #0072B2;font-weight:bold;"
-OUTCOMES = {"correct": "correct in every shuffle", "incorrect": "wrong in every shuffle",
+OUTCOME_FILTERS = {"correct": "correct in every shuffle", "incorrect": "wrong in every shuffle",
             "mixed": "right in some shuffles only"}
 ANNULLED_HTML = ('<div class="mcqa-annulled" style="border:2px dashed #D55E00;padding:4px 8px;margin:4px 0">'
                  "<b>ANNULLED</b>: no key (annulled by the exam authority); it counts as wrong for every model "

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from mcqa_toolkit.run.store import run_dirs
+from mcqa_toolkit.records.results import run_dirs
 
-RUN_COLUMNS = ("model", "dataset", "language", "strategy", "n_items", "shuffles", "accuracy", "accuracy_ci_low",
-               "accuracy_ci_high", "kappa", "unanswered", "points_earned", "points_possible", "min_k_prob_mean",
-               "run_dir", "notebook")
+# the headline numbers of a run's summary.json shown per run, and the overview table's columns
+SUMMARY_KEYS = ("n_items", "shuffles", "accuracy", "accuracy_ci_low", "accuracy_ci_high", "kappa", "unanswered",
+                "points_earned", "points_possible", "min_k_prob_mean")
+OVERVIEW_COLUMNS = ("model", "dataset", "language", "strategy", *SUMMARY_KEYS, "run_dir", "notebook")
 
 
 def runs_frame(results_dir: str | Path) -> pd.DataFrame:
@@ -30,9 +31,9 @@ def runs_frame(results_dir: str | Path) -> pd.DataFrame:
             "model": (prov.get("model") or {}).get("model", ""), "dataset": prov.get("dataset", ""),
             "language": summary.get("params", {}).get("LANGUAGE") or "all",
             "strategy": strategy.get("name", ""),
-            **{k: summary.get(k) for k in RUN_COLUMNS[4:14]},
+            **{k: summary.get(k) for k in SUMMARY_KEYS},
             "run_dir": rd.dir, "notebook": rd.notebook if rd.notebook.exists() else None})
-    frame = pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+    frame = pd.DataFrame(rows, columns=list(OVERVIEW_COLUMNS))
     return frame.sort_values(["model", "dataset", "strategy", "language"], kind="stable").reset_index(drop=True)
 
 
@@ -70,4 +71,4 @@ def headline_text(results_dir: str | Path, languages: list[str] | None = None) -
     return title + "\n" + table.to_string()
 
 
-__all__ = ["runs_frame", "headline_table", "headline_text", "RUN_COLUMNS"]
+__all__ = ["runs_frame", "headline_table", "headline_text", "OVERVIEW_COLUMNS"]

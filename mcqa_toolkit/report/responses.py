@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.items import LETTERS, Item
-from mcqa_toolkit.run.records import decode_response
+from mcqa_toolkit.records.factory import decode_response
 
 __all__ = ["responses_frame", "responses_html"]
 

@@ -1,4 +1,4 @@
-"""Run: administer items to a backend under a strategy and keep the records.
+"""Run: administer items to a backend under a strategy and write the records (through records/).
 
     recipe     run_job(): every step of one run (items, backends, strategy, judges, records, Min-K%, summary);
                BackendCache (each model loaded once per session); called by the notebook, the CLI, batch mode
@@ -8,18 +8,14 @@
     dispatch   the one dispatcher: how each item is asked (letters by the method table, generation per question
                type, yes/no log-probs) and judged
     adaptive   the CAT loop (run_adaptive): one item at a time, the most informative at the current theta
-    state      run_state(): the one decision whether a run folder is new, resumable, complete or another run
-    records    the record factory: every column derived, every record graded by the exam rule
-    equality   the equality rule of two runs' records (timing aside, scores within 1e-6)
-    store      RunDir: every file name of a run folder; load_results / load_min_k over many run folders
-    columns    the record column contract
     grid       `mcqa run`: every incomplete job's run notebook, cheapest first, in one kernel (session)
     batch      API batch mode: collect a job's requests, submit them, fetch the results into the request cache
     session    KernelSession: one Jupyter kernel that executes many papermill notebooks in turn
+
+The record format and the run folder (columns, record factory, grading, equality, RunDir, lock, state) are
+the records/ package below this one.
 """
 from mcqa_toolkit.run.runner import plan_shots, run
-from mcqa_toolkit.run.store import RunDir, load_min_k, load_results
 from mcqa_toolkit.run.strategy import STRATEGIES, Strategy, build_strategy, strategy
 
-__all__ = ["run", "plan_shots", "RunDir", "load_results", "load_min_k", "Strategy", "STRATEGIES", "strategy",
-           "build_strategy"]
+__all__ = ["run", "plan_shots", "Strategy", "STRATEGIES", "strategy", "build_strategy"]

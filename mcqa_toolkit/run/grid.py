@@ -3,7 +3,8 @@ with papermill in one shared kernel (run.session), model by model and cheapest s
 run's headline numbers as it finishes. The notebook calls run.recipe.run_job with the kernel's BackendCache
 (BACKENDS), so each model is loaded once for the whole grid.
 
-Each combination's run folder is locked (run.lock) while its notebook runs: a combination another process
+Each combination's run folder is opened for writing (records.state.open_for_write: state, lock, state) while
+its notebook runs, and the kernel runs under that lock (records.lock: lender): a combination another process
 is running (a second `mcqa run` on the same params file) is reported as running elsewhere and skipped, and
 the grid goes on with the others; one finished elsewhere meanwhile is only read back.
 """
@@ -16,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from mcqa_toolkit.run.jobs import Job, expand, load_params
-from mcqa_toolkit.run.lock import LENDER_ENV, RunLocked, describe
-from mcqa_toolkit.run.state import RunRefused, RunState, run_state
+from mcqa_toolkit.records.lock import LENDER_ENV, RunLocked, describe
+from mcqa_toolkit.records.state import RunRefused, RunState, run_state
 from mcqa_toolkit.scoring.methods import MIN_K_COST, record_cost
 
 # The kernel's BackendCache (run.recipe), created once per `mcqa run` and kept between notebooks; the run
@@ -61,7 +62,7 @@ def _result_line(job: Job) -> str:
 
 
 def _pending(jobs: list[Job], failures: list[tuple[Job, str]]) -> list[Job]:
-    """The jobs whose run folder is not complete (run.state); a folder holding another run is a failure."""
+    """The jobs whose run folder is not complete (records.state); a folder holding another run is a failure."""
     todo = []
     for job in jobs:
         try:
@@ -104,39 +105,33 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
         session, backends = None, None
         for n, job in enumerate(todo, start=1):
             t = time.time()
-            lock = job.run_dir.lock()
-            try:
-                lock.acquire()  # held while the notebook runs; the kernel runs under it (run.lock: lender)
+            try:  # state, lock, state (records.state.open_for_write); the kernel runs under the lock (lender)
+                with job.run_dir.open_for_write({"job": job.identity()}) as folder:
+                    if folder.state is RunState.COMPLETE:
+                        result = "completed elsewhere meanwhile: " + _result_line(job)
+                    else:
+                        if batch is not None:
+                            if backends is None:
+                                from mcqa_toolkit.run.recipe import BackendCache
+
+                                backends = BackendCache()
+                            if not _batch_step(job, batch, backends):
+                                continue
+                        if session is None:  # started on first use: `--batch-submit` runs no notebook
+                            from mcqa_toolkit.run.session import KernelSession
+
+                            session = stack.enter_context(KernelSession(
+                                params.get("kernel") or kernel, cwd=notebook.parent, keep=(BACKENDS,),
+                                setup=_SETUP, env={LENDER_ENV: str(os.getpid())}))
+                        execute(job, notebook, session)
+                        result = _result_line(job)
             except RunLocked as e:
                 elsewhere.append(job.run_dir.name)
-                print(f"[{n:>{width}}/{len(todo)}] {time.time() - t:5.0f} s  {job.run_dir.name:<40} running "
-                      f"elsewhere ({describe(e.holder)}): skipped", flush=True)
-                continue
-            try:
-                if run_state(job.run_dir, {"job": job.identity()}) is RunState.COMPLETE:
-                    result = "completed elsewhere meanwhile: " + _result_line(job)
-                else:
-                    if batch is not None:
-                        if backends is None:
-                            from mcqa_toolkit.run.recipe import BackendCache
-
-                            backends = BackendCache()
-                        if not _batch_step(job, batch, backends):
-                            continue
-                    if session is None:  # started on first use: `--batch-submit` runs no notebook
-                        from mcqa_toolkit.run.session import KernelSession
-
-                        session = stack.enter_context(KernelSession(
-                            params.get("kernel") or kernel, cwd=notebook.parent, keep=(BACKENDS,), setup=_SETUP,
-                            env={LENDER_ENV: str(os.getpid())}))
-                    execute(job, notebook, session)
-                    result = _result_line(job)
+                result = f"running elsewhere ({describe(e.holder)}): skipped"
             except Exception as e:  # papermill raises PapermillExecutionError with the cell's traceback
                 last = str(e).strip().splitlines()[-1] if str(e).strip() else ""
                 failures.append((job, f"{type(e).__name__}: {last}"))
                 result = "failed (see below)"
-            finally:
-                lock.release()
             print(f"[{n:>{width}}/{len(todo)}] {time.time() - t:5.0f} s  {job.run_dir.name:<40} {result}", flush=True)
     failed = len(failures) - refused
     print(f"done in {time.time() - t0:.0f} s: {len(todo) - failed - len(elsewhere)} processed, {failed} failed"

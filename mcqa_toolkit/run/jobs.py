@@ -2,7 +2,7 @@
 
 A Job says *what* one run is (its model, dataset, language, strategy and options, and its run folder); the
 recipe (run.recipe.run_job) does it. `Job.identity()` are the parameters that determine the run's records:
-they are recorded in the run folder, and run.state refuses a folder made with other ones. A Job converts to
+they are recorded in the run folder, and records.state refuses a folder made with other ones. A Job converts to
 and from the run notebook's UPPER_CASE parameters (papermill injects them).
 """
 from __future__ import annotations
@@ -12,6 +12,7 @@ import itertools
 import re
 import tempfile
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -20,7 +21,7 @@ import yaml
 from mcqa_toolkit.backends.secrets import strip_credentials
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import ItemSet
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy, build_strategy
 from mcqa_toolkit.scoring.judge import COMBINE_RULES
 
@@ -86,6 +87,11 @@ class Job:
         return load_items(self.dataset, self.dataset_args, self.language)
 
     def build_strategy(self) -> Strategy:
+        """The job's Strategy, built once per Job (scheduling, the params check and the run all use it)."""
+        return self._strategy
+
+    @cached_property
+    def _strategy(self) -> Strategy:
         return build_strategy(self.strategy, shots=self.shots, shuffles=self.shuffles, seed=self.seed)
 
     def parameters(self) -> dict[str, Any]:
@@ -93,7 +99,7 @@ class Job:
         return {_name(f.name): _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def identity(self) -> dict[str, Any]:
-        """The parameters that determine the records, and the backend kind (see run.state)."""
+        """The parameters that determine the records, and the backend kind (see records.state)."""
         skip = {_name(n) for n in _NOT_IDENTITY}
         return {**{k: v for k, v in self.parameters().items() if k not in skip},
                 "BACKEND_KIND": self.backend_options.get("backend", "hf")}

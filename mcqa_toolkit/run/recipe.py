@@ -6,16 +6,18 @@ users all call.
     backends = BackendCache()                      # load each model once for many runs
     result = run_job(Job("gemma-3-270m", "demo", {}, "pt", "S5", Path("outputs/pt_S5")), backends)
 
-The steps: decide what the run folder holds (run.state: a finished run is returned as it is, another run is
-refused, a run another process is writing now stops at once with RunLocked, run.lock); load the items;
-build the strategy; get the backends of the model and its judges; refuse before any work what they cannot
-serve (run.dispatch.check_plan, and Min-K% without log-probs of given text);
-administer (run.runner.run: resumable records and provenance); summarise; measure Min-K% prob of the
-evaluated questions; write summary.json, the step that marks the run complete. The folder's one-writer lock
-is held from administering to summary.json.
+The steps: build the strategy; ask the run folder what it holds (records.state.check_writable: a finished run is
+returned as it is, another run is refused, a run another process is writing now stops at once with RunLocked,
+all before anything is loaded); load the items and plan the run (shots, limit); get the backends of the model and
+its judges; refuse what they cannot serve before any file is written (run.dispatch.check_plan, and Min-K%
+without log-probs of given text); open the folder (records.state.open_for_write, the one guarded entry: state,
+lock, state); administer (run.runner.administer: resumable records and provenance); summarise; measure Min-K%
+prob of the evaluated questions; write summary.json, the step that marks the run complete. The folder's
+one-writer lock is held from opening to summary.json.
 """
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 from dataclasses import dataclass
@@ -25,10 +27,10 @@ import pandas as pd
 
 from mcqa_toolkit.backends import Backend, backend_entry, load_backend
 from mcqa_toolkit.measure.summary import summarize_run
+from mcqa_toolkit.records.state import RunState, check_writable
+from mcqa_toolkit.run.dispatch import check_plan
 from mcqa_toolkit.run.jobs import Job, model_label
-from mcqa_toolkit.run.lock import RunLocked
-from mcqa_toolkit.run.runner import run
-from mcqa_toolkit.run.state import RunState, run_state
+from mcqa_toolkit.run.runner import administer, plan_run
 from mcqa_toolkit.scoring.judge import LLMJudge
 from mcqa_toolkit.scoring.methods import MIN_K, check_need
 from mcqa_toolkit.scoring.min_k import min_k_table
@@ -109,38 +111,27 @@ def _stored(job: Job, state: RunState) -> RunResult:
 def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = True) -> RunResult:
     """Every step of one run (see the module docstring); resumable, and a no-op on a finished run.
     `backends`: the session's BackendCache (None: a fresh one, i.e. the model is loaded for this run)."""
-    rd = job.run_dir
-    state = run_state(rd, {"job": job.identity()})
-    if state is RunState.COMPLETE:
-        return _stored(job, state)
-    holder = rd.holder()
-    if holder is not None:  # another process is writing the folder: stop before loading anything
-        raise RunLocked(rd.dir, holder)
-    items = job.items()
-    strategy = job.build_strategy()
+    strategy, identity = job.build_strategy(), {"job": job.identity()}
+    if check_writable(job.run_dir, identity) is RunState.COMPLETE:  # finished, foreign or busy: nothing is loaded
+        return _stored(job, RunState.COMPLETE)
+    plan = plan_run(job.items(), strategy, job.dataset, limit=job.limit, combine=job.judge_combine)
     judge_specs = list(job.judges or [])
     backend, *judge_backends = (backends if backends is not None else BackendCache()).for_run(
         [backend_entry(spec, device=job.device, dtype=job.dtype) for spec in [job.model_entry(), *judge_specs]])
     if job.min_k:
         check_need(backend, MIN_K, "min_k")
-    judges = [LLMJudge(b, name=model_label(spec)) for b, spec in zip(judge_backends, judge_specs)]
-    with rd.lock():  # held until summary.json is written (run.lock): one writer per folder
-        state = run_state(rd, {"job": job.identity()})  # again: another process may have finished it meanwhile
-        if state is RunState.COMPLETE:
-            return _stored(job, state)
-        return _complete(job, state, items, strategy, backend, judges, progress)
-
-
-def _complete(job: Job, state: RunState, items: Any, strategy: Any, backend: Backend, judges: list[LLMJudge],
-              progress: bool) -> RunResult:
-    """run_job's steps once the folder is locked: administer, summarise, Min-K%, summary.json."""
-    records = run(items, backend, strategy, job.out_dir, dataset=job.dataset, limit=job.limit, progress=progress,
-                  judges=judges, combine=job.judge_combine, job=job.identity())
-    summary = summarize_run(records)
-    min_k = None
-    if job.min_k:
-        min_k = min_k_table(backend, items.filter(item_id=set(records["item_id"])))
-        job.run_dir.write_min_k(min_k)
-        summary["min_k_prob_mean"] = float(min_k["min_k_prob"].mean())
-    job.run_dir.write_summary(summary, {**job.identity(), "strategy_hash": strategy.hash})
-    return RunResult(job, state, records, summary, min_k)
+    plan = dataclasses.replace(plan, judges=tuple(LLMJudge(b, name=model_label(spec))
+                                                  for b, spec in zip(judge_backends, judge_specs)))
+    check_plan(plan.items, backend, strategy, plan.judges)  # what the backends cannot serve: before any file
+    with job.run_dir.open_for_write(identity) as folder:  # state, lock, state (records.state)
+        if folder.state is RunState.COMPLETE:  # another process finished it meanwhile
+            return _stored(job, folder.state)
+        records = administer(folder, plan, backend, {**plan.provenance(backend), "job": job.identity()}, progress)
+        summary = summarize_run(records)
+        min_k = None
+        if job.min_k:
+            min_k = min_k_table(backend, plan.items.filter(item_id=set(records["item_id"])))
+            job.run_dir.write_min_k(min_k)
+            summary["min_k_prob_mean"] = float(min_k["min_k_prob"].mean())
+        job.run_dir.write_summary(summary, {**job.identity(), "strategy_hash": strategy.hash})
+        return RunResult(job, folder.state, records, summary, min_k)

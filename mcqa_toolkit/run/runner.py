@@ -3,8 +3,8 @@
 Every question type is asked as run.dispatch routes it: single-answer items by the strategy's method, the
 others by generation or yes/no log-probs, short answers graded by the judges in the same block. Records are
 appended to the run folder's records.jsonl after each block (one item, or several items for padded greedy
-generation); a re-run with the same folder skips finished records, and refuses (run.state) to mix a
-different strategy, model, dataset or judging into it. One writer at a time: the folder is locked (run.lock)
+generation); a re-run with the same folder skips finished records, and refuses (records.state) to mix a
+different strategy, model, dataset or judging into it. One writer at a time: the folder is locked (records.lock)
 while run() writes it. The finished run is compacted to Parquet with its
 provenance. Same seed => identical records (timing fields aside). A strategy the backend cannot serve is
 refused before any work.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import platform
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -25,9 +26,9 @@ from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.prompts import select_shots, split_shots
 from mcqa_toolkit.run.adaptive import run_adaptive
 from mcqa_toolkit.run.dispatch import ask, ask_letters, check_plan, letters_prompt, record_permutations
-from mcqa_toolkit.run.records import UNSET, make_record, run_fields
-from mcqa_toolkit.run.state import run_identity, run_state
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.factory import UNSET, make_record, run_fields
+from mcqa_toolkit.records.state import OpenRun, RunState, run_identity
+from mcqa_toolkit.records.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy
 from mcqa_toolkit.scoring.judge import COMBINE_RULES, LLMJudge
 from mcqa_toolkit.scoring.methods import generates
@@ -85,45 +86,72 @@ def _usage_delta(before: dict[str, float], after: dict[str, float]) -> dict[str,
 
 def run(items: ItemSet, backend: Backend, strategy: Strategy, out_dir: str | Path, *, dataset: str = "",
         shot_pool: ItemSet | None = None, limit: int | None = None, progress: bool = True,
-        judges: Sequence[LLMJudge] = (), combine: str = "mean", job: dict[str, Any] | None = None) -> pd.DataFrame:
+        judges: Sequence[LLMJudge] = (), combine: str = "mean") -> pd.DataFrame:
     """Administer `items` (any question types) to `backend` under `strategy`; one record per (item, shuffle)
     in `out_dir`; resumable.
 
     Few-shot examples come from `shot_pool` (default: `items`) and are excluded from evaluation. `limit`
     keeps the first N evaluated items (smoke runs). Short answers are graded by `judges` (scoring.judge.LLMJudge;
-    required when there are short answers), their scores combined by `combine` (mean | majority). `job`: the
-    parameters of the run.jobs.Job this run belongs to, recorded in run.json (run.state). Returns the records
-    as a DataFrame (run.columns + extra).
+    required when there are short answers), their scores combined by `combine` (mean | majority). The folder is
+    opened through records.state.open_for_write with what determines the records (strategy, dataset, model,
+    judges); a finished run is read back. Returns the records as a DataFrame (records.columns + extra).
     """
+    plan = plan_run(items, strategy, dataset, shot_pool=shot_pool, limit=limit, judges=judges, combine=combine)
+    check_plan(plan.items, backend, strategy, judges)
+    prov = plan.provenance(backend)
+    with RunDir(out_dir).open_for_write(run_identity(prov)) as folder:
+        if folder.state is RunState.COMPLETE:
+            return folder.run_dir.load()
+        return administer(folder, plan, backend, prov, progress)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What a run will administer, known before any model is loaded: the evaluated items, each one's few-shot
+    examples, the shot items left out, and how short answers are judged."""
+
+    items: ItemSet
+    strategy: Strategy
+    shots: dict[str, list]
+    excluded: frozenset[str]
+    dataset: str = ""
+    judges: tuple[LLMJudge, ...] = ()
+    combine: str = "mean"
+
+    def identity(self) -> dict[str, Any]:
+        """The part of the run's identity (records.state.run_identity) known without a model."""
+        return {"strategy_hash": self.strategy.hash, "dataset_fingerprint": self.items.fingerprint()}
+
+    def provenance(self, backend: Backend) -> dict[str, Any]:
+        return provenance(backend, self.strategy, self.items, self.dataset, self.excluded, self.judges, self.combine)
+
+
+def plan_run(items: ItemSet, strategy: Strategy, dataset: str = "", *, shot_pool: ItemSet | None = None,
+             limit: int | None = None, judges: Sequence[LLMJudge] = (), combine: str = "mean") -> RunPlan:
+    """The RunPlan of `items` under `strategy` (shots reserved, `limit` applied); one clear error for a plan
+    that cannot run (unknown combine rule, shot ids missing, no item left)."""
     if combine not in COMBINE_RULES:
         raise ValueError(f"combine {combine!r} not in {COMBINE_RULES}")
     if strategy.shots and strategy.shot_rule == "ids" and not strategy.shot_ids:
         raise ValueError("Strategy.shot_rule 'ids' needs shot_ids")
-    store = RunDir(out_dir)
     todo_items, shots = plan_shots(items, strategy, shot_pool)
-    excluded = set(items.ids) - set(todo_items.ids)
+    excluded = frozenset(set(items.ids) - set(todo_items.ids))
     if limit is not None:
         todo_items = todo_items[:limit]
     if not len(todo_items):
         raise ValueError("no items left to evaluate after excluding few-shot examples")
-    check_plan(todo_items, backend, strategy, judges)
-    prov = provenance(backend, strategy, todo_items, dataset, excluded, judges, combine)
-    if job is not None:
-        prov["job"] = dict(job)
-    with store.lock():  # one writer per folder (run.lock); RunLocked at once when another process writes it
-        return _administer(todo_items, backend, strategy, store, prov, shots, judges, combine, dataset, progress)
+    return RunPlan(todo_items, strategy, shots, excluded, dataset, tuple(judges), combine)
 
 
-def _administer(todo_items: ItemSet, backend: Backend, strategy: Strategy, store: RunDir, prov: dict[str, Any],
-                shots: dict[str, list], judges: Sequence[LLMJudge], combine: str, dataset: str,
-                progress: bool) -> pd.DataFrame:
-    """run()'s work once the folder is locked: check what it holds, write every missing record, finalise."""
-    run_state(store, run_identity(prov))  # refuses a folder that holds another run
-    store.remove_leftovers()
-    run_info = run_fields(run_id=store.name, model=backend.name, dataset=dataset, strategy=strategy.name,
+def administer(folder: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str, Any],
+               progress: bool = True) -> pd.DataFrame:
+    """Write every missing record of `plan` into an open run folder (records.state.OpenRun: state decided, lock
+    held) and finalise it: run.json, the records block by block, records.parquet and provenance.json."""
+    store, strategy = folder.run_dir, plan.strategy
+    folder.start(prov)
+    run_info = run_fields(run_id=store.name, model=backend.name, dataset=plan.dataset, strategy=strategy.name,
                           strategy_hash=strategy.hash, method=strategy.method, normalization=strategy.normalization,
                           shots=strategy.shots, seed=strategy.seed)
-    store.write_run_info(prov)
     usage_start = backend.usage()
 
     def measured(ask_block: Any) -> tuple[list[tuple[Any, Scored]], float, float]:
@@ -135,22 +163,22 @@ def _administer(todo_items: ItemSet, backend: Backend, strategy: Strategy, store
 
     def records_of(block: list[Item]) -> list[dict[str, Any]]:
         """Every record of a block of items."""
-        pairs, seconds, forwarded = measured(lambda: ask(backend, block, strategy, shots, judges=judges,
-                                                         combine=combine))
+        pairs, seconds, forwarded = measured(lambda: ask(backend, block, strategy, plan.shots, judges=plan.judges,
+                                                         combine=plan.combine))
         by_id = {it.item_id: it for it in block}
         return [_record(by_id[pr.item_id], pr, sc, run_info, seconds, forwarded) for pr, sc in pairs]
 
     if strategy.adaptive is not None:
         def prompt_for(it: Item, perm: tuple[int, ...], k: int) -> Any:
-            return letters_prompt(it, strategy, shots[it.item_id], perm, k)
+            return letters_prompt(it, strategy, plan.shots[it.item_id], perm, k)
 
         def record_of(it: Item, prompt: Any) -> dict[str, Any]:
             pairs, seconds, forwarded = measured(lambda: [(prompt, ask_letters(backend, [prompt], [it], strategy)[0])])
             return _record(it, prompt, pairs[0][1], run_info, seconds, forwarded)
 
-        run_adaptive(todo_items, strategy, store, prompt_for, record_of, progress)
+        run_adaptive(plan.items, strategy, store, prompt_for, record_of, progress)
     else:
-        _fixed_form(todo_items, strategy, store, records_of, f"{strategy.name} {backend.name}", progress)
+        _fixed_form(plan.items, strategy, store, records_of, f"{strategy.name} {backend.name}", progress)
     prov["usage"] = _usage_delta(usage_start, backend.usage())
     return store.finalize(prov)
 

@@ -10,7 +10,7 @@ caller asks to keep (`keep`), its output history is dropped and its execution co
 executed notebook reads as if it had had a kernel of its own. `setup` is code run once in a new kernel
 (`mcqa run` creates its BackendCache there, kept as BACKENDS, which every run notebook passes to run_job).
 A kernel that died (out of memory, say) is restarted, and set up again, before the next notebook. `env` adds
-variables to the kernel's environment (`mcqa run` lends its run-folder locks to its kernel this way, run.lock).
+variables to the kernel's environment (`mcqa run` lends its run-folder locks to its kernel this way, records.lock).
 
 The kernel gets OPENBLAS_NUM_THREADS=1 unless the caller's environment sets it: torch already uses every core,
 and numpy's OpenBLAS threads, which keep spinning after each small matrix product, then slowed the model's runs

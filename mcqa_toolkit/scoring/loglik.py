@@ -16,7 +16,7 @@ import numpy as np
 from mcqa_toolkit.backends.base import Backend, Continuation
 from mcqa_toolkit.scoring.scored import Scored, argmax_choice, to_original
 
-# defined here, not imported from run.columns (which re-exports it): importing run/ from here would make
+# defined here, not imported from records.columns (which re-exports it): importing run/ from here would make
 # `import mcqa_toolkit.scoring.loglik` circular (run -> runner -> scoring.loglik)
 NORMALIZATIONS = ("sum", "token", "char", "byte", "pmi")
 

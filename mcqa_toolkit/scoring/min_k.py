@@ -5,18 +5,38 @@ taken from the start of a document (`scoring.loglik.text_logprobs`), `block_size
 in item order: one forward over many short texts amortises reading the weights (on 2 CPU cores, 12 demo
 questions take 4.1 s in one block vs 9.2 s one by one; an API backend sends a block's requests concurrently).
 Batch-mates change a question's log-probs only by floating-point noise (~1e-5 in fp32; tests compare with one
-call per question). The formula is `measure.contamination.min_k_prob`.
+call per question). The formula, `min_k_prob`, lives here (measure.contamination computes from the table).
 """
 from __future__ import annotations
 
+from typing import Sequence
+
+import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from mcqa_toolkit.backends.base import Backend
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.measure.contamination import min_k_prob
 from mcqa_toolkit.scoring.loglik import text_logprobs
 from mcqa_toolkit.scoring.methods import MIN_K, check_need
+
+
+def min_k_prob(logprobs: Sequence[float], k: float = 0.2) -> float:
+    """Min-K% prob of one text: minus the mean of its k-fraction lowest token log-probs (higher = less familiar).
+
+    The number of tokens kept is floor(k x N) as in the reference implementation (swj0419/detect-pretrain-code,
+    `int(len(all_prob) * ratio)`), but at least 1 so short texts still get a score; a 1e-9 slack keeps
+    k x N = 2.9999999 from flooring to 2. `k` is a fraction in (0, 1] (0.2 = 20%).
+    """
+    x = np.asarray(logprobs, dtype=float).ravel()
+    if not 0 < k <= 1:
+        raise ValueError(f"k is a fraction in (0, 1] (0.2 = 20%), got {k}")
+    if x.size == 0:
+        raise ValueError("min_k_prob needs at least one token log-prob")
+    if np.isnan(x).any() or (x > 0).any():
+        raise ValueError("token log-probs must be <= 0 and not NaN")
+    m = max(1, int(np.floor(k * x.size + 1e-9)))
+    return float(-np.sort(x)[:m].mean())
 
 
 def question_text(item: Item, with_options: bool = True) -> str:

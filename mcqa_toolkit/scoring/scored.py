@@ -24,7 +24,7 @@ class Scored:
     generated_text: str = ""
     n_prompt_tokens: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
-    response: Any = None           # non-single items: the normalised answer (see run.records.normalise_response)
+    response: Any = None           # non-single items: the normalised answer (see records.factory.normalise_response)
     points_earned: float | None = None
     judgements: tuple[dict[str, Any], ...] = ()
 

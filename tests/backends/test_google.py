@@ -16,7 +16,7 @@ from mcqa_toolkit.backends import CapabilityError, google_batch, load_backend, p
 from mcqa_toolkit.backends.google import request_body
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.run import batch, run, strategy
-from mcqa_toolkit.run.equality import assert_same_records
+from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.run.jobs import Job
 from mcqa_toolkit.run.recipe import BackendCache, run_job
 

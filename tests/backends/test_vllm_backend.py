@@ -18,7 +18,7 @@ from mcqa_toolkit.backends import load_backend
 from mcqa_toolkit.backends.hf import HFBackend
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.run import Strategy, run
-from mcqa_toolkit.run.equality import assert_same_records
+from mcqa_toolkit.records.equality import assert_same_records
 
 
 @dataclass

@@ -25,7 +25,7 @@ from mcqa_toolkit.backends.vllm_server import ENV, embedded_model_dir, vllm_pyth
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.run import run, strategy
-from mcqa_toolkit.run.equality import assert_same_records
+from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.scoring.min_k import min_k_table
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]

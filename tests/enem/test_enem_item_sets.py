@@ -4,7 +4,7 @@ the same positions with other keys and parameters. Both sets must be resolved an
 import numpy as np
 import pandas as pd
 import pytest
-from test_enem_scoring import CASES, ITEMS, ITEMS_CSV, write_microdata
+from test_enem_official import CASES, ITEMS, ITEMS_CSV, write_microdata
 
 from mcqa_toolkit import enem
 from mcqa_toolkit.datasets import load

@@ -7,7 +7,7 @@ import warnings
 import pandas as pd
 import pytest
 from paths import FIXTURES, REPO, SHARED
-from test_enem_scoring import write_microdata
+from test_enem_official import write_microdata
 
 from mcqa_toolkit import enem
 from mcqa_toolkit.enem.errata import errata_markdown

@@ -21,7 +21,7 @@ def reference_run(tmp_path_factory):
     import pandas as pd
     from faults_children import in_child, run_lookup
 
-    from mcqa_toolkit.run.store import RunDir
+    from mcqa_toolkit.records.store import RunDir
 
     out = tmp_path_factory.mktemp("reference") / "run"
     result = in_child(run_lookup, str(out))

@@ -110,7 +110,7 @@ def cache_puts(root: str, n: int, kill_at: int | None = None, count: bool = Fals
 
 def hold_lock(run_dir: str, then: str) -> tuple:
     """Take the run folder's lock and then: 'sigkill' this process while holding it, or 'wait' until killed."""
-    from mcqa_toolkit.run.store import RunDir
+    from mcqa_toolkit.records.store import RunDir
 
     lock = RunDir(run_dir).lock()
     lock.acquire()

@@ -18,9 +18,9 @@ from faults_children import in_child, lookup_job, run_lookup
 from mcqa_toolkit.backends import load_backend
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.run import Strategy, run
-from mcqa_toolkit.run.equality import assert_same_records
+from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.run.recipe import run_job
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.store import RunDir
 
 pytestmark = pytest.mark.faults
 

@@ -9,8 +9,8 @@ import signal
 import pytest
 from faults_children import in_child, run_lookup
 
-from mcqa_toolkit.run.equality import assert_same_records
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.equality import assert_same_records
+from mcqa_toolkit.records.store import RunDir
 
 pytestmark = pytest.mark.faults
 

@@ -1,5 +1,5 @@
 """SIGKILL at seeded random points of a short run (the lookup-table backend: no model), each followed by a
-resume in a new process: the final records equal an uninterrupted run's by the equality rule (run.equality),
+resume in a new process: the final records equal an uninterrupted run's by the equality rule (records.equality),
 with nothing lost and nothing duplicated; and the request cache's writes stay atomic under SIGKILL.
 
 A kill point is the k-th event of the package's own code in the child (faults_children: every call of one of
@@ -17,8 +17,8 @@ import pytest
 from faults_children import cache_puts, in_child, run_lookup
 
 from mcqa_toolkit.backends.cache import RequestCache
-from mcqa_toolkit.run.equality import assert_same_records
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.equality import assert_same_records
+from mcqa_toolkit.records.store import RunDir
 
 pytestmark = pytest.mark.faults
 KILL_POINTS = 24      # among all events of a run

@@ -1,4 +1,4 @@
-"""One writer per run folder (run.lock): a second run() or run_job() stops at once naming the holder, a stale
+"""One writer per run folder (records.lock): a second run() or run_job() stops at once naming the holder, a stale
 lock of a killed process is taken over, finalising keeps one record per (item, shuffle), and two `mcqa run`
 started at once on one params file end with every record exactly once.
 
@@ -25,11 +25,11 @@ from paths import REPO
 
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.run import Strategy, run
-from mcqa_toolkit.run.equality import assert_same_records
+from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.run.jobs import expand, load_params
-from mcqa_toolkit.run.lock import RunLocked
+from mcqa_toolkit.records.lock import RunLocked
 from mcqa_toolkit.run.recipe import BackendCache, run_job
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.store import RunDir
 
 pytestmark = pytest.mark.faults
 
@@ -79,7 +79,7 @@ def test_a_stale_lock_from_a_killed_process_is_taken_over(tmp_path, reference_ru
     rd = RunDir(out)
     assert rd.lock_file.read_bytes().strip() and rd.holder() is None  # a record, but nobody holds the lock
     job, cache = lookup_job(out)
-    with caplog.at_level(logging.WARNING, logger="mcqa_toolkit.run"):
+    with caplog.at_level(logging.WARNING, logger="mcqa_toolkit.records"):
         result = run_job(job, cache, progress=False)
     taken = [r.getMessage() for r in caplog.records if "took over the lock" in r.getMessage()]
     pid = (out / "held").read_text()
@@ -98,7 +98,7 @@ def test_finalising_keeps_one_record_per_item_and_shuffle(tmp_path, reference_ru
     rd.jsonl.write_bytes(b"".join(lines) + b"".join(lines[::-1]))  # the second writer's copies
     assert len(rd.load()) == len(lines)  # reading an unfinished run already counts each record once
     job, cache = lookup_job(out)
-    with caplog.at_level(logging.WARNING, logger="mcqa_toolkit.run"):
+    with caplog.at_level(logging.WARNING, logger="mcqa_toolkit.records"):
         result = run_job(job, cache, progress=False)
     records = rd.load()
     assert not records.duplicated(["item_id", "shuffle"]).any() and result.summary["n_records"] == len(lines)

@@ -22,8 +22,8 @@ from mcqa_toolkit.backends import load_backend
 from mcqa_toolkit.backends.http import ApiError, RetryPolicy
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.run import Strategy, run
-from mcqa_toolkit.run.equality import assert_same_records
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.equality import assert_same_records
+from mcqa_toolkit.records.store import RunDir
 
 pytestmark = pytest.mark.faults
 T0 = 1_700_000_000.25  # the fake clock's start (a quarter second past a whole second: dates round)

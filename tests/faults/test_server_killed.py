@@ -22,8 +22,8 @@ from mcqa_toolkit.backends.http import ApiError
 from mcqa_toolkit.backends.llama_server import LlamaServer
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.run import Strategy, run
-from mcqa_toolkit.run.equality import assert_same_records
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.equality import assert_same_records
+from mcqa_toolkit.records.store import RunDir
 
 pytestmark = [pytest.mark.faults, pytest.mark.server]
 ROWS = [("Two plus two is", ("four", "five", "ten"), 0), ("The sky on a clear day is", ("green", "blue", "red"), 1)]

@@ -29,7 +29,7 @@ from mcqa_toolkit.datasets import load
 from mcqa_toolkit.interop import export_run, import_run
 from mcqa_toolkit.items import LETTERS
 from mcqa_toolkit.measure.circular import rotations
-from mcqa_toolkit.run.equality import assert_same_records
+from mcqa_toolkit.records.equality import assert_same_records
 
 BIN = Path(sys.executable).parent
 ENEM = dict(path=FIXTURES / "enem" / "exams", item_params=FIXTURES / "enem" / "ITENS_PROVA_2022.csv")

@@ -9,8 +9,8 @@ from paths import REPO
 
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.interop import export_run, import_run
-from mcqa_toolkit.run.equality import assert_same_records
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.equality import assert_same_records
+from mcqa_toolkit.records.store import RunDir
 
 RESULTS = REPO / "data" / "demo" / "results"
 RUNS = [("gemma-3-270m__demo__pt__enem_1shot", "demo"), ("gemma-3-270m__demo__es__S5", "demo"),

@@ -16,7 +16,7 @@ from synthetic_results import ANNULLED, SHUFFLES
 from mcqa_toolkit import irt, measure
 from mcqa_toolkit.datasets.demo import load_demo, load_population
 from mcqa_toolkit.report import as_headline
-from mcqa_toolkit.run.store import load_min_k
+from mcqa_toolkit.records.results import load_min_k
 
 
 
@@ -35,7 +35,7 @@ def _params(items, keys):
 
 
 def test_synthetic_results_are_schema_exact(records):
-    from mcqa_toolkit.run.columns import COLUMNS
+    from mcqa_toolkit.records.columns import COLUMNS
 
     assert list(records.columns[:len(COLUMNS)]) == list(COLUMNS)
     assert len(records) == 2 * 2 * 3 * (66 + 62)

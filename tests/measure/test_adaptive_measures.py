@@ -23,7 +23,7 @@ from mcqa_toolkit.datasets.demo import load_demo, load_population
 from mcqa_toolkit.irt.cat import CatConfig, cat_next, cat_start, cat_update
 from mcqa_toolkit.measure import adaptive as A
 from mcqa_toolkit.run import run, strategy
-from mcqa_toolkit.run.store import load_results
+from mcqa_toolkit.records.results import load_results
 
 
 

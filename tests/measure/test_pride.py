@@ -10,8 +10,8 @@ import pytest
 from mcqa_toolkit.items import Item
 from mcqa_toolkit.measure.circular import rotations
 from mcqa_toolkit.measure.pride import debias, item_prior, permutation_debiased, pride
-from mcqa_toolkit.run.records import make_record, run_fields
-from mcqa_toolkit.run.store import records_frame
+from mcqa_toolkit.records.factory import make_record, run_fields
+from mcqa_toolkit.records.columns import records_frame
 
 
 def _observed(prior, content, perms):

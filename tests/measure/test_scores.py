@@ -10,8 +10,8 @@ from builders import UNED_T5, records
 
 from mcqa_toolkit import measure as M
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.run.records import make_record, run_fields
-from mcqa_toolkit.run.store import records_frame
+from mcqa_toolkit.records.factory import make_record, run_fields
+from mcqa_toolkit.records.columns import records_frame
 
 
 
@@ -149,30 +149,6 @@ def _exam_items():
     ])
 
 
-def test_course_exam_points_rules():
-    items = _exam_items()
-    s, m, t, x = (items[i] for i in "smtx")
-    assert M.course_exam_points(s, 2) == (5.0, "correct") and M.course_exam_points(s, 0) == (0.0, "incorrect")
-    assert M.course_exam_points(m, (2, 1, 0)) == (6.0, "correct")
-    assert M.course_exam_points(m, (0, 1)) == (2.0, "partial")
-    assert M.course_exam_points(m, (0, 3)) == (0.0, "incorrect")  # not a subset
-    assert M.course_exam_points(m, ()) == (0.0, "unanswered") and M.course_exam_points(s, -1)[1] == "unanswered"
-    assert M.course_exam_points(t, (True, True, False))[0] == 8 and M.course_exam_points(t, (True, True, True))[0] == 0
-    assert M.course_exam_points(x, "a leader", judge=lambda it, r: 3)[0] == 3.0
-    assert M.course_exam_points(m.with_(points=1), (0,)) == (1.0, "partial")  # 2-point credit capped at points
-    assert M.course_exam_points(m, "A, B") == (2.0, "partial") and M.course_exam_points(s, "c")[1] == "correct"
-    # the loader keeps unparsable choice questions as "short" with a letter key: scored by letters, no judge
-    raw = x.with_(answer="A,B,D", meta={"options_parsed": False, "question_type": "MultipleChoice"})
-    assert M.course_exam_points(raw, "A,B,D")[1] == "correct" and M.course_exam_points(raw, "D")[0] == 2.0
-    with pytest.raises(ValueError, match="option letters"):
-        M.course_exam_points(raw, "maybe B")
-    with pytest.raises(ValueError, match="judge"):
-        M.course_exam_points(x, "text")
-    for bad in (5, -1, "3", True, float("nan")):
-        with pytest.raises(ValueError, match="judge returned"):
-            M.course_exam_points(x, "text", judge=lambda it, r, bad=bad: bad)
-
-
 def _exam_records(items, rows):
     """Records of the course-exam items through the record factory: (item_id, shuffle, make_record kwargs)."""
     run = run_fields(model="m", strategy="S1")
@@ -255,7 +231,7 @@ def test_shuffle_consistency_uses_original_options():
 
 
 def test_real_result_frames_after_parquet_round_trip(tmp_path):
-    from mcqa_toolkit.run.store import records_frame
+    from mcqa_toolkit.records.columns import records_frame
 
     df = records([{"item_id": f"q{i}", "shuffle": s, "choice": (i + s) % 4, "permutation": [0, 1, 2, 3],
                    "option_probs": [0.25] * 4, "year": 2023, "language": lang}

@@ -21,7 +21,7 @@ from mcqa_toolkit import measure
 from mcqa_toolkit.datasets.demo import load_demo, load_population
 from mcqa_toolkit.irt.cat import CatConfig
 from mcqa_toolkit.measure import adaptive
-from mcqa_toolkit.run.store import MIN_K
+from mcqa_toolkit.records.store import MIN_K
 
 pytestmark = pytest.mark.notebooks
 NOTEBOOKS = REPO / "notebooks"
@@ -148,7 +148,7 @@ def test_adaptive_notebook_compares_model_runs_with_their_full_form(tmp_path):
     numbers equal direct calls; HUMANS=None skips the population sections."""
     root = write_adaptive_results(tmp_path / "results")
     headline = _execute("15_adaptive", root, tmp_path, HUMANS=None)
-    from mcqa_toolkit.run.store import load_results
+    from mcqa_toolkit.records.results import load_results
 
     savings = adaptive.adaptive_savings(adaptive.model_cat_vs_full(load_results(root), load_demo()))
     assert headline["has_adaptive_runs"] and headline["length_mean"] == {} and headline["anchor_mae_theta"] == {}

@@ -34,7 +34,7 @@ from paths import REPO
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.report.inspector_views import PNG_DPI, probs_figure
 from mcqa_toolkit.report.responses import responses_frame
-from mcqa_toolkit.run import load_results
+from mcqa_toolkit.records import load_results
 
 pytestmark = pytest.mark.browser
 SAMPLE_RESULTS = REPO / "data" / "demo" / "results"

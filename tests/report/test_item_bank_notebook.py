@@ -10,7 +10,7 @@ from paths import REPO
 from mcqa_toolkit import interop
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.measure import population
-from mcqa_toolkit.run.store import load_results
+from mcqa_toolkit.records.results import load_results
 
 pytestmark = pytest.mark.notebooks
 

@@ -16,7 +16,7 @@ from synthetic_results import write_synthetic_results
 from mcqa_toolkit import measure
 from mcqa_toolkit.report import plots
 from mcqa_toolkit.datasets.demo import load_demo, load_population
-from mcqa_toolkit.run.store import load_min_k, load_results
+from mcqa_toolkit.records.results import load_min_k, load_results
 
 matplotlib.use("Agg")
 

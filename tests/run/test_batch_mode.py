@@ -24,7 +24,7 @@ from mcqa_toolkit.backends.cache import RequestCache
 from mcqa_toolkit.prompts.types import question_kind
 from mcqa_toolkit.resources import notebooks_dir
 from mcqa_toolkit.run import batch, grid
-from mcqa_toolkit.run.equality import assert_same_records
+from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.run.jobs import Job
 from mcqa_toolkit.run.recipe import BackendCache, run_job
 

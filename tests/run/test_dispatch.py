@@ -21,7 +21,7 @@ from mcqa_toolkit.items import Item
 from mcqa_toolkit.report import plots, tables
 from mcqa_toolkit.report.course_exam import comparison_json, load_course_exam_runs
 from mcqa_toolkit.run import Strategy, run
-from mcqa_toolkit.run.records import make_record, run_fields
+from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.scoring.judge import LLMJudge
 
 

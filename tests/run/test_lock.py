@@ -1,4 +1,4 @@
-"""run.lock: the one-writer lock of a run folder in one process (re-entrant for its thread, refused to another
+"""records.lock: the one-writer lock of a run folder in one process (re-entrant for its thread, refused to another
 thread), its holder record, and a lock lent by the parent `mcqa run` to its kernel. Several processes: the fault
 suite (tests/faults/test_one_writer.py)."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 import pytest
 from paths import REPO
 
-from mcqa_toolkit.run.lock import LENDER_ENV, RunLock, RunLocked, lock_holder
+from mcqa_toolkit.records.lock import LENDER_ENV, RunLock, RunLocked, lock_holder
 
 
 def test_reentrant_for_its_thread_and_refused_to_another(tmp_path):
@@ -38,7 +38,7 @@ def test_reentrant_for_its_thread_and_refused_to_another(tmp_path):
 
 def test_a_lock_is_lent_only_to_the_process_named_by_the_lender_variable(tmp_path, monkeypatch):
     held = tmp_path / "held"
-    code = (f"from mcqa_toolkit.run.lock import RunLock; import pathlib, time; RunLock({str(tmp_path / 'run')!r})"
+    code = (f"from mcqa_toolkit.records.lock import RunLock; import pathlib, time; RunLock({str(tmp_path / 'run')!r})"
             f".acquire(); pathlib.Path({str(held)!r}).write_text('x'); time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)})
     try:

@@ -1,5 +1,5 @@
-"""The run recipe (run.recipe.run_job), the one decision about a run folder (run.state), the equality rule of
-records (run.equality), the table of methods (scoring.methods) and the run notebook that only calls the recipe."""
+"""The run recipe (run.recipe.run_job), the one decision about a run folder (records.state), the equality rule of
+records (records.equality), the table of methods (scoring.methods) and the run notebook that only calls the recipe."""
 from __future__ import annotations
 
 import json
@@ -16,10 +16,10 @@ from mcqa_toolkit.backends import Capabilities, CapabilityError
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.resources import notebooks_dir
 from mcqa_toolkit.run import grid
-from mcqa_toolkit.run.equality import assert_same_records, record_differences
+from mcqa_toolkit.records.equality import assert_same_records, record_differences
 from mcqa_toolkit.run.jobs import Job
 from mcqa_toolkit.run.recipe import BackendCache, run_job
-from mcqa_toolkit.run.state import RunRefused, RunState, run_state
+from mcqa_toolkit.records.state import RunRefused, RunState, run_state
 from mcqa_toolkit.run.strategy import STRATEGIES, Strategy
 from mcqa_toolkit.scoring.methods import METHODS, MIN_K_COST, check_method, record_cost
 

@@ -8,7 +8,7 @@ import pytest
 import mcqa_toolkit.run.runner as runner_mod
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.run import STRATEGIES, Strategy, run, strategy
-from mcqa_toolkit.run.columns import COLUMNS
+from mcqa_toolkit.records.columns import COLUMNS
 
 VOLATILE = ["seconds", "n_forwarded_tokens"]
 

@@ -23,10 +23,10 @@ from mcqa_toolkit import cli
 from mcqa_toolkit.backends import backend_entry
 from mcqa_toolkit.resources import notebooks_dir
 from mcqa_toolkit.run import grid, jobs
-from mcqa_toolkit.run.equality import assert_same_records
+from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.run.recipe import BackendCache, run_job
-from mcqa_toolkit.run.state import RunState, run_state
-from mcqa_toolkit.run.store import RunDir
+from mcqa_toolkit.records.state import RunState, run_state
+from mcqa_toolkit.records.store import RunDir
 
 
 def _notebook(path: Path, *cells: str) -> Path:

@@ -14,8 +14,8 @@ from mcqa_toolkit import measure
 from mcqa_toolkit.backends import Capabilities, CapabilityError, Generation
 from mcqa_toolkit.datasets.grades import read_human_grades
 from mcqa_toolkit.items import DatasetError, Item
-from mcqa_toolkit.run.records import make_record, run_fields
-from mcqa_toolkit.run.store import records_frame
+from mcqa_toolkit.records.factory import make_record, run_fields
+from mcqa_toolkit.records.columns import records_frame
 from mcqa_toolkit.scoring.judge import Judgement, LLMJudge, combine_scores, judge_answers, parse_verdict
 
 

@@ -149,7 +149,7 @@ def test_course_exam_of_every_type_on_gemma(gemma, tmp_path):
 
     from mcqa_toolkit import measure
     from mcqa_toolkit.run import Strategy, run
-    from mcqa_toolkit.run.columns import STATUSES
+    from mcqa_toolkit.records.columns import STATUSES
     from mcqa_toolkit.scoring.judge import LLMJudge
 
     backend = HFBackend(gemma)

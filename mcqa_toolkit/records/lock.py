@@ -39,7 +39,7 @@ __all__ = ["RunLock", "RunLocked", "lock_holder", "LENDER_ENV", "LOCK_FILE"]
 
 LOCK_FILE = "run.lock"
 LENDER_ENV = "MCQA_RUN_LOCK_LENDER"
-_LOG = logging.getLogger("mcqa_toolkit.run")
+_LOG = logging.getLogger("mcqa_toolkit.records")
 _CONTENDED = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES)
 
 # The run locks this process holds: lock file -> (pid, thread ident, depth). flock(2) locks belong to an open

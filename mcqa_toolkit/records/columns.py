@@ -2,8 +2,8 @@
 
 One record per (run, item, shuffle), for every question type (single, multi, truefalse, short). Option-indexed
 lists are in ORIGINAL option order (index into `Item.options`), so records from different shuffles line up;
-positions are 0-based places in the shown (shuffled) order. `run.store.load_results(dir)` returns a DataFrame
-with exactly these columns (plus `extra`). Every record is built by `run.records.make_record`.
+positions are 0-based places in the shown (shuffled) order. `records.store.load_results(dir)` returns a DataFrame
+with exactly these columns (plus `extra`). Every record is built by `records.factory.make_record`.
 
 Status vocabulary: correct | partial | incorrect (graded answers), unanswered (nothing could be
 read from the output), refused (the model declined), error (the answer could not be graded, e.g. a judge output
@@ -11,6 +11,12 @@ that is not a number in range: its points are NaN, never 0). `correct` (bool) is
 because the single-answer analyses (accuracy, kappa, position, IRT) are shares of correct records.
 """
 from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pandas as pd
 
 # identity of the run ------------------------------------------------------------------------------
 RUN_COLUMNS = (
@@ -60,4 +66,48 @@ COLUMNS = RUN_COLUMNS + ITEM_COLUMNS + RESPONSE_COLUMNS
 STATUSES = ("correct", "partial", "incorrect", "unanswered", "refused", "error")
 ANSWERED = ("correct", "partial", "incorrect")   # a response was read and graded
 LEGACY_STATUSES = ("answered", "unanswered", "refused")  # records written before the per-type schema
+KEY = ["item_id", "shuffle"]   # one record per key in a run
 
+
+def unique_records(df: pd.DataFrame, source: Any = "records") -> pd.DataFrame:
+    """One record per (item_id, shuffle), the first written: a folder written by two processes at once
+    (before run folders were locked) holds some twice. Dropping them is logged, naming `source`."""
+    dup = df.duplicated(KEY, keep="first") if len(df) else pd.Series(dtype=bool)
+    if not dup.any():
+        return df
+    logging.getLogger("mcqa_toolkit.records").warning("%s: %d duplicate record(s) of an (item, shuffle) dropped, the "
+                                                  "first written kept", source, int(dup.sum()))
+    return df[~dup].reset_index(drop=True)
+
+
+def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
+    """Records -> DataFrame with the schema's columns first (plus `extra`, a JSON string of method details)."""
+    df = pd.DataFrame.from_records(records)
+    if df.empty:
+        return pd.DataFrame(columns=list(COLUMNS) + ["extra"])
+    return conform(df)
+
+
+def conform(df: pd.DataFrame) -> pd.DataFrame:
+    """A records frame (legacy records upgraded) with the schema's columns first; missing columns raise."""
+    df = upgrade_legacy(df)
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"records lack column(s) {missing}")
+    rest = [c for c in df.columns if c not in COLUMNS]
+    return df[list(COLUMNS) + rest]
+
+
+def upgrade_legacy(df: pd.DataFrame) -> pd.DataFrame:
+    """Records written before the per-type schema (single-answer only; status answered | unanswered | refused,
+    no points) in the current schema: answered becomes correct / incorrect from `correct`, the response is the
+    choice, one point per keyed item (0 for an annulled one). Frames already in the schema pass unchanged."""
+    if "points_earned" in df.columns or not set(df.get("status", pd.Series(dtype=str))) <= set(LEGACY_STATUSES):
+        return df
+    answered = df["status"] == "answered"
+    keyed = df["answer"] >= 0
+    return df.assign(
+        answer_type="single", response=[json.dumps(int(c)) if c >= 0 else "null" for c in df["choice"]],
+        points_possible=keyed.astype(float), points_earned=(df["correct"].astype(bool) & keyed).astype(float),
+        status=df["status"].where(~answered, df["correct"].map({True: "correct", False: "incorrect"})),
+        judgements="")

@@ -11,7 +11,7 @@ A run folder (`outputs/<model>__<dataset>__<language>__<strategy>/`) holds
   batch.json        batch-mode state (API batch ids, counts, failures), see run.batch
   items.jsonl       the items the records are about (Item.to_dict per line), written by runs that do not come
                     from a dataset loader (imported results, interop): the analyses read them instead of a loader
-  run.lock          the one-writer lock (run.lock): who is writing the folder now
+  run.lock          the one-writer lock (records.lock): who is writing the folder now
 Nothing else in the package or the notebooks spells these names. A killed run leaves at most a partial last
 JSONL line; on resume it is dropped (it was never a finished record) and the rest is kept, so re-running
 never loses or duplicates records. Every other file is written to a temporary name, forced to disk and renamed,
@@ -26,13 +26,14 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, ContextManager, Iterable, Mapping
 
 import pandas as pd
 
-from mcqa_toolkit.run.columns import COLUMNS, LEGACY_STATUSES
-from mcqa_toolkit.run.files import RunWriteError, atomic, json_default, read_json, write_json
-from mcqa_toolkit.run.lock import LOCK_FILE, RunLock, lock_holder
+from mcqa_toolkit.records.columns import KEY, conform, records_frame, unique_records
+from mcqa_toolkit.records.files import RunWriteError, atomic, json_default, read_json, write_json
+from mcqa_toolkit.records.lock import LOCK_FILE, RunLock, lock_holder
+from mcqa_toolkit.records.state import OpenRun, open_for_write
 
 RECORDS_JSONL = "records.jsonl"
 RECORDS_PARQUET = "records.parquet"
@@ -43,7 +44,6 @@ MIN_K = "min_k.parquet"
 NOTEBOOK = "run_model.ipynb"
 BATCH = "batch.json"
 ITEMS = "items.jsonl"
-KEY = ["item_id", "shuffle"]
 SYNC_SECONDS = 1.0  # append forces records.jsonl to disk when this long has passed since it last did
 
 
@@ -69,8 +69,13 @@ class RunDir:
         return self.dir.name
 
     def lock(self) -> RunLock:
-        """The folder's one-writer lock (run.lock): `with rd.lock(): ...`; RunLocked when another writer holds it."""
+        """The folder's one-writer lock (records.lock): `with rd.lock(): ...`; RunLocked when another writer holds it."""
         return RunLock(self.dir)
+
+    def open_for_write(self, identity: Mapping[str, Any]) -> ContextManager[OpenRun]:
+        """`with rd.open_for_write(identity) as run: run.state ...`: the one guarded entry for writing this folder
+        (records.state.open_for_write: state, lock, state)."""
+        return open_for_write(self, identity)
 
     def remove_leftovers(self) -> None:
         """Remove temporary files a killed writer left (`.<name>.<pid>.tmp`); call with the lock held."""
@@ -79,7 +84,7 @@ class RunDir:
                 tmp.unlink(missing_ok=True)
 
     def holder(self) -> dict[str, Any] | None:
-        """Who is writing this folder now (pid, host, started), None when nobody is (run.lock.lock_holder)."""
+        """Who is writing this folder now (pid, host, started), None when nobody is (records.lock.lock_holder)."""
         return lock_holder(self.dir)
 
     def is_complete(self) -> bool:
@@ -220,77 +225,3 @@ class RunDir:
         atomic(self.min_k_file, lambda tmp: table.to_parquet(tmp, index=False), "the Min-K% table",
                 "the records are intact; free some space and run again to finish")
         return self.min_k_file
-
-
-def unique_records(df: pd.DataFrame, source: Any = "records") -> pd.DataFrame:
-    """One record per (item_id, shuffle), the first written: a folder written by two processes at once
-    (before run folders were locked) holds some twice. Dropping them is logged, naming `source`."""
-    dup = df.duplicated(KEY, keep="first") if len(df) else pd.Series(dtype=bool)
-    if not dup.any():
-        return df
-    import logging
-
-    logging.getLogger("mcqa_toolkit.run").warning("%s: %d duplicate record(s) of an (item, shuffle) dropped, the "
-                                                  "first written kept", source, int(dup.sum()))
-    return df[~dup].reset_index(drop=True)
-
-
-def records_frame(records: list[dict[str, Any]]) -> pd.DataFrame:
-    """Records -> DataFrame with the schema's columns first (plus `extra`, a JSON string of method details)."""
-    df = pd.DataFrame.from_records(records)
-    if df.empty:
-        return pd.DataFrame(columns=list(COLUMNS) + ["extra"])
-    return conform(df)
-
-
-def conform(df: pd.DataFrame) -> pd.DataFrame:
-    """A records frame (legacy records upgraded) with the schema's columns first; missing columns raise."""
-    df = upgrade_legacy(df)
-    missing = [c for c in COLUMNS if c not in df.columns]
-    if missing:
-        raise ValueError(f"records lack column(s) {missing}")
-    rest = [c for c in df.columns if c not in COLUMNS]
-    return df[list(COLUMNS) + rest]
-
-
-def upgrade_legacy(df: pd.DataFrame) -> pd.DataFrame:
-    """Records written before the per-type schema (single-answer only; status answered | unanswered | refused,
-    no points) in the current schema: answered becomes correct / incorrect from `correct`, the response is the
-    choice, one point per keyed item (0 for an annulled one). Frames already in the schema pass unchanged."""
-    if "points_earned" in df.columns or not set(df.get("status", pd.Series(dtype=str))) <= set(LEGACY_STATUSES):
-        return df
-    answered = df["status"] == "answered"
-    keyed = df["answer"] >= 0
-    return df.assign(
-        answer_type="single", response=[json.dumps(int(c)) if c >= 0 else "null" for c in df["choice"]],
-        points_possible=keyed.astype(float), points_earned=(df["correct"].astype(bool) & keyed).astype(float),
-        status=df["status"].where(~answered, df["correct"].map({True: "correct", False: "incorrect"})),
-        judgements="")
-
-
-def run_dirs(outputs_dir: str | Path) -> list[RunDir]:
-    """Every run folder under `outputs_dir` (any depth), sorted by path."""
-    root = Path(outputs_dir)
-    found = {p.parent for name in (RECORDS_JSONL, RECORDS_PARQUET) for p in root.rglob(name)}
-    return [RunDir(d) for d in sorted(found)]
-
-
-def load_results(outputs_dir: str | Path, complete_only: bool = True) -> pd.DataFrame:
-    """Every run under `outputs_dir` (any depth) concatenated into one tidy frame."""
-    frames = [r.load() for r in run_dirs(outputs_dir) if r.is_complete() or not complete_only]
-    if not frames:
-        raise FileNotFoundError(f"no {'complete ' if complete_only else ''}runs under {outputs_dir}")
-    return pd.concat(frames, ignore_index=True)
-
-
-def load_min_k(outputs_dir: str | Path) -> pd.DataFrame | None:
-    """Every min_k.parquet under `outputs_dir` (model, language, item_id, parallel_id, min_k_prob, n_tokens),
-    one row per model x item (runs of one model share the question texts); None when there is none."""
-    files = sorted(Path(outputs_dir).rglob(MIN_K))
-    if not files:
-        return None
-    df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
-    missing = [c for c in ("model", "item_id", "min_k_prob") if c not in df.columns]
-    if missing:
-        raise ValueError(f"{MIN_K} files under {outputs_dir} lack column(s) {missing}")
-    return df.drop_duplicates(["model", "item_id"]).reset_index(drop=True)

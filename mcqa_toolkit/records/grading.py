@@ -1,9 +1,7 @@
 """The exam rule that grades ONE response against its item's key, for every question type (the course-exam
 benchmark's rules, which reduce to exact match for the single-answer exams): used by the record factory
-(run.records) when a record is made, and re-exported by measure.exam_rules.
-
-Lives apart from measure/ because run/ grades records as it writes them and measure/ reads run.columns: the
-rule needs nothing but the Item.
+(records.factory) when a record is made. It needs nothing but the Item; measure.exam_rules sums the graded
+records per exam.
 """
 from __future__ import annotations
 
@@ -14,9 +12,11 @@ import numpy as np
 
 from mcqa_toolkit.items import LETTERS, Item
 
-__all__ = ["OUTCOMES", "Judge", "course_exam_points"]
+__all__ = ["RULE_STATUSES", "Judge", "course_exam_points"]
 
-OUTCOMES = ("correct", "partial", "incorrect", "unanswered")  # what course_exam_points returns
+# what course_exam_points returns: the record statuses an exam rule can see (records.columns.STATUSES less refused
+# and error, which only the caller knows)
+RULE_STATUSES = ("correct", "partial", "incorrect", "unanswered")
 Judge = Callable[[Item, str], float]
 
 

@@ -1,11 +1,11 @@
-"""The record factory: one record per (item, shuffle) with every column of `run.columns`, for every question
+"""The record factory: one record per (item, shuffle) with every column of `records.columns`, for every question
 type, derived the same way for the runner and for anything else that makes records (synthetic results in
 tests, imported results).
 
 Derived fields are never typed by hand: positions come from the permutation, `option_probs` from the scores
 (softmax; a NaN score, i.e. no answer or a letter outside an API's top-k, gets probability 0), and
 `points_earned` / `status` / `correct` from the response graded by the exam rule of
-`scoring.rules.course_exam_points` (single and true/false exact, multi partial credit, short answers by
+`records.grading.course_exam_points` (single and true/false exact, multi partial credit, short answers by
 the judge's points). Only `refused` and `error` are ever given from outside, since no rule can see them.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from mcqa_toolkit.items import Item
-from mcqa_toolkit.scoring.rules import course_exam_points
-from mcqa_toolkit.run.columns import ANSWERED, RUN_COLUMNS, STATUSES
+from mcqa_toolkit.records.grading import course_exam_points
+from mcqa_toolkit.records.columns import ANSWERED, RUN_COLUMNS, STATUSES
 
 __all__ = ["run_fields", "option_probs", "make_record", "normalise_response", "decode_response", "UNSET"]
 

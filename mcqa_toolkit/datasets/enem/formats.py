@@ -1,53 +1,17 @@
-"""ENEM: exam CSVs, BLUEX-style JSON lists, 2024-style JSONL, and INEP item parameters (ITENS_PROVA).
-
-Sources and their quirks:
-- Exam CSV, one per area and booklet, named `[pt_|en_|es_]ENEM_<year>_<area>_CO_PROVA_<code>.csv` (the code is
-  INEP's CO_PROVA -> meta["co_prova"]); columns question, body, A..E, year, question_number, test (area),
-  answer (letter or "anulada"), language (portuguese/english/spanish). UTF-8 or latin-1.
-- BLUEX-style JSON list (gpt-4-enem's ENEM 2022): id, number, question and context, clean `options` or
-  letter-prefixed `alternatives` (we prefer `options`), label as a letter of either case,
-  has_associated_images, tags IU/ML/BK/CE/DS/MR/TU. The stem is `context` then `question`: real files keep
-  some questions wholly in `context` with `question` empty (or the reverse), so an empty field is missing only
-  when the question has no text in either (then DatasetError names the record and field `question`); a
-  `question` already inside `context` is not repeated.
-- 2024-style JSONL (maritaca-ai/enem, one file per edition): id ("questao_01"), exam (year), IU, ledor,
-  question with "[[placeholder]]" where a figure was, alternatives, label ("Anulado" possible), figures,
-  description. Each placeholder is replaced, in order, by the matching image description so text-only models
-  see what blind candidates hear.
-- eduagarcia/enem_challenge rows (Parquet): id, exam_id, exam_year, question_number, question, choices
-  {label, text}, answerKey ("ANULADO"); portuguese-benchmark-datasets/BLUEX rows (Parquet): UNICAMP and USP
-  entrance-exam questions in the BLUEX-style fields with the key in `answer` (source "bluex", no ENEM area).
-  `HUB_LAYOUTS` lists the published layouts of local copies that `load_enem` recognises.
-- ITENS_PROVA_<year>.csv (INEP's item parameters): read, split into item sets and attached by `enem.itens_prova`.
-
-Rules: subject = area name (AREA_NAMES), area code in meta["area"]. Areas are read from the CSV `test` column;
-for JSON they follow from year and question number (2017+: LC 1-45, CH 46-90, CN 91-135, MT 136-180;
-2009-2016: CH, CN, LC, MT in that order). Annulled ("anulada"/"Anulado", any case) -> answer None and
-meta["annulled"] True. has_image is True when the source says so (has_associated_images, IU, figures,
-descriptions) or when the text carries an audio-description marker (IMAGE_MARKERS: "Descrição da imagem:",
-"Descrição do Gráfico A:", "Image description:", ...). Boolean tags go to meta under their own names.
-Foreign-language items (the first five LC positions, English or Spanish by the candidate's choice) get
-meta["foreign_language"] 'en'/'es' from, in order: a per-record `foreign_language` field; the file order
-when the position appears twice in one CSV (booklets print the English items first, then the Spanish
-ones); the `foreign_language` argument. Item parameters are matched on (CO_PROVA, area, position) and,
-when the booklet lists an English and a Spanish item at a position, on TP_LINGUA (0 English, 1 Spanish).
-When a booklet code lists two item sets, the set whose keys agree with the file's answers is used (or the
-`item_set` argument's); meta["item_set"] records it (see `enem.itens_prova`). Exam CSVs name their booklet; a
-JSON/Parquet source numbers its questions 1-180 without saying which colour's booklet it follows, so its items
-get INEP parameters only with `co_prova=` (and every answer must then agree with that booklet's key).
+"""ENEM source records -> Items, one parser per format (the rules are in the package docstring,
+mcqa_toolkit.datasets.enem): exam CSV rows, BLUEX-style JSON records, 2024-style JSONL records, enem_challenge
+rows; `parse_record` picks the parser from the record's fields.
 """
 from __future__ import annotations
 
 import re
-from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
-from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, is_annulled, is_missing,
-                                           items_from_records, iter_csv, iter_json_records, iter_jsonl,
-                                           letter_to_index, parse_bool, parse_int, require, require_text)
-from mcqa_toolkit.enem.itens_prova import AREAS, TP_LINGUA, ItemParams
-from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
+from mcqa_toolkit.datasets.common import (check_options, is_annulled, is_missing, letter_to_index, parse_bool,
+                                          parse_int, require, require_text)
+from mcqa_toolkit.enem.itens_prova import AREAS
+from mcqa_toolkit.items import LETTERS, DatasetError, Item
 
 AREA_NAMES = {"CH": "humanities", "CN": "natural sciences", "LC": "languages", "MT": "mathematics"}
 LANGUAGES = {"portuguese": "pt", "english": "en", "spanish": "es", "pt": "pt", "pt-br": "pt", "en": "en", "es": "es"}
@@ -62,8 +26,6 @@ IMAGE_MARKERS = re.compile(
 _LETTER_PREFIX = re.compile(r"^\s*([A-E])(?:[).:]|\s)\s*")
 OTHER_EXAMS = re.compile(r"^(?P<exam>UNICAMP|USP)_", re.IGNORECASE)   # portuguese-benchmark-datasets/BLUEX ids
 
-
-# ---- exam records --------------------------------------------------------------------------------------------
 
 class ExamFile(NamedTuple):
     """What an exam CSV's name says: `[pt_]ENEM_2022_CN_CO_PROVA_1092.csv`."""
@@ -271,129 +233,3 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, language: str | None
     if isinstance(rec.get("choices"), Mapping) and "answerKey" in rec:
         return _parse_challenge_record(rec, n, path, language, foreign_language)
     return _parse_json_record(rec, n, path, language, foreign_language)
-
-
-# ---- files ---------------------------------------------------------------------------------------------------
-
-def _csv_rows(path: Path, foreign_language: str | None) -> tuple[list, dict[int, str | None]]:
-    """Rows of one exam CSV, and per row the foreign language implied by file order (a position listed
-    twice: 1st English, 2nd Spanish) or else the `foreign_language` argument."""
-    rows = list(iter_csv(path, encodings=("utf-8", "latin-1"), required=CSV_REQUIRED))
-    counts = Counter(str(rec["question_number"]).strip() for _, rec in rows)
-    seen: Counter = Counter()
-    implied = {}
-    for n, rec in rows:
-        key = str(rec["question_number"]).strip()
-        if counts[key] > 2:
-            raise DatasetError(path, n, "question_number", f"question {key} appears {counts[key]} times")
-        implied[n] = ("en", "es")[seen[key]] if counts[key] == 2 else foreign_language
-        seen[key] += 1
-    return rows, implied
-
-
-def load_enem(path: str | Path, item_params: str | Path | None = None, language: str | None = None,
-              area: str | None = None, foreign_language: str | None = None,
-              item_set: int | Mapping[int, int] | None = None,
-              co_prova: int | Mapping[str, int] | None = None) -> ItemSet:
-    """Load ENEM items from an exam CSV, a directory of exam CSVs, a BLUEX-style JSON list, a JSONL file, a
-    Parquet file, or a local copy of a Hugging Face release (see HUB_LAYOUTS): a directory is searched for
-    exam CSVs at its top and for .jsonl / .parquet files (and top-level .json lists) at any depth.
-
-    item_params: an ITENS_PROVA csv whose 3PL parameters are attached by (booklet, area, position) (see
-    `ItemParams`) to the items of its year; exam CSVs name their booklet, other sources need `co_prova` (an
-    int, or {area: CO_PROVA}): the booklet whose numbering the file follows (every answer is then checked
-    against its key).
-    item_set: for booklet codes that list two item sets, which one (1, 2, or {CO_PROVA: set}); by default the
-    set whose keys agree with the file's answers (an error when both or neither do).
-    language: keep only items in this language ('pt'/'en'/'es'); also the language of JSON sources (default 'pt').
-    area: keep only this area (CH/CN/LC/MT). foreign_language: 'en'/'es' for foreign-language items whose
-    language the file does not tell (see the module docstring). Filters that leave nothing raise DatasetError.
-    """
-    path = Path(path)
-    for name, value, allowed in (("area", area, AREAS), ("foreign_language", foreign_language, tuple(TP_LINGUA)),
-                                 ("language", language, ("pt", "en", "es"))):
-        if value is not None and value not in allowed:
-            raise ValueError(f"{name}={value!r}; expected one of {allowed}")
-    params = ItemParams(item_params) if item_params is not None else None
-    name, ids = f"enem:{path.name}", UniqueIds(path)
-    if not path.exists():
-        raise DatasetError(path, "-", None, "file or directory not found")
-    files = _files(path) if path.is_dir() else [path]
-    sets = []
-    for f in files:
-        suffix = f.suffix.lower()
-        if suffix == ".csv":
-            records, implied = _csv_rows(f, foreign_language)
-            parse = (lambda rec, n, f=f, fl=implied, info=exam_file_info(f):
-                     parse_record(rec, n, f, language, fl[n], info))
-        elif suffix in (".json", ".jsonl", ".parquet"):
-            records = {".json": iter_json_records, ".jsonl": iter_jsonl, ".parquet": _iter_parquet}[suffix](f)
-            parse = (lambda rec, n, f=f: _with_booklet(parse_record(rec, n, f, language, foreign_language), co_prova))
-        else:
-            raise DatasetError(f, "-", None, "expected an exam .csv, a .json list, a .jsonl or .parquet file or a "
-                                             "directory")
-        if params is not None:  # the whole file first: its answers choose the booklet's item set
-            parsed = [(n, parse(rec, n)) for n, rec in records]
-            # BLUEX's UNICAMP/USP items have no INEP row; a multi-edition source meets this year's file only
-            enem = [(n, it) for n, it in parsed if it.source == "enem" and params.year in (None, it.year)]
-            attached = dict(params.attach_all(enem, f, item_set)) if enem else {}
-            records = [(n, attached.get(n, it)) for n, it in parsed]
-            parse = (lambda item, n: item)
-        sets.append(items_from_records(records, parse, f, name, ids=ids))
-    items = concat(sets, name)
-    if language is not None:
-        items = _keep(items, path, "language", language, lambda it: it.language == language)
-    if area is not None:
-        items = _keep(items, path, "area", area, lambda it: it.meta["area"] == area)
-    return items
-
-
-# Hugging Face releases whose local copies `load_enem` reads (files as published; see docs/enem.md):
-HUB_LAYOUTS = {
-    "maritaca-ai/enem": "<year>.jsonl per edition (2022-2024; its Parquet conversion <year>/train/*.parquet): id "
-                        "questao_NN, exam, question with [[placeholder]] figures, alternatives, label, figures, "
-                        "description, IU, ledor",
-    "eduagarcia/enem_challenge": "data/train-*.parquet: id, exam_id, exam_year, question_number, question, choices "
-                                 "{label, text}, answerKey (ANULADO when annulled)",
-    "portuguese-benchmark-datasets/BLUEX": "data/questions-*.parquet: id (UNICAMP_/USP_<year>_<n>), number, "
-                                          "question, alternatives, answer, associated_images, subject, tags; "
-                                          "UNICAMP and USP entrance exams, not ENEM (source 'bluex', no INEP row)",
-}
-
-
-def _files(path: Path) -> list[Path]:
-    """A directory's exam CSVs (top level), .jsonl and .parquet files (any depth) and .json lists (top level),
-    skipping hidden folders (.git, .cache of a hub download)."""
-    found = sorted(f for f in path.iterdir() if exam_file_info(f) or f.suffix.lower() == ".json")
-    found += sorted(f for f in path.rglob("*") if f.suffix.lower() in (".jsonl", ".parquet") and f.is_file()
-                    and not any(part.startswith(".") for part in f.relative_to(path).parts))
-    if not found:
-        raise DatasetError(path, "-", None, "no exam CSV named like [pt_]ENEM_2022_CN_CO_PROVA_1092.csv, nor "
-                                            ".json/.jsonl/.parquet files here")
-    return found
-
-
-def _iter_parquet(path: Path):
-    """(row number from 1, row as a dict of Python values) of a Parquet file."""
-    import pyarrow.parquet as pq
-
-    try:
-        rows = pq.read_table(path).to_pylist()
-    except Exception as err:    # pyarrow's errors: not a Parquet file, truncated, ...
-        raise DatasetError(path, "-", None, f"not a readable Parquet file ({type(err).__name__}: {err})") from None
-    return enumerate(rows, start=1)
-
-
-def _with_booklet(item: Item, co_prova: int | Mapping[str, int] | None) -> Item:
-    """A JSON/Parquet ENEM item with the booklet code its numbering follows (the caller's `co_prova`)."""
-    if co_prova is None or item.source != "enem" or item.meta.get("co_prova") is not None:
-        return item
-    code = co_prova.get(item.meta.get("area")) if isinstance(co_prova, Mapping) else co_prova
-    return item if code is None else item.with_(meta={**item.meta, "co_prova": int(code)})
-
-
-def _keep(items: ItemSet, path: Path, key: str, wanted: str, predicate) -> ItemSet:
-    kept = items.filter(predicate)
-    if not len(kept):
-        raise DatasetError(path, "-", key, f"no items with {key} {wanted!r}")
-    return kept

@@ -1,0 +1,26 @@
+"""Records: the record format and the run folder, below everything that writes or reads runs.
+
+    columns    the column contract of a record (COLUMNS, STATUSES, KEY) and frames conformed to it
+    grading    the exam rule that grades one response against its item's key (every question type)
+    factory    make_record(): one record per (item, shuffle), every column derived, graded by the exam rule
+    equality   the equality rule of two runs' records (timing aside, scores within 1e-6)
+    files      atomic writes (temporary name, fsync, rename) and JSON side files
+    lock       RunLock: one writer per run folder (flock, re-entrant, lent to `mcqa run`'s kernel)
+    state      run_state(): what a folder holds; open_for_write(): the one guarded entry (state, lock, state)
+    store      RunDir: every file of one run folder, appended, compacted and read back
+    results    load_results / load_min_k / run_dirs over many run folders
+
+Imports items.py and nothing else of the package: run/ writes run folders through it; measure/, report/,
+interop/ and the notebooks read them through it.
+"""
+from mcqa_toolkit.records.columns import COLUMNS, KEY, STATUSES, records_frame
+from mcqa_toolkit.records.equality import assert_same_records, record_differences
+from mcqa_toolkit.records.factory import decode_response, make_record, run_fields
+from mcqa_toolkit.records.lock import RunLocked
+from mcqa_toolkit.records.results import load_min_k, load_results, run_dirs
+from mcqa_toolkit.records.state import OpenRun, RunRefused, RunState, run_identity, run_state
+from mcqa_toolkit.records.store import RunDir
+
+__all__ = ["COLUMNS", "KEY", "STATUSES", "records_frame", "assert_same_records", "record_differences",
+           "decode_response", "make_record", "run_fields", "RunLocked", "load_min_k", "load_results", "run_dirs",
+           "OpenRun", "RunRefused", "RunState", "run_identity", "run_state", "RunDir"]

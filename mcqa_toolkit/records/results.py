@@ -1,0 +1,39 @@
+"""The readers that gather many run folders: every run under a folder as one tidy frame, and their Min-K%
+tables. What measure/, report/, interop/ and the notebooks read."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from mcqa_toolkit.records.store import MIN_K, RECORDS_JSONL, RECORDS_PARQUET, RunDir
+
+__all__ = ["run_dirs", "load_results", "load_min_k"]
+
+
+def run_dirs(outputs_dir: str | Path) -> list[RunDir]:
+    """Every run folder under `outputs_dir` (any depth), sorted by path."""
+    root = Path(outputs_dir)
+    found = {p.parent for name in (RECORDS_JSONL, RECORDS_PARQUET) for p in root.rglob(name)}
+    return [RunDir(d) for d in sorted(found)]
+
+
+def load_results(outputs_dir: str | Path, complete_only: bool = True) -> pd.DataFrame:
+    """Every run under `outputs_dir` (any depth) concatenated into one tidy frame."""
+    frames = [r.load() for r in run_dirs(outputs_dir) if r.is_complete() or not complete_only]
+    if not frames:
+        raise FileNotFoundError(f"no {'complete ' if complete_only else ''}runs under {outputs_dir}")
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_min_k(outputs_dir: str | Path) -> pd.DataFrame | None:
+    """Every min_k.parquet under `outputs_dir` (model, language, item_id, parallel_id, min_k_prob, n_tokens),
+    one row per model x item (runs of one model share the question texts); None when there is none."""
+    files = sorted(Path(outputs_dir).rglob(MIN_K))
+    if not files:
+        return None
+    df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    missing = [c for c in ("model", "item_id", "min_k_prob") if c not in df.columns]
+    if missing:
+        raise ValueError(f"{MIN_K} files under {outputs_dir} lack column(s) {missing}")
+    return df.drop_duplicates(["model", "item_id"]).reset_index(drop=True)
