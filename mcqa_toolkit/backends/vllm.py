@@ -27,7 +27,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from mcqa_toolkit.backends.base import Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs
-from mcqa_toolkit.prompts.builder import move_trailing
 
 ENGINE_DEFAULTS = {"enable_prefix_caching": True, "max_logprobs": 20, "seed": 0}
 
@@ -111,32 +110,15 @@ class VLLMBackend:
         return out
 
     def loglikelihoods(self, requests: Sequence[Continuation]) -> list[ContinuationLogprobs]:
-        from mcqa_toolkit.backends.hf.tokens import context_continuations, prompt_text
+        from mcqa_toolkit.backends.hf.tokens import continuation_requests
 
         if not requests:
             return []
-        rendered = [(r.context, True) if isinstance(r.context, str) else prompt_text(self.tok, r.context)
-                    for r in requests]
-        split: list = [None] * len(requests)
-        for special in {sp for _, sp in rendered}:
-            idx = [i for i, (_, sp) in enumerate(rendered) if sp == special]
-            pairs = context_continuations(self.tok, [(rendered[i][0], requests[i].continuation) for i in idx], special)
-            for i, pair in zip(idx, pairs):
-                split[i] = pair
-        whole, n_ctx = [], []
-        for r, (ctx, cont) in zip(requests, split):
-            if not ctx:  # no BOS and an empty context: the first token cannot be scored
-                ctx, cont = cont[:1], cont[1:]
-                if not cont:
-                    raise ValueError(f"text {r.continuation[:40]!r} has no token to score")
-            whole.append(tuple(ctx) + tuple(cont))
-            n_ctx.append(len(ctx))
-        outs = self._run(whole, self.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0))
-        result = []
-        for r, (text, _), ids, n, o in zip(requests, rendered, whole, n_ctx, outs):
-            lps = np.array([_logprob(o.prompt_logprobs[i][ids[i]]) for i in range(n, len(ids))])
-            result.append(ContinuationLogprobs(lps, move_trailing(text, r.continuation)[1], n))
-        return result
+        split = continuation_requests(self.tok, requests)
+        outs = self._run([ids for ids, _, _ in split],
+                         self.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0))
+        return [ContinuationLogprobs(np.array([_logprob(o.prompt_logprobs[i][ids[i]]) for i in range(n, len(ids))]),
+                                     text, n) for (ids, n, text), o in zip(split, outs)]
 
     def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0,
                  stop: Sequence[str] = (), seeds: Sequence[int] | None = None) -> list[Generation]:

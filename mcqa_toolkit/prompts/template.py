@@ -70,6 +70,20 @@ def _placeholders(text: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
 
 
+def check_text(where: str, value: Any, allowed: set[str] | frozenset[str]) -> str:
+    """A template text: a string whose placeholders are all in `allowed`; else one ValueError starting with
+    `where` (the file and the key) that says what is wrong."""
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: must be a string (use \"\" for none), got {value!r}")
+    try:
+        bad = _placeholders(value) - set(allowed)
+    except ValueError as e:  # unbalanced braces
+        raise ValueError(f"{where}: bad braces ({e}); write literal braces as {{{{ }}}}") from None
+    if bad:
+        raise ValueError(f"{where}: unknown placeholder(s) {sorted(bad)} (allowed: {sorted(allowed)})")
+    return value
+
+
 def read_template_file(file: Path) -> dict[str, Any]:
     if not file.is_file():
         raise ValueError(f"template file not found: {file}")
@@ -140,15 +154,7 @@ def _parsed_template(file: Path, mtime_ns: int, size: int, language: str, style:
     if not isinstance(raw["show_options"], bool):
         raise ValueError(f"{where}.show_options: must be true or false, got {raw['show_options']!r}")
     for key, allowed in FIELD_PLACEHOLDERS.items():
-        value = raw[key]
-        if not isinstance(value, str):
-            raise ValueError(f"{where}.{key}: must be a string (use \"\" for none), got {value!r}")
-        try:
-            bad = _placeholders(value) - allowed
-        except ValueError as e:  # unbalanced braces
-            raise ValueError(f"{where}.{key}: bad braces ({e}); write literal braces as {{{{ }}}}") from None
-        if bad:
-            raise ValueError(f"{where}.{key}: unknown placeholder(s) {sorted(bad)} (allowed: {sorted(allowed)})")
+        check_text(f"{where}.{key}", raw[key], allowed)
     for key in ("question", "answer_cue", "shot_answer", "continuation"):
         if not raw[key]:
             raise ValueError(f"{where}.{key}: must not be empty")

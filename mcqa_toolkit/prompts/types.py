@@ -18,7 +18,7 @@ from typing import Any, Sequence
 from mcqa_toolkit.items import LETTERS, Item
 from mcqa_toolkit.prompts.builder import Prompt, split_trailing
 from mcqa_toolkit.prompts.permutations import check_permutation, identity
-from mcqa_toolkit.prompts.template import _placeholders, read_template_file, template_path
+from mcqa_toolkit.prompts.template import check_text, read_template_file, template_path
 
 __all__ = ["TypeTemplate", "load_type_template", "question_kind", "render_typed", "render_yes_no", "KINDS"]
 
@@ -68,16 +68,7 @@ def load_type_template(language: str, kind: str, path: str | Path | None = None)
     if missing or unknown:
         raise ValueError(f"{file}: question_types.{kind}: missing key(s) {missing}, unknown key(s) {unknown}")
     for key, allowed in wanted.items():
-        value = raw[key]
-        if not isinstance(value, str):
-            raise ValueError(f"{file}: question_types.{kind}.{key} must be a string, got {value!r}")
-        try:
-            bad = _placeholders(value) - allowed
-        except ValueError as e:
-            raise ValueError(f"{file}: question_types.{kind}.{key}: bad braces ({e})") from None
-        if bad:
-            raise ValueError(f"{file}: question_types.{kind}.{key}: unknown placeholder(s) {sorted(bad)} "
-                             f"(allowed: {sorted(allowed)})")
+        check_text(f"{file}: question_types.{kind}.{key}", raw[key], allowed)
     return TypeTemplate(language, kind, str(file), {k: raw[k] for k in wanted})
 
 

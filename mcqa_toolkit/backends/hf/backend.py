@@ -15,9 +15,8 @@ from mcqa_toolkit.backends.base import Capabilities, Continuation, ContinuationL
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request
 from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_one, generate_padded
 from mcqa_toolkit.backends.hf.loading import LM
-from mcqa_toolkit.backends.hf.tokens import (context_continuations, encode, letter_requests, prompt_text,
+from mcqa_toolkit.backends.hf.tokens import (continuation_requests, encode, letter_requests, prompt_text,
                                              shared_prefix_ids)
-from mcqa_toolkit.prompts.builder import move_trailing
 
 _PACKAGES = ("torch", "transformers", "tokenizers")
 
@@ -71,26 +70,12 @@ class HFBackend:
         """Context/continuation split the lm-evaluation-harness way (backends.hf.tokens)."""
         if not requests:
             return []
-        rendered = [(r.context, True) if isinstance(r.context, str) else prompt_text(self.lm, r.context)
-                    for r in requests]
-        split: list = [None] * len(requests)
-        for special in {sp for _, sp in rendered}:  # one batch of tokenizer calls per special-token mode
-            idx = [i for i, (_, sp) in enumerate(rendered) if sp == special]
-            pairs = context_continuations(self.lm, [(rendered[i][0], requests[i].continuation) for i in idx], special)
-            for i, pair in zip(idx, pairs):
-                split[i] = pair
-        reqs, texts = [], []
-        for r, (text, _), (ctx, cont) in zip(requests, rendered, split):
-            if not ctx:  # no BOS and an empty context: the first token cannot be scored
-                ctx, cont = cont[:1], cont[1:]
-                if not cont:
-                    raise ValueError(f"text {r.continuation[:40]!r} has no token to score")
-            reqs.append(Request(ctx + cont, len(ctx)))
-            texts.append(move_trailing(text, r.continuation)[1])
+        split = continuation_requests(self.lm, requests)
+        reqs = [Request(ids, n_context) for ids, n_context, _ in split]
         first = requests[0].context
         shared = () if isinstance(first, str) else shared_prefix_ids(self.lm, first)
         logps = self.engine.score(reqs, shared)
-        return [ContinuationLogprobs(lp, t, r.n_context) for lp, t, r in zip(logps, texts, reqs)]
+        return [ContinuationLogprobs(lp, text, r.n_context) for lp, (_, _, text), r in zip(logps, split, reqs)]
 
     def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0,
                  stop: Sequence[str] = DEFAULT_STOP, seeds: Sequence[int] | None = None) -> list[Generation]:

@@ -66,6 +66,29 @@ def context_continuations(lm: LM, pairs: Sequence[tuple[str, str]], add_special_
     return out
 
 
+def continuation_requests(lm: LM, requests: Sequence[Any]) -> list[tuple[tuple[int, ...], int, str]]:
+    """Per Continuation request: (token ids of context + continuation, number of context tokens, the continuation
+    as scored, i.e. with the context's trailing whitespace moved to its front), split the lm-evaluation-harness
+    way with one batch of tokenizer calls per special-token mode. A context with no token (no BOS and an empty
+    text) lends it the continuation's first token, which is then not scored; a continuation left with no token
+    is a ValueError. Used by every local backend (hf, vLLM), so both score exactly the same tokens."""
+    rendered = [(r.context, True) if isinstance(r.context, str) else prompt_text(lm, r.context) for r in requests]
+    split: list = [None] * len(requests)
+    for special in {sp for _, sp in rendered}:
+        idx = [i for i, (_, sp) in enumerate(rendered) if sp == special]
+        pairs = context_continuations(lm, [(rendered[i][0], requests[i].continuation) for i in idx], special)
+        for i, pair in zip(idx, pairs):
+            split[i] = pair
+    out = []
+    for r, (text, _), (ctx, cont) in zip(requests, rendered, split):
+        if not ctx:
+            ctx, cont = cont[:1], cont[1:]
+            if not cont:
+                raise ValueError(f"text {r.continuation[:40]!r} has no token to score")
+        out.append((tuple(ctx) + tuple(cont), len(ctx), move_trailing(text, r.continuation)[1]))
+    return out
+
+
 def _first_tokens(lm: LM, context_ids: Sequence[int], wholes: Sequence[Sequence[int]], continuations: Sequence[str]
                   ) -> tuple[tuple[int, ...], tuple[bool, ...]]:
     ids, exact = [], []

@@ -169,20 +169,9 @@ def anchor_error(curve: pd.DataFrame, estimator: str = "gpirt") -> Figure:
     error of the accuracy estimate (`estimator`) and of theta, one line per anchor selection."""
     column = f"mae_{estimator}"
     _check(curve, ["k", "selection", "mae_theta", column], "curve")
-    levels = [s for s in SELECTION_NAMES if s in set(curve["selection"])]
-    colors, markers = _palette(levels), _markers(levels)
-    fig = Figure(figsize=(PAGE_WIDTH * 0.85, 2.6), layout="constrained")
-    axes = fig.subplots(1, 2, sharex=True)
-    for ax, y, label in ((axes[0], column, f"MAE of accuracy ({ESTIMATOR_NAMES.get(estimator, estimator)})"),
-                         (axes[1], "mae_theta", "MAE of θ (vs full-test EAP)")):
-        _lines(ax, curve, "k", y, "selection", colors, markers)
-        ax.set_ylim(0, None)
-        ax.set_xlabel("Anchor items k")
-        ax.set_ylabel(label)
-        ax.set_xticks(sorted(curve["k"].unique()))
-    _legend(fig, [Line2D([], [], color=colors[s], marker=markers[s], label=SELECTION_NAMES[s]) for s in levels],
-            ncols=3)
-    return fig
+    return _error_panels(curve, "k", "selection", SELECTION_NAMES, "Anchor items k",
+                         [(column, f"MAE of accuracy ({ESTIMATOR_NAMES.get(estimator, estimator)})"),
+                          ("mae_theta", "MAE of θ (vs full-test EAP)")], ncols=3)
 
 
 BANK_ORDERS = {"cat": "CAT from the bank", "random": "random items"}
@@ -193,16 +182,23 @@ def bank_error(summary: pd.DataFrame) -> Figure:
     """Leave-one-model-out error by number of items (`measure.population.lomo_summary`): mean absolute error of
     theta (against the model's EAP on the whole bank) and of the predicted accuracy, CAT against random items."""
     _check(summary, ["length", "order", "mae_theta", "mae_accuracy"], "summary")
-    levels = [o for o in BANK_ORDERS if o in set(summary["order"])]
+    return _error_panels(summary, "length", "order", BANK_ORDERS, "Items given",
+                         [("mae_theta", "MAE of θ (vs whole-bank EAP)"),
+                          ("mae_accuracy", "MAE of predicted accuracy")])
+
+
+def _error_panels(frame: pd.DataFrame, x: str, group: str, names: dict[str, str], xlabel: str,
+                  panels: list[tuple[str, str]], ncols: int | None = None) -> Figure:
+    """Error curves side by side, one panel per (column, y label), one line per level of `group` (in the order
+    of `names`, which also labels them), y from 0."""
+    levels = [g for g in names if g in set(frame[group])]
     colors, markers = _palette(levels), _markers(levels)
     fig = Figure(figsize=(PAGE_WIDTH * 0.85, 2.6), layout="constrained")
-    axes = fig.subplots(1, 2, sharex=True)
-    for ax, y, label in ((axes[0], "mae_theta", "MAE of θ (vs whole-bank EAP)"),
-                         (axes[1], "mae_accuracy", "MAE of predicted accuracy")):
-        _lines(ax, summary, "length", y, "order", colors, markers)
+    for ax, (y, label) in zip(fig.subplots(1, len(panels), sharex=True), panels):
+        _lines(ax, frame, x, y, group, colors, markers)
         ax.set_ylim(0, None)
-        ax.set_xlabel("Items given")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
-        ax.set_xticks(sorted(summary["length"].unique()))
-    _legend(fig, [Line2D([], [], color=colors[o], marker=markers[o], label=BANK_ORDERS[o]) for o in levels])
+        ax.set_xticks(sorted(frame[x].unique()))
+    _legend(fig, [Line2D([], [], color=colors[g], marker=markers[g], label=names[g]) for g in levels], ncols=ncols)
     return fig
