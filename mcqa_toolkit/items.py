@@ -32,7 +32,33 @@ class DatasetError(ValueError):
         return f"{self.path}: record {self.record}: field {self.field!r}: {self.message}"
 
     def __reduce__(self):  # keep the four fields when pickled (e.g. across papermill/multiprocessing)
-        return (DatasetError, (self.path, self.record, self.field, self.message))
+        return (type(self), (self.path, self.record, self.field, self.message))
+
+
+class UnusableRecord(DatasetError):
+    """A record that cannot be administered (no question text, no option text, and nothing to recover it
+    from): loaders leave it out with one warning per load (ItemSet.skipped), or refuse it with strict=True."""
+
+    def __init__(self, path: Any, record: Any, field: str | None, message: str, item_id: str = ""):
+        self.item_id = item_id
+        super().__init__(path, record, field, message)
+
+    def __reduce__(self):
+        return (UnusableRecord, (self.path, self.record, self.field, self.message, self.item_id))
+
+
+@dataclass(frozen=True)
+class SkippedRecord:
+    """A record a loader left out because it cannot be administered: where it is and why."""
+
+    path: str
+    record: Any
+    item_id: str
+    field: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: record {self.record} ({self.item_id or 'no id'}): field {self.field!r}: {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -82,6 +108,14 @@ class Item:
         return len(self.options)
 
     @property
+    def exam_language(self) -> str:
+        """The language of the exam version the item belongs to, i.e. of its prompt: `language` (the language of
+        the item's own text) except for the foreign-language questions of an exam, such as the English and Spanish
+        questions of ENEM's Portuguese exam (meta["exam_language"] 'pt'). Shots, templates and a job's language
+        follow it."""
+        return str(self.meta.get("exam_language") or self.language)
+
+    @property
     def letters(self) -> str:
         """The option letters of this item, e.g. 'ABCDE'."""
         return LETTERS[: len(self.options)]
@@ -125,12 +159,16 @@ def _matches(value: Any, wanted: Any) -> bool:
     return value == wanted
 
 
+_PROPERTIES = ("n_options", "exam_language")  # Item properties ItemSet.filter accepts besides its fields
+
+
 class ItemSet(Sequence[Item]):
     """An ordered collection of Items with unique ids; the unit every loader returns."""
 
-    def __init__(self, items: Iterable[Item], name: str = ""):
+    def __init__(self, items: Iterable[Item], name: str = "", skipped: Iterable[SkippedRecord] = ()):
         self._items: tuple[Item, ...] = tuple(items)
         self.name = name
+        self.skipped: tuple[SkippedRecord, ...] = tuple(skipped)  # records the loader left out (UnusableRecord)
         self._index: dict[str, int] = {}
         for i, it in enumerate(self._items):
             if it.item_id in self._index:
@@ -147,7 +185,7 @@ class ItemSet(Sequence[Item]):
         if isinstance(key, str):
             return self._items[self._index[key]]
         if isinstance(key, slice):
-            return ItemSet(self._items[key], self.name)
+            return ItemSet(self._items[key], self.name, self.skipped)
         return self._items[key]
 
     def __contains__(self, key: object) -> bool:
@@ -156,7 +194,7 @@ class ItemSet(Sequence[Item]):
         return key in self._index
 
     def __add__(self, other: "ItemSet") -> "ItemSet":
-        return ItemSet(list(self) + list(other), self.name or other.name)
+        return ItemSet(list(self) + list(other), self.name or other.name, self.skipped + other.skipped)
 
     def __repr__(self) -> str:
         return f"ItemSet(name={self.name!r}, n={len(self)})"
@@ -170,7 +208,7 @@ class ItemSet(Sequence[Item]):
 
         Example: `items.filter(language="pt", subject=["biology", "chemistry"], has_image=False)`.
         """
-        unknown = [k for k in criteria if k not in Item.__dataclass_fields__ and k != "n_options"]
+        unknown = [k for k in criteria if k not in Item.__dataclass_fields__ and k not in _PROPERTIES]
         if unknown:
             raise ValueError(f"unknown Item field(s) in filter: {unknown}")
         kept = [
@@ -178,17 +216,17 @@ class ItemSet(Sequence[Item]):
             if (predicate is None or predicate(it))
             and all(_matches(getattr(it, k), v) for k, v in criteria.items())
         ]
-        return ItemSet(kept, self.name)
+        return ItemSet(kept, self.name, self.skipped)
 
     def exclude(self, item_ids: Iterable[str]) -> "ItemSet":
         drop = set(item_ids)
-        return ItemSet([it for it in self._items if it.item_id not in drop], self.name)
+        return ItemSet([it for it in self._items if it.item_id not in drop], self.name, self.skipped)
 
     def by_parallel_id(self) -> dict[str, dict[str, Item]]:
-        """parallel_id -> {language: Item}: the translations of each question side by side."""
+        """parallel_id -> {exam language: Item}: the translations (exam versions) of each question side by side."""
         out: dict[str, dict[str, Item]] = {}
         for it in self._items:
-            out.setdefault(it.parallel_id, {})[it.language] = it
+            out.setdefault(it.parallel_id, {})[it.exam_language] = it
         return out
 
     def to_frame(self) -> pd.DataFrame:

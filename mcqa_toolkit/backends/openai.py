@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.metadata as md
 import itertools
 import os
+import re
 from typing import Any, Callable, Sequence
 
 from mcqa_toolkit.backends.base import Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs
@@ -32,6 +33,9 @@ from mcqa_toolkit.prompts.builder import move_trailing
 
 PATHS = {"completions": "/completions", "chat": "/chat/completions"}
 PROBE_TEXT = "A capital da França é Paris, e a capital da Itália é Roma."  # accented: checks the echo's offsets
+# what a server says when /v1/completions is asked about a chat-only model (OpenAI: "This is a chat model and not
+# supported in the v1/completions endpoint. Did you mean to use v1/chat/completions?"; gateways forward it)
+CHAT_ONLY = re.compile(r"\bchat model\b|v1/chat/completions", re.IGNORECASE)
 OPENAI_URL = "https://api.openai.com/v1"
 
 
@@ -101,9 +105,11 @@ class OpenAIBackend(SenderBacked):
     def capabilities(self) -> Capabilities:
         if self._caps is None:
             letters = self.profile.letters_endpoint is not None
-            echo = self.profile.echo is not False
             if self.probe_server:
-                letters, echo = letters and self._probe_letters(), echo and self._probe_echo()
+                letters = letters and self._probe_letters()
+            echo = self.profile.echo is not False     # after the letters probe: a chat-only model has no echo
+            if self.probe_server:
+                echo = echo and self._probe_echo()
             self._caps = Capabilities(next_token_logprobs=letters, continuation_logprobs=echo, generate=True,
                                       chat=True, chat_scoring=self.prefill and letters,
                                       batch=self.provider.batch is not None or self.provider.run_batch,
@@ -127,13 +133,27 @@ class OpenAIBackend(SenderBacked):
 
     def _probe_letters(self) -> bool:
         """The run's letters request on the probe text, at the profile's top-k, then (compatible servers) at
-        the provider's smaller fallbacks; the first accepted k is the run's."""
+        the provider's smaller fallbacks; the first accepted k is the run's. A `compatible` server whose
+        /v1/completions answers that the model is a chat model (a gateway in front of a chat-only model) is asked
+        again on chat top_logprobs, and the model is taken as chat-only from then on (no echo, chat generation)."""
+        ok, chat_model = self._probe_letters_at()
+        if not ok and chat_model and self.provider.name == "compatible":
+            self.profile = self.profile.chat_only(self.provider.chat_logprobs_max)
+            self.probed["letters endpoint"] = "chat (/v1/completions answered that this is a chat model)"
+            ok, _ = self._probe_letters_at()
+        return ok
+
+    def _probe_letters_at(self) -> tuple[bool, bool]:
+        """(accepted, refused on /v1/completions because the model is a chat model) at the profile's endpoint."""
         for k in (self.profile.top_k, *[k for k in self.provider.logprobs_fallback if k < self.profile.top_k]):
-            body = self._letter_request(PROBE_TEXT, None, k)
-            if self._attempt(f"letters top-{k}", *body, lambda r: parse_letters(r, ["A"]).extra["top_k"] >= 2):
+            endpoint, body = self._letter_request(PROBE_TEXT, None, k)
+            what = f"letters {endpoint} top-{k}"
+            if self._attempt(what, endpoint, body, lambda r: parse_letters(r, ["A"]).extra["top_k"] >= 2):
                 self.profile = self.profile.with_top_k(k)
-                return True
-        return False
+                return True, False
+            if endpoint == "completions" and CHAT_ONLY.search(self.probed[what]):
+                return False, True      # no smaller top-k helps a chat model
+        return False, False
 
     def _probe_echo(self) -> bool:
         head, tail = PROBE_TEXT[:26], PROBE_TEXT[26:]

@@ -136,6 +136,13 @@ class Profile:
     def with_top_k(self, k: int) -> "Profile":
         return replace(self, top_k=k)
 
+    def chat_only(self, chat_logprobs_max: int | None) -> "Profile":
+        """This profile for a model the server serves on chat completions only: letters from chat top_logprobs
+        (capped at the provider's chat maximum), no /v1/completions (so no echo; generation through chat)."""
+        k = min(self.top_k, chat_logprobs_max) if chat_logprobs_max is not None else self.top_k
+        return replace(self, letters_endpoint="chat", top_k=k, completions=False, echo=False,
+                       notes=self.notes + ("served on chat completions only (the server said so)",))
+
 
 def _serves_completions(p: Provider, model: str) -> bool:
     return p.completions == "all" or (p.completions != "none" and re.search(p.completions, model) is not None)

@@ -2,13 +2,22 @@
 read record by record by mcqa_toolkit.textfiles).
 
 Records are numbered from 1: a JSONL line number, a JSON list position, or a CSV data row (header excluded).
+
+A record that cannot be administered at all (no question text, or no option text, with nothing in the record
+to recover it from: published files lose image-only alternatives in extraction) is an UnusableRecord: every
+loader leaves it out, lists it on the ItemSet (`skipped`) and warns once per load naming each
+(`reports_skipped`); `strict=True` refuses it instead. Text that is present but odd ("None", "NA", one empty
+option among others) is not unusable: it loads, or it is an ordinary DatasetError.
 """
 from __future__ import annotations
 
+import contextvars
+import functools
 import math
+import warnings
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
+from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet, SkippedRecord, UnusableRecord
 
 # Keys that exam authorities use for an annulled question (ENEM exam CSVs say "anulada", JSONL "Anulado").
 ANNULLED_WORDS = ("anulada", "anulado", "annulled")
@@ -43,6 +52,26 @@ def require(rec: Mapping[str, Any], key: str, path: Any, n: Any, *, types: type 
 
 def require_text(rec: Mapping[str, Any], key: str, path: Any, n: Any) -> str:
     return str(require(rec, key, path, n, types=str)).strip()
+
+
+def question_text(rec: Mapping[str, Any], key: str, path: Any, n: Any, item_id: str = "") -> str:
+    """rec[key] as the question's text; empty (or null) -> UnusableRecord (nothing to administer); a missing field
+    or a non-text value -> DatasetError (the record is not in the format)."""
+    if key not in rec:
+        raise DatasetError(path, n, key, "missing field")
+    value = rec[key]
+    if is_missing(value):
+        raise UnusableRecord(path, n, key, "no question text", item_id)
+    return str(require(rec, key, path, n, types=str)).strip()
+
+
+def option_columns(rec: Mapping[str, Any], keys: Sequence[str], path: Any, n: Any, item_id: str = ""
+                   ) -> tuple[str, ...]:
+    """The option texts of a file with one column per option (A, B, ...): every column empty -> UnusableRecord
+    (no option text), one empty among others -> DatasetError naming that column."""
+    if all(is_missing(rec.get(k)) for k in keys):
+        raise UnusableRecord(path, n, f"{keys[0]}-{keys[-1]}", "no option text", item_id)
+    return tuple(require_text(rec, k, path, n) for k in keys)
 
 
 def parse_int(value: Any, path: Any, n: Any, key: str, *, optional: bool = False) -> int | None:
@@ -98,11 +127,14 @@ def letter_to_index(value: Any, n_options: int, path: Any, n: Any, key: str) -> 
     return idx
 
 
-def check_options(options: Sequence[Any], path: Any, n: Any, key: str, *, n_allowed: Sequence[int] = range(2, 11)
-                  ) -> tuple[str, ...]:
-    """Options as a tuple of stripped non-empty strings with an allowed count."""
+def check_options(options: Sequence[Any], path: Any, n: Any, key: str, *, n_allowed: Sequence[int] = range(2, 11),
+                  item_id: str = "") -> tuple[str, ...]:
+    """Options as a tuple of stripped non-empty strings with an allowed count; no option text at all (an empty
+    list, or every option empty) -> UnusableRecord."""
     if not isinstance(options, (list, tuple)):
         raise DatasetError(path, n, key, f"expected a list of options, got {type(options).__name__}")
+    if all(is_missing(o) for o in options):
+        raise UnusableRecord(path, n, key, "no option text", item_id)
     if len(options) not in n_allowed:
         raise DatasetError(path, n, key, f"wrong option count {len(options)} (allowed: {_fmt_counts(n_allowed)})")
     out = []
@@ -135,24 +167,78 @@ class UniqueIds:
         return item_id
 
 
+def parse_records(records: Iterable[tuple[int, Mapping[str, Any]]], parse: Callable[[Mapping[str, Any], int], Item],
+                  id_field: str = "id", strict: bool = False) -> tuple[list[tuple[int, Item]], list[SkippedRecord]]:
+    """(record number, Item) pairs, and the records that cannot be administered (UnusableRecord), left out and
+    listed, or raised when `strict`."""
+    pairs, skipped = [], []
+    for n, rec in records:
+        try:
+            pairs.append((n, parse(rec, n)))
+        except UnusableRecord as e:
+            if strict:
+                raise
+            given = rec.get(id_field) if isinstance(rec, Mapping) else None
+            skipped.append(SkippedRecord(e.path, e.record, e.item_id or ("" if is_missing(given) else str(given)),
+                                         e.field, e.message))
+    return pairs, skipped
+
+
 def items_from_records(records: Iterable[tuple[int, Mapping[str, Any]]], parse: Callable[[Mapping[str, Any], int], Item],
-                       path: Any, name: str, id_field: str = "id", ids: UniqueIds | None = None) -> ItemSet:
-    """Parse (record number, record) pairs into an ItemSet; duplicate item ids -> DatasetError.
+                       path: Any, name: str, id_field: str = "id", ids: UniqueIds | None = None,
+                       strict: bool = False) -> ItemSet:
+    """Parse (record number, record) pairs into an ItemSet; duplicate item ids -> DatasetError; a record that
+    cannot be administered (UnusableRecord) is left out and listed in ItemSet.skipped, or raised when `strict`.
 
     The one loop shared by file loaders and `hub.load_hub`, so both validate records identically.
     Pass one `ids` tracker to several calls to catch duplicates across the files of a directory.
     """
-    items, ids = [], ids if ids is not None else UniqueIds(path, id_field)
-    for n, rec in records:
-        item = parse(rec, n)
-        ids.add(item.item_id, n, path)
-        items.append(item)
-    return ItemSet(items, name=name)
+    pairs, skipped = parse_records(records, parse, id_field, strict)
+    return items_of(pairs, path, name, ids if ids is not None else UniqueIds(path, id_field), skipped)
+
+
+def items_of(pairs: Iterable[tuple[int, Item]], path: Any, name: str, ids: UniqueIds,
+             skipped: Iterable[SkippedRecord] = ()) -> ItemSet:
+    """An ItemSet of parsed (record number, Item) pairs, each id checked unique by `ids`."""
+    items = []
+    for n, it in pairs:
+        ids.add(it.item_id, n, path)
+        items.append(it)
+    return ItemSet(items, name=name, skipped=skipped)
 
 
 def concat(sets: Iterable[ItemSet], name: str) -> ItemSet:
-    """One ItemSet from several (ids already checked unique by a shared UniqueIds)."""
-    return ItemSet([it for s in sets for it in s], name=name)
+    """One ItemSet from several (ids already checked unique by a shared UniqueIds), their skipped records kept."""
+    sets = list(sets)
+    return ItemSet([it for s in sets for it in s], name=name, skipped=[r for s in sets for r in s.skipped])
+
+
+class UnusableRecordsWarning(UserWarning):
+    """Records left out of a load because they cannot be administered (ItemSet.skipped names them)."""
+
+
+_LOADING: contextvars.ContextVar[bool] = contextvars.ContextVar("mcqa_loading", default=False)
+
+
+def reports_skipped(load: Callable[..., ItemSet]) -> Callable[..., ItemSet]:
+    """Decorates a loader: after the outermost load (a loader calling another warns once, not twice), one
+    UnusableRecordsWarning naming every record left out (file, record, id, field, reason)."""
+    @functools.wraps(load)
+    def loader(*args: Any, **kwargs: Any) -> ItemSet:
+        if _LOADING.get():
+            return load(*args, **kwargs)
+        token = _LOADING.set(True)
+        try:
+            items = load(*args, **kwargs)
+        finally:
+            _LOADING.reset(token)
+        if items.skipped:
+            listed = "; ".join(str(r) for r in items.skipped)
+            warnings.warn(UnusableRecordsWarning(
+                f"{len(items.skipped)} record(s) left out because they cannot be administered (strict=True refuses "
+                f"them instead): {listed}"), stacklevel=2)
+        return items
+    return loader
 
 
 def _as_tuple(t: type | tuple) -> tuple:

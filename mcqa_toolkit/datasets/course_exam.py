@@ -24,7 +24,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from mcqa_toolkit.datasets.common import items_from_records, parse_float, require, require_text
+from mcqa_toolkit.datasets.common import (items_from_records, parse_float, question_text, reports_skipped, require,
+                                          require_text)
 from mcqa_toolkit.textfiles import iter_jsonl, read_json
 from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
 from mcqa_toolkit.resources import demo_dir
@@ -111,7 +112,7 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, exams: Mapping[str, 
     points = parse_float(require(rec, "points", path, n, types=(int, float, str)), path, n, "points")
     if points <= 0:
         raise DatasetError(path, n, "points", f"points must be > 0, got {points}")
-    problem = require_text(rec, "problem", path, n)
+    problem = question_text(rec, "problem", path, n, f"course-{instance_id}")
     raw = require_text(rec, "answer", path, n)
     answer_type, stem, options, answer = TYPES[qtype], problem, (), raw
     meta: dict[str, Any] = {"instance_id": instance_id, "question_type": qtype, "exam_stats": dict(exams[exam_id]),
@@ -143,14 +144,16 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, exams: Mapping[str, 
     )
 
 
-def load_course_exam(path: str | Path | None = None) -> ItemSet:
+@reports_skipped
+def load_course_exam(path: str | Path | None = None, strict: bool = False) -> ItemSet:
     """Load `<path>/questions.jsonl` linked to `<path>/exams_metadata.json`; without a path, the small demo course
-    exam shipped with the package (data/demo/course_exam: invented questions and student statistics)."""
+    exam shipped with the package (data/demo/course_exam: invented questions and student statistics). A question
+    with no problem text is left out with a warning (strict=True: refused)."""
     path = Path(path) if path is not None else demo_dir() / "course_exam"
     exams = read_exams(path)
     qpath = path / "questions.jsonl"
     return items_from_records(iter_jsonl(qpath), lambda rec, n: parse_record(rec, n, qpath, exams), qpath,
-                              name=f"course_exam:{path.name}", id_field="instance_id")
+                              name=f"course_exam:{path.name}", id_field="instance_id", strict=strict)
 
 
 def exam_statistics(path: str | Path) -> pd.DataFrame:

@@ -21,8 +21,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from mcqa_toolkit.datasets.common import (is_annulled, is_missing, items_from_records, letter_to_index, parse_bool,
-                                          parse_int, require, require_text)
+from mcqa_toolkit.datasets.common import (is_annulled, is_missing, items_from_records, letter_to_index, option_columns,
+                                          parse_bool, parse_int, question_text, reports_skipped, require,
+                                          require_text)
 from mcqa_toolkit.textfiles import csv_columns, iter_csv, iter_jsonl
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
@@ -56,14 +57,15 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, columns: Mapping[str
         names = names[:4]
     if len(names) not in (4, 5):
         raise DatasetError(path, n, names[0] if names else None, f"wrong option count {len(names)} (allowed: 4, 5)")
-    options = tuple(require_text(rec, c, path, n) for c in names)
+    raw_id = rec.get(cols["id"])
+    item_id = f"enade-{raw_id if not is_missing(raw_id) else n}".strip()
+    stem = question_text(rec, cols["stem"], path, n, item_id)
+    options = option_columns(rec, names, path, n, item_id)
     raw_answer = require(rec, cols["answer"], path, n, types=str)
     annulled = is_annulled(raw_answer)
     answer = None if annulled else letter_to_index(raw_answer, len(options), path, n, cols["answer"])
     year = parse_int(require(rec, cols["year"], path, n, types=(str, int, float)), path, n, cols["year"])
     course = require_text(rec, cols["course"], path, n)
-    raw_id = rec.get(cols["id"])
-    item_id = f"enade-{raw_id if not is_missing(raw_id) else n}".strip()
     meta = {
         "id": raw_id if not is_missing(raw_id) else None,
         "component": "" if is_missing(rec.get(cols["component"])) else str(rec[cols["component"]]).strip(),
@@ -72,15 +74,17 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, columns: Mapping[str
         "annulled": annulled,
     }
     return Item(
-        item_id=item_id, source="enade", exam=f"ENADE_{year}_{course}", stem=require_text(rec, cols["stem"], path, n),
+        item_id=item_id, source="enade", exam=f"ENADE_{year}_{course}", stem=stem,
         options=options, answer=answer, year=year, subject=course, language="pt",
         has_image=parse_bool(rec.get(cols["has_image"]), path, n, cols["has_image"], default=False), meta=meta,
     )
 
 
+@reports_skipped
 def load_enade(path: str | Path, columns: Mapping[str, Any] | None = None, filter_images: bool = False,
-               filter_cannot_fix: bool = False) -> ItemSet:
-    """Load an ENADE-QA CSV or JSONL file; drop image items / unfixable items when asked (the README's filters)."""
+               filter_cannot_fix: bool = False, strict: bool = False) -> ItemSet:
+    """Load an ENADE-QA CSV or JSONL file; drop image items / unfixable items when asked (the README's filters).
+    A record with no question or option text is left out with a warning (strict=True: refused)."""
     path = Path(path)
     if path.suffix.lower() == ".csv":
         cols = resolve_columns(columns, set(csv_columns(path)))
@@ -91,6 +95,6 @@ def load_enade(path: str | Path, columns: Mapping[str, Any] | None = None, filte
     else:
         raise DatasetError(path, "-", None, "expected a .csv or .jsonl file")
     items = items_from_records(records, lambda rec, n: parse_record(rec, n, path, columns),
-                               path, name=f"enade:{path.name}")
+                               path, name=f"enade:{path.name}", strict=strict)
     return items.filter(lambda it: not (filter_images and it.has_image)
                         and not (filter_cannot_fix and it.meta["cannot_fix"]))

@@ -15,7 +15,7 @@ import importlib
 from functools import partial
 from typing import Any, Callable, Mapping
 
-from mcqa_toolkit.datasets.common import items_from_records
+from mcqa_toolkit.datasets.common import items_from_records, reports_skipped
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
 # mapper name -> module whose `parse_record(rec, n, path, **mapper_kwargs)` turns one row into an Item
@@ -39,13 +39,15 @@ def record_parser(mapper: str | Mapper, **mapper_kwargs: Any) -> Mapper:
     return partial(importlib.import_module(MAPPERS[mapper]).parse_record, **mapper_kwargs)
 
 
+@reports_skipped
 def load_hub(name_or_path: str, split: str = "test", mapper: str | Mapper = "mmlu", dataset: Any = None,
-             mapper_kwargs: Mapping[str, Any] | None = None, **load_kwargs: Any) -> ItemSet:
+             mapper_kwargs: Mapping[str, Any] | None = None, strict: bool = False, **load_kwargs: Any) -> ItemSet:
     """Load `name_or_path` with `datasets.load_dataset(name_or_path, split=split, **load_kwargs)` (or use
     `dataset`) and map every row to an Item.
 
     mapper: "mmlu" | "medicina" | "uned" | "enem" | "enade", or a callable `(rec, n, path) -> Item`.
     mapper_kwargs: passed to the mapper, e.g. `{"language": "es"}` for "uned" (required there).
+    strict: refuse a row with no question or option text instead of leaving it out with a warning.
     """
     if dataset is None:
         import datasets  # the HF library is slow to import; only this loader needs it
@@ -60,7 +62,7 @@ def load_hub(name_or_path: str, split: str = "test", mapper: str | Mapper = "mml
     label = f"hub:{name_or_path}[{split}]"
     parse = record_parser(mapper, **(mapper_kwargs or {}))
     rows = ((n, _row(rec, label, n)) for n, rec in enumerate(dataset, start=1))
-    return items_from_records(rows, lambda rec, n: parse(rec, n, label), label, name=label)
+    return items_from_records(rows, lambda rec, n: parse(rec, n, label), label, name=label, strict=strict)
 
 
 def _row(rec: Any, label: str, n: int) -> dict[str, Any]:

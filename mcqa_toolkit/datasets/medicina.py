@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from mcqa_toolkit.datasets.common import check_options, items_from_records, require, require_text
+from mcqa_toolkit.datasets.common import (check_options, items_from_records, question_text, reports_skipped, require,
+                                          require_text)
 from mcqa_toolkit.textfiles import iter_jsonl
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
@@ -22,8 +23,9 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, language: str = "it"
     topic = require_text(rec, "topic", path, n)
     if topic not in TOPICS:
         raise DatasetError(path, n, "topic", f"unknown topic {topic!r}; expected one of {TOPICS}")
-    stem = require_text(rec, "text", path, n)
-    options = check_options(require(rec, "answers", path, n, types=list), path, n, "answers", n_allowed=(5,))
+    stem = question_text(rec, "text", path, n, item_id)
+    options = check_options(require(rec, "answers", path, n, types=list), path, n, "answers", n_allowed=(5,),
+                            item_id=item_id)
     label = require(rec, "label", path, n, types=int)
     if not 0 <= label < len(options):
         raise DatasetError(path, n, "label", f"label {label} out of range 0..{len(options) - 1}")
@@ -33,7 +35,9 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, language: str = "it"
     )
 
 
-def load_medicina(path: str | Path, language: str = "it") -> ItemSet:
-    """Load a test-medicina JSONL file; every record is validated, the first bad one raises DatasetError."""
+@reports_skipped
+def load_medicina(path: str | Path, language: str = "it", strict: bool = False) -> ItemSet:
+    """Load a test-medicina JSONL file; every record is validated, the first bad one raises DatasetError; a
+    record with no question or option text is left out with a warning (strict=True: refused)."""
     return items_from_records(iter_jsonl(path), lambda rec, n: parse_record(rec, n, path, language),
-                              path, name=f"medicina:{Path(path).name}")
+                              path, name=f"medicina:{Path(path).name}", strict=strict)

@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, items_from_records, letter_to_index, require,
-                                          require_text)
+from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, items_from_records, letter_to_index,
+                                          option_columns, question_text, reports_skipped, require)
 from mcqa_toolkit.textfiles import iter_csv
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
@@ -28,15 +28,16 @@ FILE_NAME = re.compile(r"^(?P<subject>.+)_(?P<split>dev|val|test|train)(?:_[A-Za
 def parse_record(rec: Mapping[str, Any], n: int, path: Any, subject: str | None = None,
                  split: str | None = None) -> Item:
     """One MMLU row -> Item. CSV rows have A..D and a letter; hub rows have `choices` and an index."""
-    stem = require_text(rec, "question", path, n)
     subject = str(rec.get("subject") or subject or "").strip()
     if not subject:
         raise DatasetError(path, n, "subject", "no subject (neither a `subject` field nor a <subject>_<split> file name)")
+    tag = f"{subject}-{split}" if split else subject
+    stem = question_text(rec, "question", path, n, f"mmlu-{tag}-{n}")
     if "choices" in rec:
         options = check_options(require(rec, "choices", path, n, types=(list, tuple)), path, n, "choices",
-                                n_allowed=(4,))
+                                n_allowed=(4,), item_id=f"mmlu-{tag}-{n}")
     else:
-        options = tuple(require_text(rec, k, path, n) for k in "ABCD")
+        options = option_columns(rec, "ABCD", path, n, f"mmlu-{tag}-{n}")
     raw = require(rec, "answer", path, n, types=(str, int))
     if isinstance(raw, int):
         if not 0 <= raw < len(options):
@@ -44,7 +45,6 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, subject: str | None 
         answer = raw
     else:
         answer = letter_to_index(raw, len(options), path, n, "answer")
-    tag = f"{subject}-{split}" if split else subject
     return Item(item_id=f"mmlu-{tag}-{n}", source="mmlu", exam="mmlu", stem=stem, options=options, answer=answer,
                 subject=subject, language="en", meta={"split": split, "row": n})
 
@@ -72,12 +72,16 @@ def _files(path: Path, split: str | None, subjects: Iterable[str] | None) -> lis
     return out
 
 
-def load_mmlu(path: str | Path, split: str | None = None, subjects: Iterable[str] | None = None) -> ItemSet:
-    """Load MMLU CSVs; `split` ('dev'/'val'/'test') and `subjects` select files in a directory."""
+@reports_skipped
+def load_mmlu(path: str | Path, split: str | None = None, subjects: Iterable[str] | None = None,
+              strict: bool = False) -> ItemSet:
+    """Load MMLU CSVs; `split` ('dev'/'val'/'test') and `subjects` select files in a directory. A row with no
+    question or option text is left out with a warning (strict=True: refused)."""
     if split is not None and split not in SPLITS:
         raise ValueError(f"unknown MMLU split {split!r}; expected one of {SPLITS}")
     path = Path(path)
     name, ids = f"mmlu:{path.name}", UniqueIds(path)
     return concat((items_from_records(iter_csv(f, header=False, fieldnames=COLUMNS),
-                                      lambda rec, n, f=f, s=s, sp=sp: parse_record(rec, n, f, s, sp), f, name, ids=ids)
+                                      lambda rec, n, f=f, s=s, sp=sp: parse_record(rec, n, f, s, sp), f, name, ids=ids,
+                                      strict=strict)
                    for f, s, sp in _files(path, split, subjects)), name)

@@ -14,7 +14,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from mcqa_toolkit.datasets.common import items_from_records, letter_to_index, parse_int, require, require_text
+from mcqa_toolkit.datasets.common import (items_from_records, letter_to_index, option_columns, parse_int, question_text,
+                                          reports_skipped, require, require_text)
 from mcqa_toolkit.textfiles import iter_csv, iter_json_records
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
@@ -28,8 +29,8 @@ _NAME_TOKENS = {"es": "es", "esp": "es", "spanish": "es", "espanol": "es", "en":
 def parse_record(rec: Mapping[str, Any], n: int, path: Any, language: str) -> Item:
     """One UNED-ACCESS record -> Item (3 options when D is empty/NaN/null, else 4)."""
     raw_id = str(require(rec, "id", path, n, types=(str, int))).strip()
-    stem = require_text(rec, "question", path, n)
-    options = [require_text(rec, k, path, n) for k in "ABC"]
+    stem = question_text(rec, "question", path, n, f"uned-{language}-{raw_id}")
+    options = list(option_columns(rec, "ABC", path, n, f"uned-{language}-{raw_id}"))
     if not no_option_d(rec.get("D")):
         options.append(require_text(rec, "D", path, n))
     answer = letter_to_index(require(rec, "solution", path, n, types=str), len(options), path, n, "solution")
@@ -56,8 +57,10 @@ def guess_language(path: str | Path) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def load_uned(path: str | Path, language: str | None = None) -> ItemSet:
-    """Load one UNED-ACCESS file (CSV or JSON); `language` ('es'/'en') defaults to a guess from the file name."""
+@reports_skipped
+def load_uned(path: str | Path, language: str | None = None, strict: bool = False) -> ItemSet:
+    """Load one UNED-ACCESS file (CSV or JSON); `language` ('es'/'en') defaults to a guess from the file name. A
+    record with no question or option text is left out with a warning (strict=True: refused)."""
     path = Path(path)
     language = language or guess_language(path)
     if language is None:
@@ -71,4 +74,4 @@ def load_uned(path: str | Path, language: str | None = None) -> ItemSet:
     else:
         raise DatasetError(path, "-", None, "expected a .csv or .json file")
     return items_from_records(records, lambda rec, n: parse_record(rec, n, path, language), path,
-                              name=f"uned:{language}:{path.name}")
+                              name=f"uned:{language}:{path.name}", strict=strict)

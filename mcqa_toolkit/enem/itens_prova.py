@@ -1,4 +1,4 @@
-"""INEP item parameters (ITENS_PROVA_<year>.csv): reading, item sets, and attaching 3PL parameters to exam items.
+"""INEP item parameters (ITENS_PROVA_<year>.csv): reading and item sets (attached to exam items by enem.attach).
 
 ITENS_PROVA: ';'-separated, latin-1 or utf-8; no TP_LINGUA in 2009; annulled items (IN_ITEM_ABAN = 1) have
 empty NU_PARAM_A/B/C; a CO_PROVA may list two areas (90-100 rows).
@@ -8,21 +8,20 @@ Item sets. Some booklet codes list two rows per (area, CO_POSICAO, TP_LINGUA): t
 (`split_item_sets`): within one booklet and area, the k-th row of a position, in file order, belongs to item
 set k (numbered from 1); a position listed once is shared by every set; a position listed a number of times
 other than 1 or the most is an error. Which set a booklet's items or candidates took is then decided by the
-answer key: exam items by their answers (`ItemParams.attach_all`), microdata candidates by TX_GABARITO_<area>
+answer key: exam items by their answers (`enem.attach.ItemParams`), microdata candidates by TX_GABARITO_<area>
 (`enem.official`); an explicit `item_set` overrides, and when nothing tells the sets apart the caller must choose.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.textfiles import csv_columns, iter_csv
 from mcqa_toolkit.enem.errata import apply_errata
-from mcqa_toolkit.items import DatasetError, Item
+from mcqa_toolkit.items import DatasetError
 
 ITENS_PROVA_REQUIRED = ("CO_POSICAO", "SG_AREA", "CO_ITEM", "TX_GABARITO", "IN_ITEM_ABAN",
                         "NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C", "CO_PROVA")
@@ -159,116 +158,3 @@ def split_item_sets(rows: pd.DataFrame) -> list[pd.DataFrame]:
                          f"where other positions are listed once or {n_sets} times: the rows do not split into "
                          "item sets")
     return [rows[(count == 1) | (rank == k)] for k in range(n_sets)]
-
-
-class ItemParams:
-    """ITENS_PROVA rows split into item sets per (CO_PROVA, area), for attaching 3PL parameters to exam items."""
-
-    def __init__(self, path: str | Path):
-        self.path, self.df = Path(path), read_itens_prova(path)
-        self.booklets = set(self.df["CO_PROVA"])
-        years = self.df["NU_ANO"].dropna().unique()
-        self.year = int(years[0]) if len(years) == 1 else None     # the file's year when it says
-        self._sets: dict[tuple[int, str], list[pd.DataFrame]] = {}
-
-    def item_sets(self, co_prova: int, area: str) -> list[pd.DataFrame]:
-        """The item sets of one booklet and area (usually one); ValueError when the rows do not split."""
-        key = (co_prova, area)
-        if key not in self._sets:
-            self._sets[key] = split_item_sets(self.df[(self.df["CO_PROVA"] == co_prova) & (self.df["SG_AREA"] == area)])
-        return self._sets[key]
-
-    def attach_all(self, pairs: Sequence[tuple[int, Item]], path: Any,
-                   item_set: int | Mapping[int, int] | None = None) -> list[tuple[int, Item]]:
-        """(record number, Item) pairs of one file with irt and INEP fields attached (see `_attach`).
-
-        Per booklet, the item set is `item_set` (an int for every booklet, or {CO_PROVA: set}) or else the
-        only set whose keys agree with the items' answers; meta["item_set"] records it.
-        """
-        groups: dict[tuple[int, str], list[tuple[int, Item]]] = {}
-        for n, item in pairs:
-            co_prova = item.meta.get("co_prova")
-            if co_prova is None:
-                raise DatasetError(path, n, "co_prova", "item_params need the booklet code from a file name like "
-                                                        "ENEM_2022_CN_CO_PROVA_1092.csv")
-            if co_prova not in self.booklets:
-                raise DatasetError(path, n, "co_prova", f"booklet {co_prova} not in {self.path.name}")
-            groups.setdefault((co_prova, item.meta.get("area")), []).append((n, item))
-        chosen = {key: self._choose(key, members, path, item_set) for key, members in groups.items()}
-        out = []
-        for n, item in pairs:
-            k, sets = chosen[(item.meta["co_prova"], item.meta.get("area"))]
-            out.append((n, self._attach(item, sets[k - 1], k, len(sets), path, n)))
-        return out
-
-    def _choose(self, key: tuple[int, str], members: list[tuple[int, Item]], path: Any,
-                item_set: int | Mapping[int, int] | None) -> tuple[int, list[pd.DataFrame]]:
-        co_prova, area = key
-        try:
-            sets = self.item_sets(co_prova, area)
-        except ValueError as e:
-            raise DatasetError(self.path, "-", "CO_POSICAO", str(e)) from None
-        wanted = item_set.get(co_prova) if isinstance(item_set, Mapping) else item_set
-        if wanted is not None:
-            if wanted not in range(1, len(sets) + 1):
-                raise DatasetError(path, "-", "item_set", f"item_set={wanted!r} but booklet {co_prova} ({area}) has "
-                                   f"{len(sets)} item set(s) in {self.path.name}")
-            return wanted, sets
-        if len(sets) == 1:
-            return 1, sets
-        first_clash = [self._first_clash(rows, members, path) for rows in sets]
-        agree = [k + 1 for k, clash in enumerate(first_clash) if clash is None]
-        if len(agree) == 1:
-            return agree[0], sets
-        if not agree:
-            n, item, letter = min((c for c in first_clash if c is not None), key=lambda c: c[0])
-            raise DatasetError(path, n, "answer", f"answer {item.answer_letter} differs from TX_GABARITO {letter!r} "
-                               f"and no item set of booklet {co_prova} ({area}) in {self.path.name} agrees with "
-                               "every answer of this file")
-        raise DatasetError(path, "-", "item_set", f"booklet {co_prova} ({area}) has {len(sets)} item sets in "
-                           f"{self.path.name} and this file's answers agree with sets {agree}: pass item_set="
-                           + " or ".join(map(str, agree)))
-
-    def _first_clash(self, rows: pd.DataFrame, members: list[tuple[int, Item]], path: Any):
-        """(n, item, key letter) of the first scored item whose answer differs from this set's key, or None."""
-        for n, item in members:
-            label = self._row(item, rows, path, n)
-            r = rows.loc[label]
-            if item.answer is not None and r["IN_ITEM_ABAN"] != 1 and item.answer_letter != r["TX_GABARITO"]:
-                return n, item, r["TX_GABARITO"]
-        return None
-
-    def _row(self, item: Item, rows: pd.DataFrame, path: Any, n: int) -> int:
-        """The index label of the item's row in one item set: (position, and TP_LINGUA when both languages)."""
-        co_prova, area, number, fl = (item.meta.get(k) for k in ("co_prova", "area", "number", "foreign_language"))
-        at = rows[rows["CO_POSICAO"] == number]
-        lingua = at["TP_LINGUA"].to_numpy()
-        if len(at) > 1 and not np.isnan(lingua).any():  # English and Spanish items at one position
-            if fl not in TP_LINGUA:
-                raise DatasetError(path, n, "foreign_language", f"position {number} of booklet {co_prova} has an "
-                                   "English and a Spanish item: say which (foreign_language='en'/'es')")
-            at = at[lingua == TP_LINGUA[fl]]
-        if len(at) != 1:
-            raise DatasetError(path, n, "question_number", f"{len(at) or 'no'} rows in {self.path.name} for booklet "
-                               f"{co_prova}, area {area}, position {number}; expected 1")
-        r = at.iloc[0]
-        if fl in TP_LINGUA and not np.isnan(r["TP_LINGUA"]) and r["TP_LINGUA"] != TP_LINGUA[fl]:
-            raise DatasetError(path, n, "foreign_language", f"{self.path.name} row {at.index[0] + 1} is TP_LINGUA "
-                               f"{int(r['TP_LINGUA'])}, not the {fl} item")
-        return at.index[0]
-
-    def _attach(self, item: Item, rows: pd.DataFrame, set_no: int, n_sets: int, path: Any, n: int) -> Item:
-        """`item` with irt and INEP fields in meta; IN_ITEM_ABAN = 1 -> annulled, no irt, answer None."""
-        label = self._row(item, rows, path, n)
-        r = rows.loc[label]
-        meta = {**item.meta, "co_item": int(r["CO_ITEM"]), "tx_gabarito": r["TX_GABARITO"], "params_row": label + 1,
-                "co_habilidade": r.get("CO_HABILIDADE", ""), "item_set": set_no, "n_item_sets": n_sets,
-                "tp_lingua": None if np.isnan(r["TP_LINGUA"]) else int(r["TP_LINGUA"])}
-        if r["IN_ITEM_ABAN"] == 1:
-            meta.update(annulled=True, tx_motivo_aban=str(r.get("TX_MOTIVO_ABAN", "")).strip(),
-                        answer_before_annulment=item.answer_letter)
-            return item.with_(irt=None, answer=None, meta=meta)
-        if item.answer is not None and item.answer_letter != r["TX_GABARITO"]:
-            raise DatasetError(path, n, "answer", f"answer {item.answer_letter} differs from TX_GABARITO "
-                               f"{r['TX_GABARITO']!r} ({self.path.name} row {label + 1})")
-        return item.with_(irt=(r["NU_PARAM_A"], r["NU_PARAM_B"], r["NU_PARAM_C"]), meta=meta)

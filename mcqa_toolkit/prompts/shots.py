@@ -15,8 +15,9 @@ Rules:
   order for every target (sciences, languages, humanities, maths; Listing 8): use rule `ids` to get it.
 - `random`: a seeded sample, the same for every target with the same candidates, so the few-shot block is
   shared across items (and across languages when translations share a parallel_id).
-Candidates are single-answer items with a key, in the target's language (when it has one), and never the
-target or one of its translations. Selection is deterministic: ties are broken by parallel_id, item_id.
+Candidates are single-answer items with a key from the target's exam version (`Item.exam_language`, the
+language of its prompt: the English and Spanish questions of ENEM's Portuguese exam take the Portuguese exam's
+shots, like every other question of it), and never the target or one of its translations. Selection is deterministic: ties are broken by parallel_id, item_id.
 With `balance_letters`, shot options are permuted so the k answers fall on distinct letters while k <= the
 number of options (then on the least-used letters): a shot whose letter is already free keeps its original
 order, otherwise its answer swaps places with the option at a free letter chosen with the seed.
@@ -100,7 +101,7 @@ def select_shots(
         cands = [
             it for it in pool
             if _usable(it) and it.item_id != target.item_id and it.parallel_id != target.parallel_id
-            and (not target.language or it.language == target.language)
+            and (not target.exam_language or it.exam_language == target.exam_language)
         ]
         chosen = _easiest(cands, target, k) if rule == "easiest" else _random(cands, target, k, seed)
     if not balance_letters:
@@ -130,7 +131,7 @@ def _easiest(cands: list[Item], target: Item, k: int) -> list[Item]:
     if target.subject not in best:
         raise ValueError(
             f"rule 'easiest': no candidate with IRT parameters in subject {target.subject!r} "
-            f"(language {target.language!r}) for target {target.item_id!r}"
+            f"(exam language {target.exam_language!r}) for target {target.item_id!r}"
         )
     others = sorted((s for s in best if s != target.subject), key=lambda s: (best[s].irt[1], s))  # type: ignore
     subjects = [target.subject] + others
@@ -153,7 +154,8 @@ def split_shots(
 ) -> tuple[ItemSet, ItemSet]:
     """(shot pool, items to evaluate): reserve the items `select_shots` may use, so none is also evaluated.
 
-    The pool holds, per language: the `ids` (rule ids); the easiest item of each subject (easiest); or the
+    The pool holds, per exam version (`Item.exam_language`): the `ids` (rule ids); the easiest item of each
+    subject (easiest); or the
     items of k seeded parallel_ids (random). Every translation of a pool item is dropped from the evaluated
     items too, since its answer is in the prompt.
     """
@@ -172,7 +174,7 @@ def split_shots(
         by_lang: dict[str, list[Item]] = defaultdict(list)
         for it in items:
             if _usable(it):
-                by_lang[it.language].append(it)
+                by_lang[it.exam_language].append(it)
         pool_ids = {it.item_id for group in by_lang.values() for it in _easiest_by_subject(group).values()}
         if not pool_ids:
             raise ValueError("rule 'easiest': no single-answer item has IRT parameters")

@@ -32,7 +32,10 @@ RUN_COLUMNS = (
 )
 # the item ---------------------------------------------------------------------------------------
 ITEM_COLUMNS = (
-    "item_id", "parallel_id", "language", "subject", "exam", "year",
+    "item_id", "parallel_id",
+    "language",        # str: the exam version's language (Item.exam_language: the prompt's; ENEM's English and
+                       #      Spanish questions of the Portuguese exam are "pt")
+    "subject", "exam", "year",
     "answer_type",     # str: single | multi | truefalse | short (the item's)
     "n_options",       # int: number of options of the item (kappa uses it per item; 0 for short answers)
     "answer",          # int: single-answer key as an original option index (-1 when annulled / not single)

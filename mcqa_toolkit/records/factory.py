@@ -140,7 +140,7 @@ def make_record(item: Item, run: Mapping[str, Any], *, shuffle: int = 0, permuta
     answer = item.answer if item.answer_type == "single" and isinstance(item.answer, int) else -1
     return {
         **run_fields(**{k: run[k] for k in RUN_COLUMNS if k in run}),
-        "item_id": item.item_id, "parallel_id": item.parallel_id, "language": item.language,
+        "item_id": item.item_id, "parallel_id": item.parallel_id, "language": item.exam_language,
         "subject": item.subject, "exam": item.exam, "year": item.year, "answer_type": item.answer_type,
         "n_options": item.n_options, "answer": answer, "shuffle": int(shuffle), "permutation": perm,
         "option_scores": _nan_list(scores), "option_probs": _nan_list(option_probs(scores)),

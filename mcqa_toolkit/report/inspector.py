@@ -187,7 +187,7 @@ class QuestionInspector:
         target = self.items[key] if key in self.items else None
         if target is None and key in self._groups:
             group = self._groups[key]
-            lang = self.current.language if self.current is not None else ""
+            lang = self.current.exam_language if self.current is not None else ""
             target = group.get(lang, next(iter(group.values())))
         if target is None:
             return self._warn(f"No item with id or parallel id “{key}”.")
@@ -224,7 +224,7 @@ class QuestionInspector:
             self.translations.value = self.responses.value = ""
             return
         self.question.value = item_html(item, self._human_p(item))
-        self.translations.value = parallel_html(self._groups.get(item.parallel_id, {}), item.language)
+        self.translations.value = parallel_html(self._groups.get(item.parallel_id, {}), item.exam_language)
         if self.results is not None:
             records, shown = self._by_item.get(item.item_id), set(self.shown_runs)
             if not shown:

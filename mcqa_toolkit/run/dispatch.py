@@ -83,7 +83,7 @@ def check_plan(items: ItemSet, backend: Backend, strategy: Strategy, judges: Seq
 
 def _language(block: Sequence[Item], strategy: Strategy) -> str | None:
     """The extraction language of a block: its one prompt language, else None (all four)."""
-    languages = {strategy.language or it.language for it in block}
+    languages = {strategy.language or it.exam_language for it in block}
     return languages.pop() if len(languages) == 1 else None
 
 
@@ -95,7 +95,7 @@ def letters_prompt(item: Item, strategy: Strategy, shots: Sequence[Any], permuta
                    shuffle: int) -> Any:
     """A single-answer item's prompt in one option order after its few-shot examples; whether the options
     are shown is the method's (scoring.methods)."""
-    return render(item, load_template(strategy.language or item.language, strategy.style), shots=shots,
+    return render(item, load_template(strategy.language or item.exam_language, strategy.style), shots=shots,
                   permutation=permutation, shuffle=shuffle, chat=strategy.chat,
                   with_options=METHODS[strategy.method].shows_options)
 
@@ -112,7 +112,7 @@ def _generate(backend: Backend, items: list[Item], strategy: Strategy, language:
         return []
     prompts, owners = [], []
     for it in items:
-        tt = load_type_template(strategy.language or it.language, question_kind(it)[0])
+        tt = load_type_template(strategy.language or it.exam_language, question_kind(it)[0])
         for k, perm in enumerate(record_permutations(it, strategy)):
             prompts.append(render_typed(it, tt, permutation=perm, shuffle=k, chat=strategy.chat,
                                         structured=strategy.structured))
@@ -129,7 +129,7 @@ def _generate(backend: Backend, items: list[Item], strategy: Strategy, language:
 
 
 def _yes_no(backend: Backend, item: Item, strategy: Strategy) -> list[Pair]:
-    tt = load_type_template(strategy.language or item.language, item.answer_type)
+    tt = load_type_template(strategy.language or item.exam_language, item.answer_type)
     groups = [render_yes_no(item, tt, permutation=perm, shuffle=k, chat=strategy.chat)
               for k, perm in enumerate(record_permutations(item, strategy))]
     return [(g[0], s) for g, s in zip(groups, score_yes_no(backend, item, groups, strategy.method))]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mcqa_toolkit.run.jobs import Job, expand, load_params
+from mcqa_toolkit.run.preflight import preflight
 from mcqa_toolkit.records.lock import LENDER_ENV, RunLocked, describe
 from mcqa_toolkit.records.state import RunRefused, RunState, run_state
 from mcqa_toolkit.scoring.methods import MIN_K_COST, record_cost
@@ -77,7 +78,9 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
                batch: str | None = None) -> int:
     """Execute every incomplete combination of a params file in one kernel (run.session), printing each
     run's headline numbers as it finishes; failures are collected and reported at the end without stopping
-    the others. Returns the number of failures.
+    the others. Combinations that cannot start (run.preflight: strategy, dataset and language, shots) are
+    refused first, one line each, before any kernel or run folder; none startable is a ValueError. Returns the
+    number of failures and refusals.
 
     batch="submit" submits each run's missing requests to its backend's batch API (no notebook runs);
     batch="fetch" stores the results of ended batches and executes the runs whose batches have all ended
@@ -90,15 +93,21 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
         jobs = expand(params, base_dir=base_dir)
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
+    startable, refused = preflight(jobs)
+    for job, why in refused:
+        print(f"  cannot start {job.run_dir.name}: {why}", flush=True)
+    if not startable:
+        raise ValueError(f"{path}: none of its {len(jobs)} combinations can start (one line each above)")
     failures: list[tuple[Job, str]] = []
-    todo = schedule(_pending(jobs, failures))
-    print(f"{len(jobs)} combinations, {len(jobs) - len(todo) - len(failures)} already complete, {len(todo)} to run",
-          flush=True)
+    todo = schedule(_pending(startable, failures))   # failures: folders holding another run
+    complete = len(startable) - len(todo) - len(failures)
+    print(f"{len(jobs)} combinations, {complete} already complete, {len(todo)} to run"
+          + (f", {len(refused)} cannot start" if refused else ""), flush=True)
     if dry_run or not todo:
         for j in todo:
             print("  would run", j.run_dir.name)
-        return _report_failures(failures)
-    t0, refused = time.time(), len(failures)
+        return _report_failures(failures) + len(refused)
+    t0, n_before = time.time(), len(failures)
     width = len(str(len(todo)))
     elsewhere: list[str] = []
     with contextlib.ExitStack() as stack:
@@ -133,11 +142,11 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
                 failures.append((job, f"{type(e).__name__}: {last}"))
                 result = "failed (see below)"
             print(f"[{n:>{width}}/{len(todo)}] {time.time() - t:5.0f} s  {job.run_dir.name:<40} {result}", flush=True)
-    failed = len(failures) - refused
+    failed = len(failures) - n_before
     print(f"done in {time.time() - t0:.0f} s: {len(todo) - failed - len(elsewhere)} processed, {failed} failed"
           + (f", {len(elsewhere)} running elsewhere (run again later to pick up what they leave unfinished): "
              + ", ".join(elsewhere) if elsewhere else ""))
-    return _report_failures(failures)
+    return _report_failures(failures) + len(refused)
 
 
 def _report_failures(failures: list[tuple[Job, str]]) -> int:

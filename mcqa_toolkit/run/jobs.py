@@ -35,14 +35,15 @@ _NOT_IDENTITY = ("out_dir", "device", "dtype", "min_k", "backend_options")
 
 
 def load_items(dataset: str, dataset_args: dict[str, Any] | None = None, language: str | None = None) -> ItemSet:
-    """Items of a registered dataset (every question type), restricted to `language` (demo: loaded in that
+    """Items of a registered dataset (every question type), restricted to the exam version in `language`
+    (`Item.exam_language`: a Portuguese ENEM keeps its English and Spanish questions; demo: loaded in that
     language only)."""
     args = dict(dataset_args or {})
     if dataset == "demo" and language is not None:
         args.setdefault("language", language)
     items = load(dataset, **args)
     if language is not None:
-        items = items.filter(language=language)
+        items = items.filter(exam_language=language)
         if not len(items):
             raise ValueError(f"dataset {dataset!r} has no items in language {language!r}")
     return items
@@ -68,12 +69,18 @@ class Job:
     backend_options: dict[str, Any] = field(default_factory=dict)  # {backend: openai, base_url: ..., ...}; {} = hf
     judges: list[Any] | None = None  # judge models of short answers (names/paths/backend dicts); None: no judge
     judge_combine: str = "mean"      # several judges: scoring.judge.COMBINE_RULES
+    shot_pool: dict[str, Any] | None = None  # {name, args}: the exam whose items give the few-shot examples (e.g.
+                                             # an earlier year's, as the ENEM paper did); None: the job's own items
 
     def __post_init__(self) -> None:
         if self.judge_combine not in COMBINE_RULES:
             raise ValueError(f"judge_combine must be one of {COMBINE_RULES}, got {self.judge_combine!r}")
         if self.judges is not None and (not isinstance(self.judges, list) or not self.judges):
             raise ValueError("judges must be a non-empty list of models (or left out)")
+        if self.shot_pool is not None and not (isinstance(self.shot_pool, dict)
+                                               and isinstance(self.shot_pool.get("name"), str)
+                                               and isinstance(self.shot_pool.get("args") or {}, dict)):
+            raise ValueError(f"shot_pool must be a mapping with a dataset 'name' and 'args', got {self.shot_pool!r}")
 
     @property
     def run_dir(self) -> RunDir:
@@ -85,6 +92,12 @@ class Job:
 
     def items(self) -> ItemSet:
         return load_items(self.dataset, self.dataset_args, self.language)
+
+    def shot_items(self) -> ItemSet | None:
+        """The few-shot pool's items in the job's exam version (None: shots come from the job's own items)."""
+        if self.shot_pool is None:
+            return None
+        return load_items(self.shot_pool["name"], self.shot_pool.get("args") or {}, self.language)
 
     def build_strategy(self) -> Strategy:
         """The job's Strategy, built once per Job (scheduling, the params check and the run all use it)."""
@@ -101,6 +114,8 @@ class Job:
     def identity(self) -> dict[str, Any]:
         """The parameters that determine the records, and the backend kind (see records.state)."""
         skip = {_name(n) for n in _NOT_IDENTITY}
+        if self.shot_pool is None:   # absent rather than None: folders made before shot pools keep their identity
+            skip.add(_name("shot_pool"))
         return {**{k: v for k, v in self.parameters().items() if k not in skip},
                 "BACKEND_KIND": self.backend_options.get("backend", "hf")}
 
@@ -176,6 +191,11 @@ def load_params(path: str | Path) -> dict[str, Any]:
                                          and isinstance(ds.get("label", ""), str)):
             raise ValueError(f"{p}: datasets[{n}] needs a 'name' (text), and 'args' must be a mapping, "
                              f"got {_short(ds)}")
+        pool = ds.get("shot_pool") if isinstance(ds, dict) else None
+        if pool is not None and not (isinstance(pool, dict) and isinstance(pool.get("name"), str)
+                                     and isinstance(pool.get("args") or {}, dict)):
+            raise ValueError(f"{p}: datasets[{n}].shot_pool needs a dataset 'name' and 'args' (the exam whose items "
+                             f"give the few-shot examples), got {_short(pool)}")
     return params
 
 
@@ -218,6 +238,16 @@ def _yaml_problem(e: Exception) -> str:
     return " ".join(f"{problem}{where}".split())[:200]
 
 
+def _rooted(args: dict[str, Any] | None, base_dir: Path | None) -> dict[str, Any]:
+    """Loader arguments with relative file paths (path, item_params) taken from where `mcqa run` runs, not from
+    the notebook's folder."""
+    args = dict(args or {})
+    for key in ("path", "item_params"):
+        if base_dir is not None and isinstance(args.get(key), str) and not Path(args[key]).is_absolute():
+            args[key] = str(base_dir / args[key])
+    return args
+
+
 def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
     """The product models x datasets x languages x strategies as Jobs with their run folders. Credentials
     written in a model's or judge's base URL are moved to this process's environment (backends.secrets), so the
@@ -238,11 +268,11 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
         name = "__".join(_slug(str(x)) for x in (model_label(model), label, lang or "all", _strategy_name(st)))
         key = (model_label(model), label, lang)
         entry = strip_credentials(dict(model)) if isinstance(model, dict) else {"model": model}
-        args = dict(ds.get("args") or {})
-        if base_dir is not None and isinstance(args.get("path"), str) and not Path(args["path"]).is_absolute():
-            args["path"] = str(base_dir / args["path"])  # relative to where `mcqa run` runs, not the notebook's cwd
+        args = _rooted(ds.get("args"), base_dir)
+        pool = ds.get("shot_pool")
+        pool = None if pool is None else {"name": pool["name"], "args": _rooted(pool.get("args"), base_dir)}
         jobs.append(Job(str(entry.pop("model")), ds["name"], args, lang, st, out / name, **options,
-                        min_k=wanted_min_k and key not in min_k_done, backend_options=entry))
+                        min_k=wanted_min_k and key not in min_k_done, backend_options=entry, shot_pool=pool))
         min_k_done.add(key)
     names = [j.run_dir.name for j in jobs]
     dup = sorted({n for n in names if names.count(n) > 1})

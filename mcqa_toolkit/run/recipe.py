@@ -114,7 +114,8 @@ def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = 
     strategy, identity = job.build_strategy(), {"job": job.identity()}
     if check_writable(job.run_dir, identity) is RunState.COMPLETE:  # finished, foreign or busy: nothing is loaded
         return _stored(job, RunState.COMPLETE)
-    plan = plan_run(job.items(), strategy, job.dataset, limit=job.limit, combine=job.judge_combine)
+    plan = plan_run(job.items(), strategy, job.dataset, shot_pool=job.shot_items(), limit=job.limit,
+                    combine=job.judge_combine)
     judge_specs = list(job.judges or [])
     backend, *judge_backends = (backends if backends is not None else BackendCache()).for_run(
         [backend_entry(spec, device=job.device, dtype=job.dtype) for spec in [job.model_entry(), *judge_specs]])

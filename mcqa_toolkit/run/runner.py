@@ -117,13 +117,17 @@ class RunPlan:
     dataset: str = ""
     judges: tuple[LLMJudge, ...] = ()
     combine: str = "mean"
+    skipped: tuple[Any, ...] = ()      # records the dataset's loader left out (items.SkippedRecord)
 
     def identity(self) -> dict[str, Any]:
         """The part of the run's identity (records.state.run_identity) known without a model."""
         return {"strategy_hash": self.strategy.hash, "dataset_fingerprint": self.items.fingerprint()}
 
     def provenance(self, backend: Backend) -> dict[str, Any]:
-        return provenance(backend, self.strategy, self.items, self.dataset, self.excluded, self.judges, self.combine)
+        prov = provenance(backend, self.strategy, self.items, self.dataset, self.excluded, self.judges, self.combine)
+        if self.skipped:   # what the load left out (it cannot be administered), said in the run's provenance
+            prov.update(n_skipped_records=len(self.skipped), skipped_records=[str(r) for r in self.skipped])
+        return prov
 
 
 def plan_run(items: ItemSet, strategy: Strategy, dataset: str = "", *, shot_pool: ItemSet | None = None,
@@ -140,7 +144,7 @@ def plan_run(items: ItemSet, strategy: Strategy, dataset: str = "", *, shot_pool
         todo_items = todo_items[:limit]
     if not len(todo_items):
         raise ValueError("no items left to evaluate after excluding few-shot examples")
-    return RunPlan(todo_items, strategy, shots, excluded, dataset, tuple(judges), combine)
+    return RunPlan(todo_items, strategy, shots, excluded, dataset, tuple(judges), combine, items.skipped)
 
 
 def administer(folder: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str, Any],

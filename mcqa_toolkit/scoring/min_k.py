@@ -55,7 +55,7 @@ def min_k_table(backend: Backend, items: ItemSet, k: float = 0.2, with_options: 
         for lo in range(0, len(items), block_size):
             chunk = items[lo:lo + block_size]
             for it, lp in zip(chunk, text_logprobs(backend, [question_text(it, with_options) for it in chunk])):
-                rows.append({"model": backend.name, "language": it.language, "item_id": it.item_id,
+                rows.append({"model": backend.name, "language": it.exam_language, "item_id": it.item_id,
                              "parallel_id": it.parallel_id, "min_k_prob": float(min_k_prob(lp, k)),
                              "n_tokens": len(lp)})
             bar.update(len(chunk))

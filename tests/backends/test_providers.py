@@ -168,3 +168,43 @@ def test_vllm_chat_prefill_and_letters_within_max_logprobs(items, tmp_path):
         extra = df["extra"].map(json.loads)
         assert (extra.map(lambda e: (e["letters_seen"], e["letter_match"])) == [(n, "exact") for n in df["n_options"]]
                 ).all() and (df["choice"] >= 0).all()
+
+
+def test_chat_only_model_behind_a_gateway_scores_letters_through_chat(items, tmp_path):
+    """A gateway on an unknown host (provider inferred `compatible`) in front of an OpenAI chat model: its
+    /v1/completions answers 404 "This is a chat model and not supported in the v1/completions endpoint" (the
+    stand-in serves OpenAI's documented error body on 127.0.0.1); the probe switches letters to chat
+    top_logprobs once, remembers it for the model, and the run sends nothing the gateway rejects afterwards."""
+    with _served("openai") as api:
+        backend = load_backend({"backend": "openai", "model": "gpt-4o-mini", "base_url": api.url + "/v1",
+                                "cache_dir": str(tmp_path / "cache"), "backoff": 0.001})
+        assert backend.provider.name == "compatible"
+        caps = backend.capabilities
+        assert caps.next_token_logprobs and not caps.continuation_logprobs and caps.top_logprobs == 20
+        assert [r.path for r in api.requests] == ["/v1/completions", "/v1/chat/completions"]   # probed once each
+        df = run(items, backend, strategy("enem_0shot", shuffles=2), tmp_path / "r", progress=False)
+        assert len(api.rejected()) == 1 and not api.calls("/v1/completions")[1:]
+        assert (df["choice"] >= 0).all() and set(df["extra"].map(lambda e: json.loads(e)["endpoint"])) == {"chat"}
+        prov = backend.provenance()
+        assert prov["letters_endpoint"] == "chat" and "chat model" in prov["probe"]["letters endpoint"]
+        gen = run(items, backend, strategy("S1", max_new_tokens=4), tmp_path / "g", progress=False)
+        assert len(gen) == len(items) and not api.calls("/v1/completions")[1:]   # generation through chat too
+        with pytest.raises(CapabilityError, match="cannot score cloze"):
+            run(items, backend, strategy("S5"), tmp_path / "s5", progress=False)
+
+
+def test_a_completions_refusal_that_is_not_about_chat_models_is_not_a_switch(tmp_path):
+    """A `compatible` server whose completions refuse letters for another reason stays refused for letters (no
+    switch to chat on an unrelated error)."""
+    def refuse(req):
+        if "/chat/" in req.path:
+            return 200, {"unexpected": True}
+        return 400, {"error": {"message": "logprobs are disabled on this deployment", "type": "invalid_request_error",
+                               "param": "logprobs", "code": None}}
+    with FakeAPI() as api:
+        api.route("POST", "/v1/completions", refuse)
+        api.route("POST", "/v1/chat/completions", refuse)
+        backend = load_backend({"backend": "openai", "model": "m", "base_url": api.url + "/v1",
+                                "cache_dir": str(tmp_path / "cache"), "backoff": 0.001})
+        assert not backend.capabilities.next_token_logprobs
+        assert not api.calls("/v1/chat/completions") and backend.profile.letters_endpoint == "completions"

@@ -13,6 +13,7 @@ import pytest
 from paths import FIXTURES
 
 from mcqa_toolkit.datasets import load
+from mcqa_toolkit.datasets.common import UnusableRecordsWarning
 from mcqa_toolkit.datasets.enem import HUB_LAYOUTS
 from mcqa_toolkit.items import DatasetError
 
@@ -53,7 +54,9 @@ def test_an_option_empty_in_options_is_taken_from_alternatives(tmp_path):
 
 
 @pytest.mark.parametrize("context", ["", "   ", None])
-def test_a_question_with_no_text_anywhere_is_refused(tmp_path, context):
+def test_a_question_with_no_text_anywhere_is_left_out(tmp_path, context):
+    """No text in `question` nor in `context`: the record cannot be administered; it is left out with one warning
+    naming it (record, id, field), counted on the ItemSet, and refused with strict=True."""
     records = json.loads((HUB / "bluex_style_2022.json").read_text(encoding="utf-8"))
     records[2]["question"] = ""
     if context is None:
@@ -61,9 +64,14 @@ def test_a_question_with_no_text_anywhere_is_refused(tmp_path, context):
     else:
         records[2]["context"] = context
     (tmp_path / "x.json").write_text(json.dumps(records), encoding="utf-8")
+    with pytest.warns(UnusableRecordsWarning, match=r"1 record\(s\) left out .*record 3 \(ENEM_2022_\d+\): field "
+                                                    r"'question': no question text") as caught:
+        items = load("enem", path=tmp_path / "x.json")
+    assert len(caught) == 1 and len(items) == len(records) - 1
+    assert [(r.record, r.field) for r in items.skipped] == [(3, "question")]
     with pytest.raises(DatasetError) as e:
-        load("enem", path=tmp_path / "x.json")
-    assert (e.value.record, e.value.field) == (3, "question") and "no `context` either" in e.value.message
+        load("enem", path=tmp_path / "x.json", strict=True)
+    assert (e.value.record, e.value.field) == (3, "question") and "no question text" in e.value.message
 
 
 # ---- maritaca-ai/enem ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 from paths import FIXTURES, SHARED
 
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.datasets.enem import area_of
+from mcqa_toolkit.enem.positions import area_of
 from mcqa_toolkit.enem.itens_prova import load_item_params, read_itens_prova
 from mcqa_toolkit.items import DatasetError
 

@@ -37,12 +37,10 @@ JSON/Parquet source numbers its questions 1-180 without saying which colour's bo
 get INEP parameters only with `co_prova=` (and every answer must then agree with that booklet's key).
 
     formats   the record parsers of each source format (exam CSV row, BLUEX-style JSON, 2024-style JSONL,
-              enem_challenge rows), areas by year and position, foreign-language positions
+              enem_challenge rows)
     loader    load_enem(): files and folders (hub layouts), item parameters attached, filters
 """
-from mcqa_toolkit.datasets.enem.formats import (AREA_NAMES, LANGUAGES, ExamFile, area_of, exam_file_info,
-                                                is_foreign_position, parse_record)
+from mcqa_toolkit.datasets.enem.formats import AREA_NAMES, LANGUAGES, ExamFile, exam_file_info, parse_record
 from mcqa_toolkit.datasets.enem.loader import HUB_LAYOUTS, load_enem
 
-__all__ = ["load_enem", "HUB_LAYOUTS", "AREA_NAMES", "LANGUAGES", "ExamFile", "area_of", "exam_file_info",
-           "is_foreign_position", "parse_record"]
+__all__ = ["load_enem", "HUB_LAYOUTS", "AREA_NAMES", "LANGUAGES", "ExamFile", "exam_file_info", "parse_record"]

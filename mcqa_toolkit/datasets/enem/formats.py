@@ -8,10 +8,11 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
-from mcqa_toolkit.datasets.common import (check_options, is_annulled, is_missing, letter_to_index, parse_bool,
-                                          parse_int, require, require_text)
+from mcqa_toolkit.datasets.common import (check_options, is_annulled, is_missing, letter_to_index, option_columns,
+                                          parse_bool, parse_int, question_text, require, require_text)
 from mcqa_toolkit.enem.itens_prova import AREAS
-from mcqa_toolkit.items import LETTERS, DatasetError, Item
+from mcqa_toolkit.enem.positions import area_of, is_foreign_position
+from mcqa_toolkit.items import LETTERS, DatasetError, Item, UnusableRecord
 
 AREA_NAMES = {"CH": "humanities", "CN": "natural sciences", "LC": "languages", "MT": "mathematics"}
 LANGUAGES = {"portuguese": "pt", "english": "en", "spanish": "es", "pt": "pt", "pt-br": "pt", "en": "en", "es": "es"}
@@ -40,20 +41,6 @@ def exam_file_info(path: str | Path) -> ExamFile | None:
     return m and ExamFile(int(m["year"]), m["area"], int(m["co_prova"]), m["language"])
 
 
-def area_of(year: int, number: int) -> str | None:
-    """The area of question `number` in the ENEM of `year` (None before 2009 or outside 1..180)."""
-    if year < 2009 or not 1 <= number <= 180:
-        return None
-    order = ("LC", "CH", "CN", "MT") if year >= 2017 else ("CH", "CN", "LC", "MT")
-    return order[(number - 1) // 45]
-
-
-def is_foreign_position(year: int, area: str | None, number: int) -> bool:
-    """The first five LC positions are the English/Spanish items (1-5 since 2017, 91-95 before)."""
-    first = 1 if year >= 2017 else 91
-    return area == "LC" and first <= number < first + 5
-
-
 def _language(value: Any, path: Any, n: int, key: str) -> str | None:
     if is_missing(value):
         return None
@@ -73,9 +60,7 @@ def _has_marker(*texts: str) -> bool:
 
 
 def _parse_csv_row(rec: Mapping[str, Any], n: int, path: Any, language: str | None, foreign_language: str | None,
-                   info: ExamFile | None) -> Item:
-    stem = require_text(rec, "body", path, n)
-    options = tuple(require_text(rec, k, path, n) for k in "ABCDE")
+                   info: ExamFile | None, exam_language: str | None = None) -> Item:
     number = parse_int(require(rec, "question_number", path, n, types=(str, int)), path, n, "question_number")
     year = parse_int(require(rec, "year", path, n, types=(str, int)), path, n, "year")
     area = require_text(rec, "test", path, n).upper()
@@ -84,18 +69,25 @@ def _parse_csv_row(rec: Mapping[str, Any], n: int, path: Any, language: str | No
     if info and (year, area) != (info.year, info.area):
         field = "year" if year != info.year else "test"
         raise DatasetError(path, n, field, f"{year} {area} contradicts the file name ({info.year} {info.area})")
+    foreign = is_foreign_position(year, area, number)
     lang = _language(rec.get("language"), path, n, "language")
-    if info and info.language and lang and lang != info.language:
+    if info and info.language and lang and lang != info.language and not foreign:
         raise DatasetError(path, n, "language", f"{rec['language']!r} contradicts the file-name prefix {info.language}_")
-    lang = lang or (info and info.language) or language or "pt"
+    version = (info and info.language) or exam_language or language or "pt"   # the exam version's language
+    lang = lang or version
     answer, annulled = _answer(rec, "answer", path, n)
     co_prova = info.co_prova if info else None
     exam = f"ENEM_{year}_{area}" + (f"_{co_prova}" if co_prova else "")
     meta: dict[str, Any] = {"area": area, "number": number, "co_prova": co_prova, "annulled": annulled}
-    if is_foreign_position(year, area, number):
+    if foreign:
         meta["foreign_language"] = _language(rec.get("foreign_language"), path, n, "foreign_language") or foreign_language
+    if lang != version:   # a foreign-language question of this exam version: its prompt is the version's
+        meta["exam_language"] = version
     parallel_id = f"{exam}_q{number}" + (f"_{meta['foreign_language']}" if meta.get("foreign_language") else "")
-    return Item(item_id=f"{parallel_id}-{lang}", source="enem", exam=exam, stem=stem, options=options, answer=answer,
+    item_id = f"{parallel_id}-{lang}"
+    stem = question_text(rec, "body", path, n, item_id)
+    options = option_columns(rec, "ABCDE", path, n, item_id)
+    return Item(item_id=item_id, source="enem", exam=exam, stem=stem, options=options, answer=answer,
                 year=year, subject=AREA_NAMES[area], language=lang, parallel_id=parallel_id,
                 has_image=_has_marker(stem, *options), meta=meta)
 
@@ -103,12 +95,13 @@ def _parse_csv_row(rec: Mapping[str, Any], n: int, path: Any, language: str | No
 def _stem(rec: Mapping[str, Any], path: Any, n: int) -> str:
     """The question's text: `context` (the text it refers to) then `question` (BLUEX-style); either may be empty
     when the other carries the whole question (real BLUEX-style files keep some questions entirely in
-    `context`), and a question already inside `context` is not repeated. Both empty -> DatasetError."""
+    `context`), and a question already inside `context` is not repeated. Both empty -> UnusableRecord."""
     question = require(rec, "question", path, n, types=str, allow_empty=True).strip()
     context = rec.get("context")
     context = context.strip() if isinstance(context, str) else ""
     if not question and not context:
-        raise DatasetError(path, n, "question", "empty value, and no `context` either: the question has no text")
+        raise UnusableRecord(path, n, "question", "no question text (`question` and `context` empty)",
+                             str(rec.get("id") or ""))
     if not context or context == question:
         return question
     if not question or question in context:
@@ -126,6 +119,26 @@ def _alternatives(alternatives: list) -> tuple:
     return tuple(t.strip() for t in texts)
 
 
+def _json_options(rec: Mapping[str, Any], path: Any, n: int, raw_id: str) -> tuple[str, ...]:
+    """The five options of a JSON record: `options`, an empty one filled from `alternatives` (letter-prefixed),
+    else `alternatives`; neither holding any text (image alternatives lost in extraction) -> UnusableRecord."""
+    if "options" not in rec and "alternatives" not in rec:
+        raise DatasetError(path, n, "options", "missing field (neither `options` nor `alternatives`)")
+    given = rec.get("options")
+    spare = rec.get("alternatives") if isinstance(rec.get("alternatives"), (list, tuple)) else None
+    if not is_missing(given) and not (isinstance(given, (list, tuple)) and all(is_missing(o) for o in given)):
+        given = list(given)
+        if len(given) == 5 and any(is_missing(o) for o in given) and spare is not None:
+            filled = _alternatives(list(spare))   # an option empty in `options`, written in `alternatives`
+            given = [filled[i] if is_missing(o) and i < len(filled) else o for i, o in enumerate(given)]
+        return check_options(given, path, n, "options", n_allowed=(5,), item_id=raw_id)
+    if spare is None and "alternatives" in rec and not is_missing(rec["alternatives"]):
+        raise DatasetError(path, n, "alternatives", f"expected a list, got {type(rec['alternatives']).__name__}")
+    if spare is None or all(is_missing(o) for o in spare):
+        raise UnusableRecord(path, n, "options", "no option text (`options` and `alternatives` empty)", raw_id)
+    return _alternatives(check_options(list(spare), path, n, "alternatives", n_allowed=(5,), item_id=raw_id))
+
+
 def _parse_json_record(rec: Mapping[str, Any], n: int, path: Any, language: str | None,
                        foreign_language: str | None) -> Item:
     raw_id = str(require(rec, "id", path, n, types=(str, int))).strip()
@@ -133,15 +146,7 @@ def _parse_json_record(rec: Mapping[str, Any], n: int, path: Any, language: str 
     descriptions = [d for d in rec.get("description") or [] if isinstance(d, str)]
     for d in descriptions:  # 2024-style: the i-th description stands where the i-th figure was
         stem = stem.replace("[[placeholder]]", d.strip(), 1)
-    if not is_missing(rec.get("options")):
-        given = list(rec["options"])
-        if len(given) == 5 and any(is_missing(o) for o in given) and isinstance(rec.get("alternatives"), list):
-            spare = _alternatives(list(rec["alternatives"]))   # an option empty in `options`, written in `alternatives`
-            given = [spare[i] if is_missing(o) and i < len(spare) else o for i, o in enumerate(given)]
-        options = check_options(given, path, n, "options", n_allowed=(5,))
-    else:
-        options = _alternatives(check_options(list(require(rec, "alternatives", path, n, types=(list, tuple))), path,
-                                              n, "alternatives", n_allowed=(5,)))
+    options = _json_options(rec, path, n, raw_id)
     # the key: `label` (BLUEX-style files, maritaca-ai/enem), else `answer` (portuguese-benchmark-datasets/BLUEX)
     key = "label" if not is_missing(rec.get("label")) or "answer" not in rec else "answer"
     answer, annulled = _answer(rec, key, path, n)
@@ -192,12 +197,12 @@ def _parse_challenge_record(rec: Mapping[str, Any], n: int, path: Any, language:
     exam_year, question_number, question, choices {label: [A..E], text: [...]}, answerKey ("ANULADO" for an
     annulled item), optionally nullified."""
     raw_id = str(require(rec, "id", path, n, types=(str, int))).strip()
-    stem = require_text(rec, "question", path, n)
+    stem = question_text(rec, "question", path, n, raw_id)
     choices = rec["choices"]
     labels, texts = list(choices.get("label") or []), list(choices.get("text") or [])
     if len(labels) != len(texts) or [str(x).strip().upper() for x in labels] != list(LETTERS[:len(labels)]):
         raise DatasetError(path, n, "choices", f"labels {labels} with {len(texts)} texts; expected A-E in order")
-    options = check_options(texts, path, n, "choices.text", n_allowed=(5,))
+    options = check_options(texts, path, n, "choices.text", n_allowed=(5,), item_id=raw_id)
     raw = require(rec, "answerKey", path, n, types=str)
     annulled = is_annulled(raw) or bool(rec.get("nullified"))
     answer = None if annulled else letter_to_index(raw, 5, path, n, "answerKey")
@@ -225,11 +230,13 @@ def _parse_challenge_record(rec: Mapping[str, Any], n: int, path: Any, language:
 
 
 def parse_record(rec: Mapping[str, Any], n: int, path: Any, language: str | None = None,
-                 foreign_language: str | None = None, info: ExamFile | None = None) -> Item:
+                 foreign_language: str | None = None, info: ExamFile | None = None,
+                 exam_language: str | None = None) -> Item:
     """One ENEM record -> Item: an exam-CSV row (has `body`), an eduagarcia/enem_challenge row (`choices` with
-    labels and texts, `answerKey`), or a BLUEX-style / maritaca-ai/enem / BLUEX JSON object."""
+    labels and texts, `answerKey`), or a BLUEX-style / maritaca-ai/enem / BLUEX JSON object. `exam_language`: the
+    language of the exam version a CSV row belongs to, when its file name has no prefix (loader: `exam_language`)."""
     if "body" in rec:
-        return _parse_csv_row(rec, n, path, language, foreign_language, info)
+        return _parse_csv_row(rec, n, path, language, foreign_language, info, exam_language)
     if isinstance(rec.get("choices"), Mapping) and "answerKey" in rec:
         return _parse_challenge_record(rec, n, path, language, foreign_language)
     return _parse_json_record(rec, n, path, language, foreign_language)

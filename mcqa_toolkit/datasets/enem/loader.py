@@ -6,16 +6,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Mapping
 
-from mcqa_toolkit.datasets.common import UniqueIds, concat, items_from_records
-from mcqa_toolkit.datasets.enem.formats import CSV_REQUIRED, exam_file_info, parse_record
-from mcqa_toolkit.enem.itens_prova import AREAS, TP_LINGUA, ItemParams
+from mcqa_toolkit.datasets.common import UniqueIds, concat, items_of, parse_records, reports_skipped
+from mcqa_toolkit.datasets.enem.formats import CSV_REQUIRED, LANGUAGES, exam_file_info, parse_record
+from mcqa_toolkit.enem.attach import ItemParams
+from mcqa_toolkit.enem.itens_prova import AREAS, TP_LINGUA
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 from mcqa_toolkit.textfiles import iter_csv, iter_json_records, iter_jsonl
 
 
-def _csv_rows(path: Path, foreign_language: str | None) -> tuple[list, dict[int, str | None]]:
-    """Rows of one exam CSV, and per row the foreign language implied by file order (a position listed
-    twice: 1st English, 2nd Spanish) or else the `foreign_language` argument."""
+def _csv_rows(path: Path, foreign_language: str | None) -> tuple[list, dict[int, str | None], str | None]:
+    """Rows of one exam CSV, per row the foreign language implied by file order (a position listed twice:
+    1st English, 2nd Spanish) or else the `foreign_language` argument, and the exam version's language: the
+    language of its questions outside the foreign-language positions (None when the rows do not say)."""
     rows = list(iter_csv(path, encodings=("utf-8", "latin-1"), required=CSV_REQUIRED))
     counts = Counter(str(rec["question_number"]).strip() for _, rec in rows)
     seen: Counter = Counter()
@@ -26,13 +28,17 @@ def _csv_rows(path: Path, foreign_language: str | None) -> tuple[list, dict[int,
             raise DatasetError(path, n, "question_number", f"question {key} appears {counts[key]} times")
         implied[n] = ("en", "es")[seen[key]] if counts[key] == 2 else foreign_language
         seen[key] += 1
-    return rows, implied
+    own = Counter(LANGUAGES.get(str(rec.get("language") or "").strip().lower()) for _, rec in rows
+                  if counts[str(rec["question_number"]).strip()] == 1)
+    own.pop(None, None)
+    return rows, implied, own.most_common(1)[0][0] if own else None
 
 
+@reports_skipped
 def load_enem(path: str | Path, item_params: str | Path | None = None, language: str | None = None,
               area: str | None = None, foreign_language: str | None = None,
               item_set: int | Mapping[int, int] | None = None,
-              co_prova: int | Mapping[str, int] | None = None) -> ItemSet:
+              co_prova: int | Mapping[str, int] | None = None, strict: bool = False) -> ItemSet:
     """Load ENEM items from an exam CSV, a directory of exam CSVs, a BLUEX-style JSON list, a JSONL file, a
     Parquet file, or a local copy of a Hugging Face release (see HUB_LAYOUTS): a directory is searched for
     exam CSVs at its top and for .jsonl / .parquet files (and top-level .json lists) at any depth.
@@ -43,9 +49,12 @@ def load_enem(path: str | Path, item_params: str | Path | None = None, language:
     against its key).
     item_set: for booklet codes that list two item sets, which one (1, 2, or {CO_PROVA: set}); by default the
     set whose keys agree with the file's answers (an error when both or neither do).
-    language: keep only items in this language ('pt'/'en'/'es'); also the language of JSON sources (default 'pt').
+    language: keep only the exam version in this language ('pt'/'en'/'es': `Item.exam_language`, so a Portuguese
+    exam keeps its English and Spanish questions); also the language of JSON sources (default 'pt').
     area: keep only this area (CH/CN/LC/MT). foreign_language: 'en'/'es' for foreign-language items whose
     language the file does not tell (see the module docstring). Filters that leave nothing raise DatasetError.
+    strict: refuse a record that cannot be administered (no question or option text) instead of leaving it out
+    with a warning (mcqa_toolkit.datasets.common).
     """
     path = Path(path)
     for name, value, allowed in (("area", area, AREAS), ("foreign_language", foreign_language, tuple(TP_LINGUA)),
@@ -61,26 +70,25 @@ def load_enem(path: str | Path, item_params: str | Path | None = None, language:
     for f in files:
         suffix = f.suffix.lower()
         if suffix == ".csv":
-            records, implied = _csv_rows(f, foreign_language)
-            parse = (lambda rec, n, f=f, fl=implied, info=exam_file_info(f):
-                     parse_record(rec, n, f, language, fl[n], info))
+            records, implied, version = _csv_rows(f, foreign_language)
+            parse = (lambda rec, n, f=f, fl=implied, info=exam_file_info(f), version=version:
+                     parse_record(rec, n, f, language, fl[n], info, version))
         elif suffix in (".json", ".jsonl", ".parquet"):
             records = {".json": iter_json_records, ".jsonl": iter_jsonl, ".parquet": _iter_parquet}[suffix](f)
             parse = (lambda rec, n, f=f: _with_booklet(parse_record(rec, n, f, language, foreign_language), co_prova))
         else:
             raise DatasetError(f, "-", None, "expected an exam .csv, a .json list, a .jsonl or .parquet file or a "
                                              "directory")
+        pairs, skipped = parse_records(records, parse, strict=strict)
         if params is not None:  # the whole file first: its answers choose the booklet's item set
-            parsed = [(n, parse(rec, n)) for n, rec in records]
             # BLUEX's UNICAMP/USP items have no INEP row; a multi-edition source meets this year's file only
-            enem = [(n, it) for n, it in parsed if it.source == "enem" and params.year in (None, it.year)]
+            enem = [(n, it) for n, it in pairs if it.source == "enem" and params.year in (None, it.year)]
             attached = dict(params.attach_all(enem, f, item_set)) if enem else {}
-            records = [(n, attached.get(n, it)) for n, it in parsed]
-            parse = (lambda item, n: item)
-        sets.append(items_from_records(records, parse, f, name, ids=ids))
+            pairs = [(n, attached.get(n, it)) for n, it in pairs]
+        sets.append(items_of(pairs, f, name, ids, skipped))
     items = concat(sets, name)
     if language is not None:
-        items = _keep(items, path, "language", language, lambda it: it.language == language)
+        items = _keep(items, path, "language", language, lambda it: it.exam_language == language)
     if area is not None:
         items = _keep(items, path, "area", area, lambda it: it.meta["area"] == area)
     return items
