@@ -14,15 +14,15 @@ ones (backends.http); the API key is read from `api_key_env` when the client is 
 """
 from __future__ import annotations
 
-import importlib.metadata as md
 import os
 import re
 from typing import Any, Sequence
 
+from mcqa_toolkit.backends.api import ApiBackend
 from mcqa_toolkit.backends.base import (Capabilities, CapabilityError, Continuation, ContinuationLogprobs, Generation,
                                         LetterLogprobs)
 from mcqa_toolkit.backends.cache import RequestCache
-from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, SenderBacked, TokenMeter, classify_status
+from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, TokenMeter, classify_status
 from mcqa_toolkit.backends.providers import ANTHROPIC_NO_PREFILL, ANTHROPIC_NO_TEMPERATURE, public_url
 from mcqa_toolkit.backends.secrets import with_credentials
 
@@ -73,10 +73,12 @@ def parse_message(response: dict[str, Any] | None) -> Generation:
                       response.get("stop_reason") or "", reasoning=thinking)
 
 
-class AnthropicBackend(SenderBacked):
+class AnthropicBackend(ApiBackend):
     """Claude through the Messages API (generation only)."""
 
     kind = "anthropic"
+    sdk = "anthropic"
+    batch_client = "anthropic"
 
     def __init__(self, model: str, api_key_env: str = "ANTHROPIC_API_KEY", *, base_url: str | None = None,
                  name: str | None = None, concurrency: int = 4, timeout: float = 300.0, retries: int = 10,
@@ -112,25 +114,9 @@ class AnthropicBackend(SenderBacked):
     def capabilities(self) -> Capabilities:
         return Capabilities(generate=True, chat=True, batch=True)
 
-    def provenance(self) -> dict[str, Any]:
-        try:
-            sdk = md.version("anthropic")
-        except md.PackageNotFoundError:
-            sdk = None
-        return {"backend": self.kind, "model": self.name, "source": f"{self.kind}:{self.model}",
-                "served_model": self.model, "server_id": self.server_id, "api_key_env": self.api_key_env,
-                "seeded_sampling": False, "prefill": not re.search(ANTHROPIC_NO_PREFILL, self.model),
-                "temperature_sent": not re.search(ANTHROPIC_NO_TEMPERATURE, self.model),
-                "capabilities": self.capabilities.as_dict(), "packages": {"anthropic": sdk}}
-
-    def usage(self) -> dict[str, float]:
-        return self.meter.usage(self.sender.counters)
-
-    def batch_api(self) -> Any:
-        """The provider's batch API for this backend (backends.base.BatchBackend)."""
-        from mcqa_toolkit.backends.batch import AnthropicBatches
-
-        return AnthropicBatches(self)
+    def _own_provenance(self) -> dict[str, Any]:
+        return {"seeded_sampling": False, "prefill": not re.search(ANTHROPIC_NO_PREFILL, self.model),
+                "temperature_sent": not re.search(ANTHROPIC_NO_TEMPERATURE, self.model)}
 
     def letter_logprobs(self, prompts: Sequence[Any]) -> list[LetterLogprobs]:
         raise CapabilityError(f"backend {self.name!r} cannot score first_token: the Messages API exposes no "

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from mcqa_toolkit.backends.batch import BatchClient
 
 __all__ = [
     "Capabilities", "LetterLogprobs", "Continuation", "ContinuationLogprobs", "Generation", "Backend",
@@ -127,14 +130,15 @@ class BatchBackend(Protocol):
     - `request_cache`: where every answer is kept (a batch's results are stored there by custom_id);
     - `collecting()`: a context manager during which requests the cache lacks are recorded, not sent; it yields
       the dict {cache key: (endpoint, body)} it fills;
-    - `batch_api()`: the provider's batch API for this backend (backends.batch: submit, poll, fetch)."""
+    - `batch_api()`: the provider's batch client for this backend (backends.batch.BatchClient: submit, poll,
+      results, submitted, cache_key); backends.api.ApiBackend implements all three."""
 
     @property
     def request_cache(self) -> Any: ...
 
     def collecting(self) -> AbstractContextManager[dict[str, tuple[str, dict[str, Any]]]]: ...
 
-    def batch_api(self) -> Any: ...
+    def batch_api(self) -> BatchClient: ...
 
 
 class CapabilityError(ValueError):

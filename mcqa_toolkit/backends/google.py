@@ -17,7 +17,6 @@ stand-in of the tests).
 from __future__ import annotations
 
 import importlib
-import importlib.metadata as md
 import math
 import os
 from types import SimpleNamespace
@@ -25,10 +24,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from mcqa_toolkit.backends.api import ApiBackend
 from mcqa_toolkit.backends.base import (Capabilities, CapabilityError, Continuation, ContinuationLogprobs, Generation,
                                         LetterLogprobs)
 from mcqa_toolkit.backends.cache import RequestCache
-from mcqa_toolkit.backends.http import ApiError, RequestSender, RetryPolicy, SenderBacked, TokenMeter
+from mcqa_toolkit.backends.http import ApiError, RequestSender, RetryPolicy, TokenMeter
 from mcqa_toolkit.backends.providers import GEMINI, GEMINI_URL, public_url
 from mcqa_toolkit.backends.secrets import with_credentials
 
@@ -111,11 +111,13 @@ def parse_generation(response: dict[str, Any] | None) -> Generation:
                       reasoning=thinking, n_reasoning_tokens=None if thoughts is None else int(thoughts))
 
 
-class GoogleBackend(SenderBacked):
+class GoogleBackend(ApiBackend):
     """Gemini through google-genai. `thinking_budget` (tokens; 0 turns thinking off where the model allows it)
     is sent as the thinking config and added to the output budget."""
 
     kind = "google"
+    sdk = "google-genai"
+    batch_client = "gemini"
 
     def __init__(self, model: str, api_key_env: str = "GEMINI_API_KEY", *, base_url: str | None = None,
                  api_version: str = "v1beta", name: str | None = None, concurrency: int = 4, timeout: float = 300.0,
@@ -193,24 +195,8 @@ class GoogleBackend(SenderBacked):
                                       top_logprobs=self.top_k)
         return self._caps
 
-    def provenance(self) -> dict[str, Any]:
-        try:
-            sdk = md.version("google-genai")
-        except md.PackageNotFoundError:
-            sdk = None
-        return {"backend": self.kind, "model": self.name, "source": f"{self.kind}:{self.model}",
-                "served_model": self.model, "server_id": self.server_id, "api_key_env": self.api_key_env,
-                "thinking_budget": self.thinking_budget, "probe": dict(self.probed),
-                "capabilities": self.capabilities.as_dict(), "packages": {"google-genai": sdk}}
-
-    def usage(self) -> dict[str, float]:
-        return self.meter.usage(self.sender.counters)
-
-    def batch_api(self) -> Any:
-        """Gemini Batch Mode for this backend (backends.base.BatchBackend)."""
-        from mcqa_toolkit.backends.google_batch import GeminiBatches
-
-        return GeminiBatches(self)
+    def _own_provenance(self) -> dict[str, Any]:
+        return {"thinking_budget": self.thinking_budget, "probe": dict(self.probed)}
 
     def letter_logprobs(self, prompts: Sequence[Any]) -> list[LetterLogprobs]:
         responses = self.sender.send_all([("generate", self._letter_body(p)) for p in prompts])

@@ -1,6 +1,6 @@
 """Sending API requests: N in flight on a private asyncio loop, retries (Retry-After or exponential backoff,
 within a time budget: RetryPolicy), the request cache, and the counters that end up in provenance. Shared by
-the openai and anthropic backends.
+the API backends (openai, anthropic, google; their shared part is backends.api.ApiBackend).
 
 The Backend protocol is synchronous (the runner calls it once per unit of work); `RequestSender.send_all`
 runs the unit's requests concurrently on an event loop that lives in a daemon thread, which also works
@@ -271,18 +271,3 @@ class RequestSender:
 def _one_line(e: BaseException) -> str:
     """An exception's message on one line (an ApiError is one sentence, whatever the server sent)."""
     return " ".join(str(e).split())[:500]
-
-
-class SenderBacked:
-    """`request_cache` and `collecting()` of the optional backends.base.BatchBackend protocol, for a backend whose
-    requests all go through `self.sender` (a RequestSender)."""
-
-    sender: RequestSender
-
-    @property
-    def request_cache(self) -> RequestCache:
-        return self.sender.cache
-
-    def collecting(self) -> contextlib.AbstractContextManager[dict[str, tuple[str, dict[str, Any]]]]:
-        return self.sender.collect()
-

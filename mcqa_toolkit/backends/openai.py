@@ -16,15 +16,15 @@ used round-robin and share one server identity (`server_id`, part of every cache
 """
 from __future__ import annotations
 
-import importlib.metadata as md
 import itertools
 import os
 import re
 from typing import Any, Callable, Sequence
 
+from mcqa_toolkit.backends.api import ApiBackend
 from mcqa_toolkit.backends.base import Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs
 from mcqa_toolkit.backends.cache import RequestCache
-from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, SenderBacked, TokenMeter, classify_status
+from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, TokenMeter, classify_status
 from mcqa_toolkit.backends.openai_wire import (chat_letter_body, echo_body, generate_body, letter_body, parse_echo,
                                                parse_generation, parse_letters, reasoning_tokens, usage_tokens)
 from mcqa_toolkit.backends.providers import profile, provider_for, public_url
@@ -45,7 +45,7 @@ def classify(e: BaseException) -> tuple[bool, float | None]:
     return classify_status(e, (openai.APITimeoutError, openai.APIConnectionError), openai.APIStatusError)
 
 
-class OpenAIBackend(SenderBacked):
+class OpenAIBackend(ApiBackend):
     """An OpenAI-compatible server. `prefill=True` (vLLM: continue_final_message) lets chat prompts end with
     the template's assistant prefix and be scored; without it the prefix cannot be sent and chat prompts are
     generation-only. `price` = {"input": USD per 1M tokens, "output": ...} adds cost to usage. `reasoning`
@@ -53,6 +53,7 @@ class OpenAIBackend(SenderBacked):
     reasoning model's output budget for its thinking."""
 
     kind = "openai"
+    sdk = "openai"
 
     def __init__(self, model: str, base_url: str | Sequence[str] | None = None, api_key_env: str | None = None, *,
                  provider: str | None = None, server_id: str | None = None, name: str | None = None,
@@ -160,28 +161,18 @@ class OpenAIBackend(SenderBacked):
         return self._attempt("echo", "completions", echo_body(self.model, PROBE_TEXT),
                              lambda r: parse_echo(r, head, tail).n_tokens >= 3)
 
-    def provenance(self) -> dict[str, Any]:
-        try:
-            sdk = md.version("openai")
-        except md.PackageNotFoundError:
-            sdk = None
-        return {"backend": self.kind, "model": self.name, "source": f"{self.kind}:{self.model}",
-                "served_model": self.model, "base_urls": [public_url(u) for u in self.base_urls if u],
-                "provider": self.provider.name, "server_id": self.server_id, "api_key_env": self.api_key_env,
-                "prefill": self.prefill, "top_logprobs": self.capabilities.top_logprobs,
+    def _route_provenance(self) -> dict[str, Any]:
+        return {"base_urls": [public_url(u) for u in self.base_urls if u], "provider": self.provider.name}
+
+    def _own_provenance(self) -> dict[str, Any]:
+        return {"prefill": self.prefill, "top_logprobs": self.capabilities.top_logprobs,
                 "letters_endpoint": self.profile.letters_endpoint, "reasoning_model": self.profile.reasoning,
-                "probe": dict(self.probed), "notes": list(self.profile.notes),
-                "capabilities": self.capabilities.as_dict(), "packages": {"openai": sdk}}
+                "probe": dict(self.probed), "notes": list(self.profile.notes)}
 
-    def usage(self) -> dict[str, float]:
-        return self.meter.usage(self.sender.counters)
-
-    def batch_api(self) -> Any:
-        """The provider's batch API for this backend (backends.base.BatchBackend); vLLM: `vllm run-batch` files."""
-        from mcqa_toolkit.backends.batch import OpenAIBatches
-        from mcqa_toolkit.backends.vllm_batch import VLLMRunBatch
-
-        return VLLMRunBatch(self) if self.provider.run_batch else OpenAIBatches(self)
+    @property
+    def batch_client(self) -> str:
+        """The provider's Batch API; vLLM has none: `vllm run-batch` files (backends.batch)."""
+        return "vllm_run_batch" if self.provider.run_batch else "openai"
 
     # ---- the protocol's three calls ----------------------------------------------------------------------
     def _chat_messages(self, prompt: Any) -> tuple[list[dict[str, str]], dict[str, Any]]:

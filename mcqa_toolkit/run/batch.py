@@ -1,15 +1,15 @@
 """Batch mode for API backends: `mcqa run params.yaml --batch-submit`, later `--batch-fetch`.
 
 Submit runs the job exactly as an online run would (run.recipe.run_job), but with its API backends collecting:
-every request the cache lacks is recorded instead of sent (answers are placeholders, and the records they
-would give are thrown away), then submitted to the provider's batch API with custom_id = the request-cache
-key. The batch state (ids, counts, status, failures) is kept in the run folder (RunDir.batch_file).
-Fetch polls; when every batch of the run has ended with every request answered, it stores the results in the
-request cache and runs the job normally, which now makes no request and writes the records an online run would
-have written. A batch that failed (validation), was cancelled or expired, or ended with failed requests is
-never ready: nothing runs online; the CLI prints one line per such batch with the provider's reason, and a new
-`--batch-submit` resubmits exactly the requests without an answer (the cache has the rest). Fetching is
-idempotent and resumable.
+every request the cache lacks is recorded instead of sent (answers are placeholders, and the records they would
+give are thrown away), then submitted through the backend's batch client (backends.batch.BatchClient, one interface
+for every provider) with custom_id = the request-cache key. The batch state (ids, counts, status, failures) is kept
+in the run folder (RunDir.batch_file). Fetch polls; when every batch of the run has ended with every request
+answered, it stores the results in the request cache and runs the job normally, which now makes no request and
+writes the records an online run would have written. A batch that failed (validation), was cancelled or expired, or
+ended with failed requests is never ready: nothing runs online; the CLI prints one line per such batch with the
+provider's reason, and a new `--batch-submit` resubmits exactly the requests without an answer (the cache has the
+rest). Fetching is idempotent and resumable.
 """
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ from typing import Any
 
 from mcqa_toolkit.backends import backend_entry
 from mcqa_toolkit.backends.base import BatchBackend
+from mcqa_toolkit.backends.batch import BatchClient
 from mcqa_toolkit.run.recipe import BackendCache, run_job
+
 
 def _entries(job: Any) -> list[dict[str, Any]]:
     """The complete entries of a job's backends: its model, then its judges (run.recipe.run_job's order)."""
@@ -61,7 +63,7 @@ def submit(job: Any, backends: BackendCache) -> dict[str, Any]:
     return state
 
 
-def _store(api: Any, backend: Any, folder: Path, entry: dict[str, Any]) -> list[dict[str, Any]]:
+def _store(api: BatchClient, backend: Any, folder: Path, entry: dict[str, Any]) -> list[dict[str, Any]]:
     """Store an ended batch's answers in the request cache; the failures, one per submitted request without an
     answer (whatever the provider returned or left out), so that stored + failed == submitted. Answers are stored
     under the key the backend computes now from the submitted request (the custom_id itself for batches submitted
@@ -94,7 +96,7 @@ def fetch(job: Any, backends: BackendCache) -> dict[str, Any]:
         raise ValueError(f"{rd.dir}: no batch was submitted for this run; use --batch-submit first")
     backend = backends.for_run(_entries(job))[0]
     pending = [e for e in state["batches"] if not e.get("fetched")]
-    api = backend.batch_api() if pending else None
+    api: BatchClient | None = backend.batch_api() if pending else None
     for i, entry in enumerate(state["batches"]):
         if entry.get("fetched"):
             continue

@@ -12,7 +12,8 @@ import pytest
 from fake_api import FakeAPI
 from fake_gemini import GeminiServer, sizes
 
-from mcqa_toolkit.backends import CapabilityError, google_batch, load_backend, providers
+from mcqa_toolkit.backends import CapabilityError, load_backend, providers
+from mcqa_toolkit.backends.batch import gemini as gemini_batch
 from mcqa_toolkit.backends.google import request_body
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.run import batch, run, strategy
@@ -113,7 +114,7 @@ def test_batch_mode_round_trip_and_failures(gemini, tmp_path):
 def test_batches_are_split_under_the_inline_limit(gemini, tmp_path, monkeypatch):
     api, _ = gemini
     small = providers.BatchLimits(None, 3000, custom_id=r"^.{1,}$")
-    monkeypatch.setattr(google_batch, "GEMINI", dataclasses.replace(providers.GEMINI, batch=small))
+    monkeypatch.setattr(gemini_batch, "GEMINI", dataclasses.replace(providers.GEMINI, batch=small))
     job = _job(tmp_path, api.url)
     state = batch.submit(job, BackendCache())
     assert len(state["batches"]) > 1 and sum(e["n_requests"] for e in state["batches"]) == 6

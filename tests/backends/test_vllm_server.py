@@ -153,7 +153,7 @@ def test_vllm_run_batch_for_real_gives_the_online_records(server_url, items, tmp
     lines it wrote (the same engine flags as the server): the run then executes from the request cache and its
     records are the online run's against the server."""
     from mcqa_toolkit.backends.hf.loading import GEMMA_CHAT_TEMPLATE
-    from mcqa_toolkit.backends.vllm_batch import INPUT, OUTPUT
+    from mcqa_toolkit.backends.batch.vllm import INPUT, OUTPUT
     from mcqa_toolkit.backends.vllm_server import FLAGS, SERVED_NAME
     from mcqa_toolkit.run import batch
     from mcqa_toolkit.run.jobs import Job

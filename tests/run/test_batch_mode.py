@@ -19,7 +19,7 @@ from fake_batches import AnthropicBatchServer, OpenAIBatchServer
 from fake_openai import chat_completion, completion, provider_route
 
 from mcqa_toolkit.backends import providers
-from mcqa_toolkit.backends.batch import import_results
+from mcqa_toolkit.backends.batch.openai import import_results
 from mcqa_toolkit.backends.cache import RequestCache
 from mcqa_toolkit.prompts.types import question_kind
 from mcqa_toolkit.resources import notebooks_dir
@@ -133,8 +133,8 @@ def test_large_runs_are_split_at_the_documented_limits(tmp_path, monkeypatch):
         assert sizes == [4, 4, 2] and sum(len(_ids(f)) for f in files) == len(set().union(*map(_ids, files))) == 10
         batch.fetch(job, cache)
         assert batch.fetch(job, cache)["ready"]
-    monkeypatch.setattr("mcqa_toolkit.backends.batch.ANTHROPIC", dataclasses.replace(providers.ANTHROPIC,
-                                                                                       batch=small))
+    monkeypatch.setattr("mcqa_toolkit.backends.batch.anthropic.ANTHROPIC", dataclasses.replace(providers.ANTHROPIC,
+                                                                                                 batch=small))
     monkeypatch.setenv("FAKE_ANTHROPIC", "sk-ant-test")
     with FakeAPI() as api:
         AnthropicBatchServer(api, max_requests=4)
@@ -182,7 +182,7 @@ def test_vllm_batch_writes_run_batch_input_then_imports_its_output(tmp_path):
     command to run said in one line) and --batch-fetch imports its output from the run folder. The output here
     is written the way vLLM writes it (input order, `error: null`), from the stand-in's chat answers; the real
     `vllm run-batch` runs in tests/backends/test_vllm_server.py."""
-    from mcqa_toolkit.backends.vllm_batch import INPUT, OUTPUT
+    from mcqa_toolkit.backends.batch.vllm import INPUT, OUTPUT
 
     with FakeAPI() as api:
         _serve_completions(api)

@@ -10,48 +10,48 @@ stores the answers in the request cache and the run executes from it, like any b
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from mcqa_toolkit.backends.batch import OPENAI_URLS, Results, read_openai_lines
+from mcqa_toolkit.backends.batch.base import Requests, Results
+from mcqa_toolkit.backends.batch.openai import OpenAIFormat, read_openai_lines
+
+__all__ = ["VLLMRunBatch", "INPUT", "OUTPUT"]
 
 INPUT = "vllm_batch_input.jsonl"
 OUTPUT = "vllm_batch_output.jsonl"
 
 
-class VLLMRunBatch:
-    """The `vllm run-batch` files of one run folder, behind the interface of the batch APIs (submit, submitted,
-    poll, results, cache_key)."""
+class VLLMRunBatch(OpenAIFormat):
+    """The `vllm run-batch` files of one run folder, behind the batch clients' interface: submitting writes the
+    input file (one part: no documented limit), and the batch has ended once the output file is there."""
 
     api = "vllm_run_batch"
+    stem = INPUT.removesuffix(".jsonl")
 
     def __init__(self, backend: Any):
+        super().__init__(backend)
+        self.limits = None
         self.model = backend.model
-        self.cache_key = backend.sender.key
 
     def command(self, folder: Path) -> str:
         return (f"python -m vllm.entrypoints.openai.run_batch -i {folder / INPUT} -o {folder / OUTPUT} "
                 f"--model <the model folder> --served-model-name {self.model}")
 
-    def submit(self, requests: dict[str, tuple[str, dict[str, Any]]], folder: Path) -> list[dict[str, Any]]:
+    def check(self, requests: Requests) -> None:
+        """Refuse a run that needs other requests than chat completions, in one sentence."""
         other = sorted({endpoint for endpoint, _ in requests.values()} - {"chat"})
         if other:
             n = sum(endpoint != "chat" for endpoint, _ in requests.values())
             raise ValueError(f"`vllm run-batch` reads chat-completions lines only, and this run needs {n} {other} "
                              "requests (letters, option log-likelihoods, cloze or Min-K%): run them against a vLLM "
                              "server (backend: openai, provider: vllm) or in-process (backend: vllm)")
-        lines = [json.dumps({"custom_id": key, "method": "POST", "url": OPENAI_URLS[endpoint], "body": body},
-                            ensure_ascii=False, sort_keys=True) for key, (endpoint, body) in sorted(requests.items())]
-        (folder / INPUT).write_text("".join(x + "\n" for x in lines), encoding="utf-8")
-        return [{"api": self.api, "id": "vllm-run-batch", "input_file": INPUT, "output_file": OUTPUT,
-                 "folder": str(folder), "n_requests": len(lines), "status": "written",
-                 "reason": f"waiting for its output: run `{self.command(folder)}`"}]
 
-    def submitted(self, folder: Path, entry: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
-        endpoints = {v: k for k, v in OPENAI_URLS.items()}
-        rows = [json.loads(x) for x in (folder / entry["input_file"]).read_text(encoding="utf-8").splitlines() if x]
-        return {r["custom_id"]: (endpoints[r["url"]], r["body"]) for r in rows}
+    def create(self, name: str, lines: list[str], data: bytes, folder: Path) -> dict[str, Any]:
+        """Nothing is sent: the entry waits for `vllm run-batch`'s output, and says how to make it."""
+        return {"api": self.api, "id": "vllm-run-batch", "input_file": name, "output_file": OUTPUT,
+                "folder": str(folder), "n_requests": len(lines), "status": "written",
+                "reason": f"waiting for its output: run `{self.command(folder)}`"}
 
     def poll(self, entry: dict[str, Any]) -> dict[str, Any]:
         """Ended once `vllm run-batch`'s output file is in the run folder."""

@@ -1,5 +1,4 @@
-"""Gemini Batch Mode for one GoogleBackend, with the four calls of backends.batch (submit, submitted, poll,
-results), through google-genai's `batches` API.
+"""Gemini Batch Mode for one GoogleBackend, through google-genai's `batches` API.
 
 Requests go inline (`src=[{contents, config, metadata: {key: custom_id}}]`), split so that each job's inline
 requests stay under the documented 20 MB (measured as the SDK sends them); each part's requests are kept in the
@@ -15,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from mcqa_toolkit.backends.batch import Results, _check_ids, split_lines
+from mcqa_toolkit.backends.batch.base import BatchClient, Results
 from mcqa_toolkit.backends.providers import GEMINI, GEMINI_URL
 from mcqa_toolkit.backends.secrets import with_credentials
 
@@ -31,17 +30,21 @@ def _state(job: Any) -> str:
     return str(state)
 
 
-class GeminiBatches:
+class GeminiBatches(BatchClient):
     """Gemini Batch Mode (inline requests) for one GoogleBackend."""
 
     api = "gemini"
+    stem = "batch_gemini"
+    # sized as sent: the SDK escapes non-ASCII characters (\u00e7: 6 bytes, hence ensure_ascii in `line`) and wraps
+    # each request in {"request": {..., "systemInstruction": {"parts": [...]}}, "metadata": {"key": ...}}
+    overhead, per_line = 1024, 128
 
     def __init__(self, backend: Any):
+        super().__init__(backend)
         self.limits = GEMINI.batch
         self.backend = backend
         self.client = backend.client()
         self.model = backend.model
-        self.cache_key = backend.sender.key
 
     def _failure(self, name: str) -> str:
         """A failed job's reason: the Operation's `error`, which google-genai does not map for the Gemini API, read
@@ -57,29 +60,19 @@ class GeminiBatches:
             error = {}
         return error.get("message") or "failed (no reason given)"
 
-    def submit(self, requests: dict[str, tuple[str, dict[str, Any]]], folder: Path) -> list[dict[str, Any]]:
+    def line(self, key: str, endpoint: str, body: dict[str, Any]) -> str:
+        return json.dumps({"key": key, "request": body}, ensure_ascii=True, sort_keys=True)
+
+    def request_of(self, row: dict[str, Any]) -> tuple[str, tuple[str, dict[str, Any]]]:
+        return row["key"], ("generate", row["request"])
+
+    def create(self, name: str, lines: list[str], data: bytes, folder: Path) -> dict[str, Any]:
         from google.genai import types
 
-        _check_ids(requests, self.limits, self.api)
-        # sized as sent: the SDK escapes non-ASCII characters (\u00e7: 6 bytes) and wraps each request in
-        # {"request": {..., "systemInstruction": {"parts": [...]}}, "metadata": {"key": ...}} (the margin)
-        lines = [json.dumps({"key": key, "request": body}, ensure_ascii=True, sort_keys=True)
-                 for key, (_, body) in sorted(requests.items())]
-        parts = split_lines(lines, self.limits, overhead=1024, per_line=128)
-        entries = []
-        for n, part in enumerate(parts):
-            name = "batch_gemini" + (f"_{n + 1}" if len(parts) > 1 else "") + ".jsonl"
-            (folder / name).write_text("".join(x + "\n" for x in part), encoding="utf-8")
-            src = [types.InlinedRequest.model_validate({**json.loads(x)["request"], "metadata": {"key": json.loads(x)[
-                "key"]}}) for x in part]
-            job = self.client.batches.create(model=self.model, src=src, config={"display_name": f"mcqa {name}"})
-            entries.append({"api": self.api, "id": job.name, "input_file": name, "n_requests": len(part),
-                            "status": _state(job)})
-        return entries
-
-    def submitted(self, folder: Path, entry: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
-        rows = [json.loads(x) for x in (folder / entry["input_file"]).read_text(encoding="utf-8").splitlines() if x]
-        return {r["key"]: ("generate", r["request"]) for r in rows}
+        rows = [json.loads(x) for x in lines]
+        src = [types.InlinedRequest.model_validate({**r["request"], "metadata": {"key": r["key"]}}) for r in rows]
+        job = self.client.batches.create(model=self.model, src=src, config={"display_name": f"mcqa {name}"})
+        return {"api": self.api, "id": job.name, "input_file": name, "n_requests": len(lines), "status": _state(job)}
 
     def poll(self, entry: dict[str, Any]) -> dict[str, Any]:
         job = self.client.batches.get(name=entry["id"])
