@@ -73,12 +73,15 @@ def test_the_page_is_rendered_from_the_figures():
     figures["kill_points"] = [{"kill_points": 40, "events_per_run": 9}]
     figures["fuzz_loaders"] = [{"formats": 1, "fuzzed_inputs": 200}, {"formats": 1, "fuzzed_inputs": 200}]
     figures["memory"] = [{"peak_rss_mb": 420, "items": 14042}]
-    suite = {"seconds": 123.4, "cores": 2, "date": "2026-11-25", "commit": "abc1234", "load_average": [0.5, 1.0]}
+    load = {"start": 0.5, "peak": 1.5, "end": 1.0, "every": 5.0}
+    suite = {"seconds": 123.4, "cores": 2, "date": "2026-11-25", "commit": "abc1234", "load_average": load}
     page = _script().render({"figures": figures, "suite": suite})
     assert "kill points survived: 40, fuzzed inputs: 400, peak RSS of the MMLU-sized run: 420 MB (VmHWM" in page
-    assert "formats 2; fuzzed inputs 400" in page and "took 123 s on 2 cores, run on 2026-11-25 at commit abc1234" in page
+    assert "formats 2; fuzzed inputs 400" in page
+    assert "took 123 s on 2 cores, run on 2026-11-25 at commit abc1234" in page
+    assert "load average 0.5 at its start, at most 1.5 during it (sampled every 5 s)" in page
     assert "shared with other work" not in page
-    busy = _script().render({"figures": figures, "suite": {**suite, "load_average": [3.5, 1.0]}})
+    busy = _script().render({"figures": figures, "suite": {**suite, "load_average": {**load, "peak": 3.5}}})
     assert "shared with other work" in busy
     assert merged([{"peak_rss_mb": 3, "n": 1}, {"peak_rss_mb": 2, "n": 2}]) == {"peak_rss_mb": 3, "n": 3}
     with pytest.raises(SystemExit, match="no figures for"):
