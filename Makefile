@@ -78,7 +78,8 @@ test-gpu:
 	$(or $(PYTHON),$(BIN)/python) -m pytest -q -p no:cacheprovider -o addopts= -m gpu tests/backends/hf/test_gpu.py
 
 # the fault suite alone (tests/faults: kills, full disks, 429 storms, damaged files, fuzzed inputs, memory; part of
-# `make test`), and docs/reliability.md rewritten from its output (scripts/reliability_table.py)
+# `make test`, which writes nothing into the checkout); `make reliability` runs it and, when it passes, keeps what it
+# measured as docs/reliability.json and renders docs/reliability.md from that JSON (scripts/reliability_table.py)
 test-faults: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m faults tests/faults
 

@@ -19,7 +19,7 @@ ENEM_CONSTANTS: dict[str, tuple[float, float]] = {
 RULES = ("single", "given", "key", "undetermined")
 # Years in which INEP gave an all-blank answer sheet the score of the all-wrong pattern instead of 0: 2013 (the
 # development set's only two blank sheets, LC booklet 178: 287.1 and MT booklet 182: 327.5, both exact that way).
-# Every other year keeps the reference rule (reference/irt_reference.json, written for 2022-2023: blank = 0);
+# Every other year keeps the reference rule (tests/fixtures/irt_reference.json, written for 2022-2023: blank = 0);
 # 2009-2012 and 2014-2021 have no blank case to tell.
 BLANK_AS_ALL_WRONG = frozenset({2013})
 

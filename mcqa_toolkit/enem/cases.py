@@ -1,5 +1,5 @@
-"""Case lists: real candidates with INEP's official score, one record each (e.g. the development set
-../shared/reference/enem_inep/inep_cases_dev.json), read and scored like microdata.
+"""Case lists: real candidates with INEP's official score, one record each (e.g. the project's development set
+of 2,140 candidates drawn from INEP's microdata, not shipped), read and scored like microdata.
 
 A case list is a JSON list (or an object whose "cases" is one) or a JSONL file of records with, under any of
 these names (first found wins):

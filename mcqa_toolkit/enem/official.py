@@ -1,7 +1,7 @@
 """Official ENEM scoring of answer strings, reproducing INEP's NU_NOTA to 0.1: `score_answers`, `EnemScore`
 (every candidate of a microdata file: `enem.microdata`).
 
-INEP's method (reference/irt_reference.json -> enem.method): 3PL with D = 1 and the published
+INEP's method (tests/fixtures/irt_reference.json -> enem.method): 3PL with D = 1 and the published
 NU_PARAM_A/B/C; EAP over 40 equally spaced points on [-4, 4] with N(0, 1) weights normalised over the
 grid; score = round(k * theta + d, 1) with per-area constants. Items are the booklet's ITENS_PROVA rows
 sorted by CO_POSICAO (LC: by TP_LINGUA, then CO_POSICAO, common items last) and paired with the answer

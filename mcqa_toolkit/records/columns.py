@@ -2,7 +2,7 @@
 
 One record per (run, item, shuffle), for every question type (single, multi, truefalse, short). Option-indexed
 lists are in ORIGINAL option order (index into `Item.options`), so records from different shuffles line up;
-positions are 0-based places in the shown (shuffled) order. `records.store.load_results(dir)` returns a DataFrame
+positions are 0-based places in the shown (shuffled) order. `records.results.load_results(dir)` returns a DataFrame
 with exactly these columns (plus `extra`). Every record is built by `records.factory.make_record`.
 
 Status vocabulary: correct | partial | incorrect (graded answers), unanswered (nothing could be

@@ -1,6 +1,7 @@
 """The fault suite's table: every fault it injects, what is guaranteed, the test that shows it (FAULTS), and the
-figures the tests measure (Figures). scripts/reliability_table.py runs the suite with MCQA_RELIABILITY set and
-writes docs/reliability.md from these rows and the figures; no number in that file is typed by hand."""
+figures the tests measure (Figures). scripts/reliability_table.py runs the suite with MCQA_RELIABILITY set to a
+temporary file, keeps the figures as docs/reliability.json and renders docs/reliability.md from these rows and that
+JSON; no number in either file is typed by hand."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 ENV = "MCQA_RELIABILITY"  # where the suite writes its figures (JSON); unset: they are only checked, not kept
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,8 @@ FAULTS: dict[str, Fault] = {
 
 class Figures:
     """What the fault tests measured, by fault id; written to $MCQA_RELIABILITY (JSON) at the end of the
-    session when that variable is set."""
+    session when that variable is set. Never into the checkout: a test run does not modify tracked files, and
+    docs/reliability.json is written by scripts/reliability_table.py only after the whole suite passed."""
 
     def __init__(self) -> None:
         self.rows: dict[str, list[dict[str, Any]]] = {}
@@ -119,6 +122,9 @@ class Figures:
         if not target:
             return None
         path = Path(target)
+        if path.resolve().is_relative_to(REPO):
+            raise ValueError(f"{ENV}={target} is inside the checkout: the fault suite writes its figures to a "
+                             "temporary file (scripts/reliability_table.py copies them into docs/ after a passing run)")
         path.write_text(json.dumps(self.rows, indent=1, sort_keys=True))
         return path
 

@@ -2,10 +2,14 @@
 
 Models with real head sizes (Gemma 3: 256-wide heads, one KV head, sliding window 16 < the prompts; Llama: 128-wide
 heads, GQA 4:1) and random weights, fp32 master weights cast to bf16 / fp16, sdpa and eager attention, packed trie
-rows and the unpacked fallback. Half precision rounds differently per layout, so "equal to naive" is judged against
-the naive path's own noise in that dtype (precision.py): our error against the fp32 naive result is at most twice
-the naive loop's own error in that dtype, and where the naive top-2 margin exceeds that scale the choices agree.
-fp32 on the GPU keeps the CPU guarantee (1e-4; TF32 matmuls are off by default in PyTorch)."""
+rows and the unpacked fallback. Half precision rounds differently per layout, so the half-precision test bounds
+our error by a scale taken from the naive path in that dtype (precision.py):
+    noise = max(layout noise, naive-vs-fp32 error), layout noise = max |naive - naive right-padded in batches of 4|,
+    naive-vs-fp32 error = max |naive - naive in fp32| (naive, padded naive and ours all in that dtype);
+it asserts 0 < noise < 0.5, max |ours - naive in fp32| <= 2 x noise (packed and unpacked), and the naive path's
+choice on every letter prompt whose naive top-2 margin exceeds 2 x noise. That is twice the naive path's larger
+error, not "within its noise". fp32 on the GPU keeps the CPU guarantee (1e-4; TF32 matmuls are off by default in
+PyTorch)."""
 from __future__ import annotations
 
 import numpy as np
@@ -47,7 +51,9 @@ def test_fp32_on_cuda_equals_naive(tiny_tokenizer, gpu_requests, arch):
 @pytest.mark.parametrize("arch", ["gemma3", "llama"])
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_half_precision_on_cuda_within_naive_noise(tiny_tokenizer, gpu_requests, arch, attn, dtype):
+def test_half_precision_on_cuda_within_twice_the_naive_error(tiny_tokenizer, gpu_requests, arch, attn, dtype):
+    """max |ours - naive fp32| <= 2 x max(layout noise, naive-vs-fp32 error), and the naive choice where the naive
+    top-2 margin exceeds that bound (the module's docstring defines both)."""
     ref = naive_scores(_lm(arch, tiny_tokenizer, attn, "float32"), gpu_requests)
     lm = _lm(arch, tiny_tokenizer, attn, dtype)
     naive = naive_scores(lm, gpu_requests)
