@@ -117,3 +117,29 @@ def test_package_modules_stay_under_300_lines():
     long = {str(p.relative_to(PKG)): n for p in sorted(PKG.rglob("*.py"))
             if (n := len(p.read_text().splitlines())) > 300}
     assert not long, f"modules over 300 lines: {long}"
+
+
+# Modules of run/ and records/ tested through their user instead of a test file of their own: "<pkg>/<module>" ->
+# the test file that tests them. Only a module of constants only belongs here; today every module of both packages
+# holds behaviour of its own and has tests/<pkg>/test_<module>.py, so the list is empty.
+TESTED_THROUGH_THEIR_USER: dict[str, str] = {}
+
+
+def test_tests_mirror_run_and_records_module_by_module():
+    """tests/<package>/ mirrors the package (DESIGN.md): every module of run/ and records/ has its own
+    test_<module>.py, and every test file there is named after a module."""
+    missing, orphans = [], []
+    for pkg in ("run", "records"):
+        modules = {p.stem for p in (PKG / pkg).glob("*.py")} - {"__init__"}
+        for module in sorted(modules):
+            name = f"{pkg}/{module}"
+            if name in TESTED_THROUGH_THEIR_USER:
+                assert (REPO / TESTED_THROUGH_THEIR_USER[name]).exists(), name
+            elif not (REPO / "tests" / pkg / f"test_{module}.py").exists():
+                missing.append(f"tests/{pkg}/test_{module}.py")
+        orphans += [f"tests/{pkg}/{p.name}" for p in sorted((REPO / "tests" / pkg).glob("test_*.py"))
+                    if p.stem.removeprefix("test_") not in modules]
+    assert not missing, f"modules without their test file: {missing}"
+    assert not orphans, f"test files named after no module: {orphans}"
+    assert all(m.split("/")[0] in ("run", "records") and (PKG / f"{m}.py").exists()
+               for m in TESTED_THROUGH_THEIR_USER), "the allow-list names a module that is not there"

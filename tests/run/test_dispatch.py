@@ -17,17 +17,10 @@ import mcqa_toolkit.run.runner as runner_mod
 from mcqa_toolkit import measure
 from mcqa_toolkit.backends import Capabilities, CapabilityError
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.items import Item
 from mcqa_toolkit.report import plots, tables
 from mcqa_toolkit.report.course_exam import comparison_json, load_course_exam_runs
 from mcqa_toolkit.run import Strategy, run
-from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.scoring.judge import LLMJudge
-
-
-
-
-
 
 
 @pytest.fixture(scope="module")
@@ -143,28 +136,6 @@ def test_structured_strategy_asks_for_json_and_keeps_old_hashes(items, tmp_path)
     fields = {k: v for k, v in plain.to_dict().items() if k not in ("name", "block_size", "structured", "adaptive")}
     assert plain.hash == hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
     assert Strategy.generate(structured=True).hash != plain.hash
-
-
-def test_record_factory_per_type():
-    run_info = run_fields(model="m")
-    short = Item(item_id="x", source="t", exam="E", stem="?", options=(), answer="ref", answer_type="short", points=4)
-    multi = Item(item_id="m", source="t", exam="E", stem="?", options=tuple("abcd"), answer=(0, 2), answer_type="multi",
-                 points=6)
-    assert make_record(multi, run_info, response=[2, 0, 2])["response"] == "[0, 2]"
-    assert make_record(multi, run_info, response=None)["status"] == "unanswered"
-    assert make_record(short, run_info, response="r", status="refused")["points_earned"] == 0
-    with pytest.raises(ValueError, match="judge's points_earned"):
-        make_record(short, run_info, response="an answer")
-    with pytest.raises(ValueError, match="judge returned 5"):
-        make_record(short, run_info, response="an answer", points_earned=5)
-    with pytest.raises(ValueError, match="derived"):
-        make_record(multi, run_info, response=[0], points_earned=6)
-    with pytest.raises(ValueError, match="pass its response"):
-        make_record(multi, run_info)
-    with pytest.raises(ValueError, match="collection of option indices"):
-        make_record(multi, run_info, response="A,C")
-    with pytest.raises(ValueError, match="derived from the response"):
-        make_record(multi, run_info, response=[0], status="correct")
 
 
 def test_report_table_figure_and_comparison(items, tmp_path):

@@ -1,27 +1,24 @@
-"""The run recipe (run.recipe.run_job), the one decision about a run folder (records.state), the equality rule of
-records (records.equality), the table of methods (scoring.methods) and the run notebook that only calls the recipe."""
+"""The run recipe (run.recipe): run_job does every step of one run and reads a finished run back, refuses what
+the backends cannot serve before any file, BackendCache loads each model once and renews it per run (records equal
+to a fresh load), and the run notebook only calls the recipe."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
 
 import nbformat
-import numpy as np
-import pandas as pd
 import pytest
 from lookup_backend import LookupBackend
 
-from mcqa_toolkit.backends import Capabilities, CapabilityError
+from mcqa_toolkit.backends import Capabilities, CapabilityError, backend_entry
 from mcqa_toolkit.datasets import load
+from mcqa_toolkit.records.equality import assert_same_records
+from mcqa_toolkit.records.state import RunState, run_state
 from mcqa_toolkit.resources import notebooks_dir
-from mcqa_toolkit.run import grid
-from mcqa_toolkit.records.equality import assert_same_records, record_differences
 from mcqa_toolkit.run.jobs import Job
 from mcqa_toolkit.run.recipe import BackendCache, run_job
-from mcqa_toolkit.records.state import RunRefused, RunState, run_state
-from mcqa_toolkit.run.strategy import STRATEGIES, Strategy
-from mcqa_toolkit.scoring.methods import METHODS, MIN_K_COST, check_method, record_cost
 
 
 @pytest.fixture(scope="module")
@@ -61,34 +58,6 @@ def test_run_job_does_every_step_and_a_finished_run_is_only_read_back(tmp_path, 
     assert_same_records(again.records, first.records)
 
 
-def test_run_state_new_resumable_complete_and_refused(tmp_path, table, killed_at_call):
-    import mcqa_toolkit.run.runner as runner_mod
-
-    job = _job(tmp_path)
-    assert run_state(job.run_dir, {"job": job.identity()}) is RunState.NEW
-    with killed_at_call(runner_mod, "ask", 3):
-        run_job(job, _cache(table), progress=False)
-    assert run_state(job.run_dir, {"job": job.identity()}) is RunState.RESUMABLE
-    for other, key in ((_job(tmp_path, shuffles=3), "SHUFFLES"), (_job(tmp_path, strategy="S5"), "STRATEGY"),
-                       (_job(tmp_path, limit=5), "LIMIT")):
-        with pytest.raises(RunRefused, match=f"holds a different run, made with job {key} "):
-            run_job(other, _cache(table), progress=False)
-    resumed = run_job(job, _cache(table), progress=False)
-    assert resumed.state is RunState.RESUMABLE and len(resumed.records) == 8
-    clean = run_job(_job(tmp_path / "clean"), _cache(table), progress=False)
-    assert_same_records(resumed.records, clean.records)
-
-
-def test_folders_made_another_way_are_refused_with_one_sentence(tmp_path, table):
-    job = _job(tmp_path)
-    job.run_dir.append([{"item_id": "x", "shuffle": 0}])
-    with pytest.raises(RunRefused, match=r"holds records but no run.json"):
-        run_job(job, _cache(table), progress=False)
-    job.run_dir.write_run_info({"strategy_hash": "abc"})  # e.g. run() from Python: no job parameters
-    with pytest.raises(RunRefused, match=r"recorded no 'job'"):
-        run_state(job.run_dir, {"job": job.identity()})
-
-
 def test_min_k_without_prompt_log_probs_is_refused_before_any_work(tmp_path, table):
     cache = _cache(table, Capabilities(next_token_logprobs=True, generate=True))
     with pytest.raises(CapabilityError, match="cannot score min_k: .* use min_k: false"):
@@ -103,49 +72,30 @@ def test_backend_cache_returns_one_object_per_entry_and_keeps_backends_without_r
     assert a is b and isinstance(a, LookupBackend)
 
 
-# ---- the equality rule ------------------------------------------------------------------------------------
-def _records(tmp_path, table):
-    return run_job(_job(tmp_path, min_k=False), _cache(table), progress=False).records
+def test_backend_cache_loads_once_renews_per_run_and_releases_the_rest(tiny_model_dir):
+    cache = BackendCache()
+    entry = backend_entry(str(tiny_model_dir))
+    (first,) = cache.for_run([entry])
+    same, judge = cache.for_run([entry, backend_entry({"model": str(tiny_model_dir)})])  # equal entries: one object
+    assert same is judge and same is not first and same.lm is first.lm and same.engine is not first.engine
+    (other,) = cache.for_run([backend_entry(str(tiny_model_dir), dtype="bfloat16")])  # another entry: loaded
+    assert other.lm is not first.lm and len(cache) == 1  # and the float32 model released
 
 
-def test_equality_rule(tmp_path, table):
-    a = _records(tmp_path, table)
-    b = a.copy()
-    b["seconds"] = b["seconds"] + 5  # timing never counts
-    assert record_differences(a, b) == []
-    b["option_scores"] = [list(np.asarray(s) + 5e-7) for s in a["option_scores"]]
-    assert record_differences(a, b) == []  # within 1e-6
-    b["option_scores"] = [list(np.asarray(s) + 5e-6) for s in a["option_scores"]]
-    assert any("option_scores" in d for d in record_differences(a, b))
-    c = a.copy()
-    c.loc[0, "choice"] = (c.loc[0, "choice"] + 1) % c.loc[0, "n_options"]
-    assert record_differences(a, c) and "choice" in record_differences(a, c)[0]
-    d = a.copy()
-    d.loc[0, "extra"] = json.dumps({**json.loads(d.loc[0, "extra"]), "letter_token_ids": [1]})
-    assert any("extra" in x for x in record_differences(a, d))
-    e = pd.concat([a, a.iloc[:1]], ignore_index=True)
-    assert "duplicated keys: 0 vs 1" in record_differences(a, e)[0]
-    nan = a.copy()
-    nan.at[0, "option_scores"] = [float("nan")] * len(a.at[0, "option_scores"])
-    assert record_differences(nan, nan.copy()) == [] and record_differences(a, nan)
-    with pytest.raises(AssertionError, match="records differ"):
-        assert_same_records(a, c)
-
-
-# ---- the table of methods -----------------------------------------------------------------------------------
-def test_every_reader_of_a_method_reads_the_table(tiny_backend):
-    assert set(METHODS) == {"first_token", "loglik", "cloze", "generate", "cot"}
-    assert {s.method for s in STRATEGIES.values()} <= set(METHODS)
-    with pytest.raises(ValueError, match="not in"):
-        Strategy(method="telepathy")
-    with pytest.raises(ValueError, match="normalization applies to loglik/cloze"):
-        Strategy(method="first_token", normalization="token")
-    job = Job("m", "demo", {}, "pt", {"base": "S1", "max_new_tokens": 10}, Path("x"), shuffles=3)
-    assert grid.estimated_cost(job) == 3 * record_cost("generate", 10) + MIN_K_COST
-    assert record_cost("generate", 10) == METHODS["generate"].cost * 10
-    assert record_cost("cloze", 10) == METHODS["cloze"].cost
-    for name in METHODS:
-        check_method(tiny_backend, name)  # the local model can do all of them
+def test_records_of_a_renewed_backend_equal_a_fresh_load(tiny_model_dir, tmp_path):
+    """What `mcqa run` does (one load, renewed per run, after other runs) vs a load per run."""
+    plan = ["enem_1shot", "S5", {"base": "S2", "max_new_tokens": 3}]
+    cache = BackendCache()
+    for st in plan:
+        name = st if isinstance(st, str) else "S2"
+        job = Job(str(tiny_model_dir), "demo", {}, "pt", st, tmp_path / "shared" / name, shuffles=2, limit=4,
+                  min_k=False)
+        reused = run_job(job, cache, progress=False).records
+        fresh = run_job(dataclasses.replace(job, out_dir=tmp_path / "fresh" / name), progress=False).records
+        assert_same_records(reused, fresh, ignore=["run_id"])
+        usage = [json.loads((tmp_path / d / name / "provenance.json").read_text())["usage"] for d in ("shared", "fresh")]
+        assert {k: v for k, v in usage[0].items() if k != "seconds"} == \
+               {k: v for k, v in usage[1].items() if k != "seconds"}
 
 
 def test_run_notebook_only_calls_the_recipe():

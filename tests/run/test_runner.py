@@ -7,7 +7,7 @@ import pytest
 
 import mcqa_toolkit.run.runner as runner_mod
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.run import STRATEGIES, Strategy, run, strategy
+from mcqa_toolkit.run import Strategy, run, strategy
 from mcqa_toolkit.records.columns import COLUMNS
 
 VOLATILE = ["seconds", "n_forwarded_tokens"]
@@ -84,19 +84,6 @@ def test_named_strategies_run(tiny_backend, tmp_path, name):
     if st.method == "generate":
         assert (df["extraction_rule"] != "").all()
         assert ((df["choice"] == -1) == df["status"].isin(["unanswered", "refused"])).all()
-
-
-def test_strategy_validation_and_lookup():
-    assert strategy("S5").method == "cloze" and STRATEGIES["enem_4shot"].shuffles == 30
-    assert strategy({"base": "enem_1shot", "shuffles": 2}).shots == 1
-    with pytest.raises(ValueError, match="unknown strategy"):
-        strategy("S9")
-    with pytest.raises(ValueError, match="unknown Strategy field"):
-        strategy("S1", temprature=0.3)
-    with pytest.raises(ValueError, match="normalization"):
-        Strategy(method="loglik", normalization="mean")
-    assert Strategy.first_token(shots=1).hash != Strategy.first_token(shots=4).hash
-    assert Strategy.first_token(name="x").hash == Strategy.first_token(name="y").hash
 
 
 def test_short_answers_without_a_judge_rejected_before_any_request(tiny_backend, tmp_path):

@@ -1,0 +1,131 @@
+"""run.jobs: a params file read and checked (one error naming the file and the key), expanded into Jobs (run folder
+names, Min-K% measured once per model x dataset x language, credentials kept out), a Job's strategy built once, its
+identity (what determines the records) and its notebook parameters."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from mcqa_toolkit import cli
+from mcqa_toolkit.run import grid, jobs
+from mcqa_toolkit.run.jobs import Job
+
+
+def test_expand_and_validation(tmp_path):
+    params = {"models": ["m"], "datasets": ["demo", {"name": "enem", "label": "e23", "args": {"path": "x"}}],
+              "languages": ["pt"], "strategies": ["S1", {"base": "S4", "shuffles": 3}], "output_dir": "o"}
+    js = jobs.expand(params, base_dir=tmp_path)
+    assert [j.run_dir.name for j in js] == ["m__demo__pt__S1", "m__demo__pt__S4", "m__e23__pt__S1", "m__e23__pt__S4"]
+    assert js[1].parameters()["STRATEGY"] == {"base": "S4", "shuffles": 3}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: [m]\ndatasets: [demo]\nstrategies: [S1]\nshufles: 3\n")
+    with pytest.raises(ValueError, match="unknown key"):
+        jobs.load_params(bad)
+    with pytest.raises(ValueError, match="same run folder"):
+        jobs.expand({**params, "datasets": ["demo", "demo"]})
+
+
+def test_shipped_params_files_expand(tmp_path):
+    """Every params file we ship is valid and expands; API model entries become backend options (no key in them)."""
+    from mcqa_toolkit.resources import resource_dir
+
+    files = sorted(resource_dir("params").glob("*.yaml"))
+    assert len(files) >= 10
+    for f in files:
+        js = jobs.expand(jobs.load_params(f), base_dir=tmp_path)
+        assert js, f.name
+        for j in js:
+            assert "api_key" not in j.backend_options and j.parameters()["BACKEND"] == j.backend_options
+    vllm = jobs.expand(jobs.load_params(resource_dir("params") / "vllm.yaml"), base_dir=tmp_path)[0]
+    assert vllm.backend_options["backend"] == "openai" and len(vllm.backend_options["base_url"]) == 2
+    assert vllm.run_dir.name.startswith("gemma-3-27b-pt__enem2023__pt__")
+
+
+def test_course_exam_params_expand_with_judges_and_every_question_type(tmp_path):
+    from mcqa_toolkit.resources import params_file
+
+    params = jobs.load_params(params_file("course_exam"))
+    js = jobs.expand({**params, "datasets": [{"name": "course_exam", "args": {"path": "data/demo/course_exam"}}]},
+                     base_dir=tmp_path)
+    assert [j.run_dir.name for j in js] == ["gemma-3-270m__course_exam__en__course_generate",
+                                            "gemma-3-270m__course_exam__en__course_json"]
+    job = js[0]
+    assert job.dataset_args["path"] == str(tmp_path / "data/demo/course_exam")  # relative to where mcqa run runs
+    assert job.parameters()["JUDGES"] == ["gemma-3-270m"] and job.parameters()["JUDGE_COMBINE"] == "mean"
+    items = jobs.load_items("course_exam", {}, "en")  # every question type is administered, none filtered out
+    assert {it.answer_type for it in items} == {"single", "multi", "truefalse", "short"} and len(items) == 10
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("models: [m]\ndatasets: [course_exam]\nstrategies: [S1]\njudge_combine: median\n")
+    with pytest.raises(ValueError, match="judge_combine must be one of"):
+        jobs.expand(jobs.load_params(bad))
+    bad.write_text("models: [m]\ndatasets: [course_exam]\nstrategies: [S1]\njudges: gemma\n")
+    with pytest.raises(ValueError, match="bad.yaml: 'judges' must be a list of judge models, got 'gemma'"):
+        jobs.expand(jobs.load_params(bad))
+    assert cli.main(["run", str(bad)]) == 2  # `mcqa: error: <file>: judges must be ...`
+
+
+def test_load_params_errors_name_the_file_and_the_key(tmp_path):
+    p = tmp_path / "p.yaml"
+    grid_keys = "models: [m]\ndatasets: [demo]\nstrategies: [S1]\n"
+    for text, message in (("- models\n- datasets\n", "expected a mapping of keys such as models"),
+                          ("models: []\ndatasets: [demo]\nstrategies: [S1]\n", "'models' must be a non-empty list"),
+                          ("models: [m]\ndatasets: [demo]\n", "'strategies' must be a non-empty list"),
+                          (grid_keys + "output: o\n", "unknown key(s) ['output']; allowed: "),
+                          (grid_keys + "seed: true\n", "'seed' must be an integer, got True"),
+                          (grid_keys + "min_k: 'no'\n", "'min_k' must be true or false, got 'no'"),
+                          ("models: [m]\ndatasets: [demo, {args: {path: x}}]\nstrategies: [S1]\n",
+                           "datasets[2] needs a 'name' (text)")):
+        p.write_text(text)
+        with pytest.raises(ValueError) as refused:
+            jobs.load_params(p)
+        assert str(refused.value).startswith(f"{p}: ") and message in str(refused.value), str(refused.value)
+    with pytest.raises(FileNotFoundError, match="params file not found: .*missing.yaml"):
+        jobs.load_params(tmp_path / "missing.yaml")
+
+
+def test_expand_names_run_folders_and_measures_min_k_once_per_model_dataset_language(tmp_path):
+    params = {"models": ["org/model-a", {"model": "m-b", "name": "B", "backend": "openai", "base_url": "http://h/v1"}],
+              "datasets": ["demo"], "languages": ["pt", "en"],
+              "strategies": ["S1", {"base": "S5", "name": "S5 long"}, "S4"]}
+    js = jobs.expand(params, base_dir=tmp_path)
+    assert [j.run_dir.name for j in js[:3]] == ["org-model-a__demo__pt__S1", "org-model-a__demo__pt__S5-long",
+                                                "org-model-a__demo__pt__S4"]
+    assert js[0].out_dir == tmp_path / "outputs" / "org-model-a__demo__pt__S1" and js[0].model == "org/model-a"
+    assert [j.run_dir.name for j in js[6:9]] == ["B__demo__pt__S1", "B__demo__pt__S5-long", "B__demo__pt__S4"]
+    assert js[6].model == "m-b" and js[6].backend_options["backend"] == "openai"
+    # Min-K% depends on the model and the questions only: the first strategy of each model x dataset x language
+    assert [j.min_k for j in js] == [True, False, False] * 4
+    assert not any(j.min_k for j in jobs.expand({**params, "min_k": False}))
+    (everything,) = jobs.expand({"models": ["m"], "datasets": ["demo"], "strategies": ["S1"]})
+    assert everything.language is None and everything.run_dir.name == "m__demo__all__S1"
+    with pytest.raises(ValueError, match="give a predefined name or a dict with 'name' or 'base'"):
+        jobs.expand({**params, "strategies": [{"shuffles": 2}]})
+
+
+def test_a_job_builds_its_strategy_once(monkeypatch):
+    built = []
+    real = jobs.build_strategy
+    monkeypatch.setattr(jobs, "build_strategy", lambda *a, **kw: built.append(a) or real(*a, **kw))
+    job = Job("m", "demo", {}, "pt", {"base": "enem_1shot", "name": "mine"}, Path("o"), shuffles=2, seed=3)
+    st = job.build_strategy()
+    assert (st.name, st.shots, st.shuffles, st.seed) == ("mine", 1, 2, 3)
+    grid.estimated_cost(job)  # scheduling, the params check and the run share it
+    assert job.build_strategy() is st and len(built) == 1
+    other = dataclasses.replace(job, shuffles=4)  # another job: its own strategy
+    assert other.build_strategy().shuffles == 4 and len(built) == 2
+
+
+def test_identity_leaves_out_what_does_not_change_the_records_and_parameters_round_trip(tmp_path):
+    job = Job("m", "demo", {}, "pt", "S1", tmp_path / "a", shuffles=2, backend_options={"base_url": "http://h"})
+    same = dataclasses.replace(job, out_dir=tmp_path / "b", device="cuda", dtype="bfloat16", min_k=False,
+                               backend_options={"base_url": "http://other"})
+    assert same.identity() == job.identity() and job.identity()["BACKEND_KIND"] == "hf"
+    assert "OUTPUT_DIR" not in job.identity() and job.identity()["SHUFFLES"] == 2
+    for change in ({"shuffles": 3}, {"language": "en"}, {"limit": 5}, {"strategy": "S2"},
+                   {"backend_options": {"backend": "openai"}}):
+        assert dataclasses.replace(job, **change).identity() != job.identity(), change
+    params = job.parameters()
+    assert params["OUTPUT_DIR"] == str(tmp_path / "a") and params["BACKEND"] == {"base_url": "http://h"}
+    assert Job.from_parameters({**params, "unrelated": 1}) == job  # e.g. the notebook's globals()
