@@ -10,6 +10,9 @@
     population    item banks from a population of models: response matrix, calibration, fit, leave-one-out CAT
     compare       language gap, correlations, paired McNemar, item attributes vs discrimination
     contamination Min-K% prob and its correlation with accuracy
+    dif           differential item functioning: Mantel-Haenszel (ETS A/B/C, purification, permutation within
+                  blocks), Benjamini-Hochberg; dif_models: logistic regression, IRT with fixed parameters;
+                  dif_persons: persons x items of language models across languages (parallel_id)
     abilities     records -> response matrices -> irt: theta, psd, l_z, DI, information, central regions
     adaptive      CAT length per SE target, CAT vs full-test theta (population and paired model runs), anchors by k
     summary       one run's headline numbers
@@ -28,6 +31,10 @@ from mcqa_toolkit.measure.compare import (ATTRIBUTES, DI_THRESHOLD, Correlation,
                                           quality_gap_correlation)
 from mcqa_toolkit.measure.contamination import (contamination_correlation, contamination_frame,
                                                 min_k_accuracy_correlation, min_k_prob, min_k_scores)
+from mcqa_toolkit.measure.dif import (MIN_GROUP, DifResult, bh_adjust, ets_class, mantel_haenszel,
+                                      mh_permutation)
+from mcqa_toolkit.measure.dif_models import irt_dif, logistic_dif
+from mcqa_toolkit.measure.dif_persons import DifPersons, dif_persons
 from mcqa_toolkit.measure.exam_rules import (MEDICINA_POINTS, MEDICINA_WEIGHTS, compare_to_students, course_exam_scores,
                                              medicina_final, medicina_points, medicina_score, student_statistics)
 from mcqa_toolkit.measure.frames import DEFAULT_BY
@@ -59,5 +66,6 @@ __all__ = [
     "circular_eval", "is_rotation_set", "rotations", "paired_bootstrap", "MIN_PERSONS", "SmallPopulationWarning",
     "bank_fit", "bank_items", "calibrate_bank", "leave_one_model_out", "lomo_summary", "population_responses",
     "PrideResult",
-    "debias", "item_prior", "permutation_debiased", "pride",
+    "debias", "item_prior", "permutation_debiased", "pride", "MIN_GROUP", "DifResult", "bh_adjust", "ets_class",
+    "mantel_haenszel", "mh_permutation", "irt_dif", "logistic_dif", "DifPersons", "dif_persons",
 ]
