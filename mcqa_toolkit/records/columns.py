@@ -105,7 +105,7 @@ def upgrade_legacy(df: pd.DataFrame) -> pd.DataFrame:
     """Records written before the per-type schema (single-answer only; status answered | unanswered | refused,
     no points) in the current schema: answered becomes correct / incorrect from `correct`, the response is the
     choice, one point per keyed item (0 for an annulled one). Frames already in the schema pass unchanged."""
-    if "points_earned" in df.columns or not set(df.get("status", pd.Series(dtype=str))) <= set(LEGACY_STATUSES):
+    if "points_earned" in df.columns or "status" not in df.columns or not set(df["status"]) <= set(LEGACY_STATUSES):
         return df
     answered = df["status"] == "answered"
     keyed = df["answer"] >= 0

@@ -32,8 +32,11 @@ def load_min_k(outputs_dir: str | Path) -> pd.DataFrame | None:
     files = sorted(Path(outputs_dir).rglob(MIN_K))
     if not files:
         return None
-    df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
-    missing = [c for c in ("model", "item_id", "min_k_prob") if c not in df.columns]
-    if missing:
-        raise ValueError(f"{MIN_K} files under {outputs_dir} lack column(s) {missing}")
-    return df.drop_duplicates(["model", "item_id"]).reset_index(drop=True)
+    frames = []
+    for f in files:
+        frame = pd.read_parquet(f)
+        missing = [c for c in ("model", "item_id", "min_k_prob") if c not in frame.columns]
+        if missing:
+            raise ValueError(f"{f}: lacks column(s) {missing}")
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True).drop_duplicates(["model", "item_id"]).reset_index(drop=True)

@@ -196,6 +196,7 @@ class RunDir:
 
     def write_summary(self, summary: dict[str, Any], params: dict[str, Any]) -> Path:
         """summary.json: headline numbers and the parameters that produced them."""
+        self.dir.mkdir(parents=True, exist_ok=True)
         write_json(self.summary_file, {"params": params, **summary})
         return self.summary_file
 
@@ -222,6 +223,7 @@ class RunDir:
         return [json.loads(line) for line in lines if line.strip()]
 
     def write_min_k(self, table: pd.DataFrame) -> Path:
+        self.dir.mkdir(parents=True, exist_ok=True)
         atomic(self.min_k_file, lambda tmp: table.to_parquet(tmp, index=False), "the Min-K% table",
                 "the records are intact; free some space and run again to finish")
         return self.min_k_file

@@ -140,7 +140,10 @@ def strategy(name_or_fields: str | dict[str, Any] | Strategy, **overrides: Any) 
         base = STRATEGIES[name_or_fields]
     else:
         fields = dict(name_or_fields)
-        base = STRATEGIES[fields.pop("base")] if "base" in fields else Strategy()
+        name = fields.pop("base", None)
+        if name is not None and name not in STRATEGIES:
+            raise ValueError(f"unknown base strategy {name!r}; predefined: {sorted(STRATEGIES)}")
+        base = STRATEGIES[name] if name is not None else Strategy()
         overrides = {**fields, **overrides}
     unknown = [k for k in overrides if k not in Strategy.__dataclass_fields__]
     if unknown:

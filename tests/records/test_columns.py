@@ -54,3 +54,9 @@ def test_records_of_the_single_answer_schema_are_upgraded():
     assert set(up["answer_type"]) == {"single"} and set(up["judgements"]) == {""}
     current = records_frame(new)
     assert upgrade_legacy(current) is current  # frames in the schema pass unchanged
+
+
+def test_records_without_status_name_the_missing_columns():
+    """Records lacking both points and status are not mistaken for the legacy schema: the error names them."""
+    with pytest.raises(ValueError, match=r"records lack column\(s\) \[.*'status'"):
+        records_frame([{"item_id": "q1", "shuffle": 0}])

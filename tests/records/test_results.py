@@ -55,5 +55,7 @@ def test_load_min_k_keeps_one_row_per_model_and_item(tmp_path):
     assert got[["model", "item_id", "min_k_prob"]].values.tolist() == [
         ["m1", "q1", 1.0], ["m1", "q2", 1.0], ["m2", "q1", 3.0], ["m1", "q3", 2.0]]
     _run(tmp_path / "bad" / "m3__demo__pt__S1", "m3").write_min_k(_min_k("m3", ["q1"], 1.0).drop(columns=["model"]))
-    with pytest.raises(ValueError, match=r"min_k.parquet files under .* lack column\(s\) \['model'\]"):
+    with pytest.raises(ValueError, match=r"m3__demo__pt__S1/min_k.parquet: lacks column\(s\) \['model'\]"):
         load_min_k(tmp_path / "bad")
+    with pytest.raises(ValueError, match=r"m3__demo__pt__S1/min_k.parquet: lacks column"):   # beside good files too
+        load_min_k(tmp_path)

@@ -61,3 +61,9 @@ def test_overrides_build_new_strategies_and_leave_the_named_ones_alone():
         strategy({"base": "S1", "shufles": 2})
     with pytest.raises(ValueError, match="needs shuffles >= 1"):
         strategy("S1", shuffles=0)
+
+
+def test_an_unknown_base_is_one_clear_error():
+    """A dict naming an unknown base was a bare KeyError that crashed `mcqa run` (even --dry-run)."""
+    with pytest.raises(ValueError, match=r"unknown base strategy 'S9'; predefined: \["):
+        strategy({"base": "S9"})
