@@ -47,3 +47,30 @@ class LookupBackend:
             best = int(np.argmax([self.table[p.item_id][o] for o in p.permutation]))
             out.append(Generation(f"Resposta: {p.letters[best]}", 7, 3, "stop"))
         return out
+
+
+def demo_table(language: str = "pt") -> dict[str, list[float]]:
+    """A lookup table over the demo exam that prefers the option after the key (0.6 against 0.4 shared): a
+    deterministic, imperfect model."""
+    import math
+
+    from mcqa_toolkit.datasets import load
+
+    return {it.item_id: [math.log(0.6 if o == (it.answer + 1) % it.n_options else 0.4 / (it.n_options - 1))
+                         for o in range(it.n_options)] for it in load("demo", language=language)}
+
+
+def lookup_cache(table: dict[str, list[float]], capabilities: Capabilities | None = None):
+    """A BackendCache whose model "lookup" is a LookupBackend over `table`."""
+    from mcqa_toolkit.run.recipe import BackendCache
+
+    cache = BackendCache()
+    cache.put("lookup", LookupBackend(table, capabilities))
+    return cache
+
+
+def lookup_job(tmp_path, strategy="enem_1shot", **kw):
+    """A Job of the "lookup" model on the Portuguese demo exam (2 shuffles, 4 items) in tmp_path / "run"."""
+    from mcqa_toolkit.run.jobs import Job
+
+    return Job("lookup", "demo", {}, "pt", strategy, tmp_path / "run", **{"shuffles": 2, "limit": 4, **kw})
