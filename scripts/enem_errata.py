@@ -72,7 +72,8 @@ def main() -> None:
     for old in shipped:
         new = by_content.pop(content(old), None)
         if new is not None:
-            kept.append(dataclasses.replace(new, id=old.id, what=old.what or new.what, evidence=old.evidence or new.evidence))
+            kept.append(dataclasses.replace(new, id=old.id, what=old.what or new.what,
+                                            evidence=old.evidence or new.evidence))
             abc = [[(u["a"], u["b"], u["c"]) for u in x.unpublished] for x in (new, old)]
             if abc[0] != abc[1]:
                 differences.append(f"{old.id}: estimated parameters now {abc[0]} (were {abc[1]})")
@@ -97,8 +98,8 @@ def hand_entry(old, cases, inep: Path, discovered):
     fixed, broken = sorted(after - before), sorted(before - after)
     need = K_BLANK if old.kind == "blank" else K
     if old.kind == "blank" and not sub["answers"].str.fullmatch(r"[.9]+").any():
-        reason = (f"no all-blank sheet among the {len(sub)} development candidates of {old.year} {old.area}: no evidence "
-                  "either way; kept from the same year's rule where a blank sheet shows it")
+        reason = (f"no all-blank sheet among the {len(sub)} development candidates of {old.year} {old.area}: no "
+                  "evidence either way; kept from the same year's rule where a blank sheet shows it")
     else:
         reason = (f"makes {len(fixed)} development candidate(s) exact and {len(broken)} inexact: a gain below the "
                   f"search's K = {need}")

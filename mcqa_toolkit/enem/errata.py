@@ -88,7 +88,8 @@ def apply_errata(df: pd.DataFrame, year: int | None, source: object = "",
                  table: str | Path | Sequence[Erratum] | None = None) -> tuple[pd.DataFrame, list[ErratumResult]]:
     """Validated ITENS_PROVA rows (read_itens_prova's) -> (corrected copy with columns ERRATUM, PARAMS_ESTIMATED
     and BLANK_ALL_WRONG, one result per correction entry and per rule for this file's year). table: the shipped
-    errata and rules (None), an errata file, or entries. Warns (ErrataWarning) once per erratum whose rows are in the file but not as published."""
+    errata and rules (None), an errata file, or entries. Warns (ErrataWarning) once per erratum whose rows are in
+    the file but not as published."""
     entries = errata() + rules() if table is None else \
         load_errata(table) if isinstance(table, (str, Path)) else tuple(table)
     out = df.copy()
@@ -120,7 +121,8 @@ def _zip(df: pd.DataFrame, e: Erratum, year: int | None) -> ErratumResult:
                              f"published (signature {got}, erratum written for {e.signature}); its rows are "
                              "used as they are")
     fixed = pd.DataFrame.from_dict(zip_correction(ref, e), orient="index", columns=["IN_ITEM_ABAN", *PARAMS])
-    published = ref.dropna(subset=["CO_ITEM"]).drop_duplicates("CO_ITEM").set_index("CO_ITEM")[["IN_ITEM_ABAN", *PARAMS]]
+    published = (ref.dropna(subset=["CO_ITEM"]).drop_duplicates("CO_ITEM").set_index("CO_ITEM")
+                 [["IN_ITEM_ABAN", *PARAMS]])
     rows = df.index[_concerned(df, e, set(fixed.index))]
     codes = df.loc[rows, "CO_ITEM"].to_numpy(dtype="int64")
     mine = df.loc[rows, ["IN_ITEM_ABAN", *PARAMS]].to_numpy(float)

@@ -138,7 +138,8 @@ def _entry(raw: Any, n: int, path: Any) -> Erratum:
     checks = [("id", isinstance(e["id"], str) and e["id"] != "", "a non-empty string"),
               ("year", _is_int(e["year"]), "an integer"), ("area", e["area"] in AREAS, f"one of {AREAS}"),
               ("source", e.get("source", "hand") in SOURCES, f"one of {SOURCES}"),
-              ("reference_booklet", e.get("reference_booklet") is None or _is_int(e["reference_booklet"]), "an integer"),
+              ("reference_booklet", e.get("reference_booklet") is None or _is_int(e["reference_booklet"]),
+               "an integer"),
               ("co_item", e.get("co_item") is None or _is_int(e["co_item"]), "an integer"),
               ("not_scored", all(map(_is_int, e.get("not_scored", ()))), "a list of item codes"),
               ("booklets", all(map(_is_int, e.get("booklets", ()))), "a list of booklet codes"),
@@ -222,8 +223,8 @@ def table_frame(entries: Iterable[Erratum]) -> pd.DataFrame:
         elif e.kind == "blank":
             target = "all-blank sheets: the all-wrong score"
         else:
-            target = (f"item {e.co_item}: " + (f"key {e.published_key} -> {e.correct_key}" if e.kind == "key"
-                                               else "annulled") + (f" in booklets {list(e.booklets)}" if e.booklets else ""))
+            change = f"key {e.published_key} -> {e.correct_key}" if e.kind == "key" else "annulled"
+            target = f"item {e.co_item}: {change}" + (f" in booklets {list(e.booklets)}" if e.booklets else "")
         rows.append({"id": e.id, "year": e.year, "area": e.area, "kind": e.kind, "source": e.source, "rows": target,
                      "what": e.what, "evidence": e.evidence, "gain": e.gain})
     return pd.DataFrame(rows, columns=["id", "year", "area", "kind", "source", "rows", "what", "evidence", "gain"])
@@ -232,7 +233,7 @@ def table_frame(entries: Iterable[Erratum]) -> pd.DataFrame:
 def markdown(entries: Iterable[Erratum]) -> str:
     """docs/enem.md's errata section: one line per entry, then the items scored with estimated parameters."""
     entries = list(entries)
-    lines = ["| erratum | source | rows | what INEP got wrong | evidence | exact on the development set |",
+    lines = ["| erratum | source | rows | what INEP got wrong | evidence | exact on the development set (in-sample) |",
              "|---|---|---|---|---|---|"]
     lines += [f"| {r.id} | {r.source} | {r.rows} | {r.what} | {r.evidence} | {r.gain} |"
               for r in table_frame(entries).itertuples()]

@@ -1,10 +1,12 @@
 """Estimating one item's 3PL (a, b, c) from candidates' official scores, for items INEP scored with parameters it
 never published (`enem.discover` tries this only for items with no published parameters of their own).
 
-The objective is the mean squared difference between the UNROUNDED score k * theta + d (theta: INEP's EAP, with
-the other items' parameters fixed) and NU_NOTA, over the candidates who took the item (blank sheets left out):
-smooth in (a, b, c), unlike the rounded score. It is minimised by Nelder-Mead on (log a, b, logit c) from three
-starts: the (a, b, c) of the exam-area's published items that fit best (no start comes from outside the data).
+The objective is the mean pseudo-Huber loss (quadratic below DELTA = 0.1 point, linear above) of the difference
+between the UNROUNDED score k * theta + d (theta: INEP's EAP, with the other items' parameters fixed) and
+NU_NOTA, over the candidates who took the item (blank sheets left out): smooth in (a, b, c), unlike the rounded
+score, and not pulled by the few candidates who are off for another reason. It is minimised by Nelder-Mead on
+(log a, b, logit c) from three starts: the (a, b, c) of the exam-area's published items that fit best (no start
+comes from outside the data).
 Each evaluation is one (n, 40) array operation: the other items' log-likelihood on the quadrature grid is
 computed once.
 """
@@ -20,21 +22,22 @@ from mcqa_toolkit.irt.ability import posterior_moments
 from mcqa_toolkit.irt.models import log_irf
 
 N_STARTS = 3
-METHOD = ("minimises the mean squared difference between the unrounded score k*theta+d and NU_NOTA over the "
-          "candidates who took the item (blank sheets left out), the other items as corrected; Nelder-Mead on "
-          "(log a, b, logit c) from the three published (a, b, c) of the exam-area that fit best")
+DELTA = 0.1     # points: below it a score error is rounding; above it the candidate may be off for another reason
+METHOD = ("minimises the mean pseudo-Huber loss (quadratic below 0.1 point, linear above) of the difference between "
+          "the unrounded score k*theta+d and NU_NOTA over the candidates who took the item (blank sheets left out), "
+          "the other items as corrected; Nelder-Mead on (log a, b, logit c) from the three published (a, b, c) of "
+          "the exam-area that fit best")
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """Estimated (a, b, c), the candidates it was fitted on and the root mean squared error of the unrounded
-    score there."""
+    """Estimated (a, b, c), the candidates it was fitted on and the mean loss of the unrounded score there."""
 
     a: float
     b: float
     c: float
     n_candidates: int
-    rmse: float
+    loss: float
 
 
 @dataclass(frozen=True)
@@ -68,23 +71,29 @@ def unrounded(data: FitData, abc: np.ndarray) -> np.ndarray:
     return k * theta.reshape(len(abc), -1) + d
 
 
+def loss_of(error: np.ndarray) -> np.ndarray:
+    """Pseudo-Huber loss of score errors (points): quadratic below DELTA, linear above, so that candidates off for
+    another reason (a score INEP changed, an item not modelled) do not pull the fit."""
+    return DELTA ** 2 * (np.sqrt(1.0 + (error / DELTA) ** 2) - 1.0)
+
+
 def _params(x: np.ndarray) -> np.ndarray:
     return np.array([np.exp(x[0]), x[1], 1.0 / (1.0 + np.exp(-x[2]))])
 
 
 def fit(data: FitData, starts: np.ndarray) -> Estimate:
-    """The (a, b, c) minimising the squared error of the unrounded score (see the module docstring); starts: the
+    """The (a, b, c) minimising the loss of the unrounded score (see the module docstring); starts: the
     candidate (a, b, c) rows (S, 3), of which the N_STARTS best start Nelder-Mead."""
     if data.nota.size == 0:
         raise ValueError("no candidate took the item: nothing to estimate from")
     starts = np.asarray(starts, float)
-    first = ((unrounded(data, starts) - data.nota) ** 2).mean(axis=1)
+    first = loss_of(unrounded(data, starts) - data.nota).mean(axis=1)
     best_starts = starts[np.argsort(first)[:N_STARTS]]
 
     def loss(x: np.ndarray) -> float:
         if not (-6 < x[0] < 3 and -20 < x[1] < 30 and -12 < x[2] < 0):   # a in (0.0025, 20), c < 0.5
             return 1e12
-        return float(((unrounded(data, _params(x)[None]) - data.nota) ** 2).mean())
+        return float(loss_of(unrounded(data, _params(x)[None]) - data.nota).mean())
 
     runs = []
     for a, b, c in best_starts:
@@ -94,4 +103,4 @@ def fit(data: FitData, starts: np.ndarray) -> Estimate:
     best = min(runs, key=lambda r: r.fun)
     a, b, c = _params(best.x)
     return Estimate(round(float(a), 4), round(float(b), 4), round(float(c), 4), int(data.nota.size),
-                    float(np.sqrt(best.fun)))
+                    float(best.fun))

@@ -9,8 +9,9 @@ round, try every correction of these kinds on the items of booklets that still h
   parameters shift over them (`enem.errata`); pairs extend the BEAM single ones with the lowest squared error
   (corrections that change the rows alike, e.g. zips of two booklets listing the same items, count once);
 - "estimate": an item with no published parameters of its own (flagged abandoned, or left out by a zip) was
-  scored: its (a, b, c) are estimated from the candidates (`enem.estimate`), on the current rows and on the
-  BEAM best zips.
+  scored: its (a, b, c) are estimated from the candidates (`enem.estimate`), on the current rows, and, when no
+  other correction qualifies, on the BEAM best zips (a zip that explains no candidate without an estimate); an
+  item is not fitted when making every inexact candidate who took it exact could not beat the best other move.
 A correction's gain is the candidates it makes exact (to 0.1) minus those it makes inexact. The best one is
 accepted when its gain is at least K (K_BLANK for the blank rule), preferring the simpler kind on ties; a key or
 annul correction leaves out the booklets where it breaks more candidates than it fixes (adapted booklets are
@@ -106,9 +107,11 @@ def _best(s: AreaSearch, k: int) -> _Move | None:
     moves = _item_moves(s, hot, k)
     zips = _zip_moves(s, hot, k)
     moves += zips
-    for z in sorted(zips, key=lambda m: m.outcome.sse)[:BEAM]:
-        moves += _estimate_moves(s, z, k)
-    moves += _estimate_moves(s, None, k)
+    floor = max([m.outcome.gain for m in moves if m.outcome.gain >= m.need], default=0)
+    if floor == 0:                  # a zip that needs an estimate: only when nothing simpler explains anyone
+        for z in sorted(zips, key=lambda m: m.outcome.sse)[:BEAM]:
+            moves += _estimate_moves(s, z, k, floor)
+    moves += _estimate_moves(s, None, k, floor)
     for m in sorted((m for m in moves if m.outcome.gain >= m.need), key=_Move.rank):
         if m.estimate is None or _holds_out(s, m, k):
             return m
@@ -186,11 +189,14 @@ def _zip_moves(s: AreaSearch, hot: np.ndarray, k: int) -> list[_Move]:
     return singles + _distinct(pairs)
 
 
-def _estimate_moves(s: AreaSearch, zip_move: _Move | None, k: int) -> list[_Move]:
+def _estimate_moves(s: AreaSearch, zip_move: _Move | None, k: int, floor: int) -> list[_Move]:
     """Estimates of the items with no published parameters of their own that some inexact candidate took: on the
     current rows (zip_move None: flagged items, and those an accepted zip left out), or on a zip's rows (the
-    reference booklet's flagged items and the zip's not-scored ones)."""
+    reference booklet's flagged items and the zip's not-scored ones). An item is not fitted when even making
+    every inexact candidate who took it exact would not gain more than `floor` (the best discrete correction)."""
     st = s.state if zip_move is None else zip_move.state
+    exact = s.exact(s.scores(st)) if zip_move is not None else s.exact()
+    base_gain = int(exact.sum() - s.exact().sum())
     flagged = set(s.co[(~s.published.scored) & (s.co >= 0)])
     if zip_move is None:
         hot = s.touches[s.groups_with_misses()].any(axis=0)
@@ -203,6 +209,9 @@ def _estimate_moves(s: AreaSearch, zip_move: _Move | None, k: int) -> list[_Move
         prefix = zip_move.corrections
     moves = []
     for i in sorted(items):
+        took = _takers(s, int(i))
+        if base_gain + int((~exact[took]).sum()) <= max(floor, k - 1):
+            continue
         data = fit_data(s, st, int(i))
         if data is None:
             continue
@@ -212,6 +221,14 @@ def _estimate_moves(s: AreaSearch, zip_move: _Move | None, k: int) -> list[_Move
         m.estimate = (int(i), est)
         moves.append(m)
     return moves
+
+
+def _takers(s: AreaSearch, co_item: int) -> np.ndarray:
+    """The candidates (indices) who took `co_item`, blank sheets left out."""
+    rows = s.co == co_item
+    groups = [g.members for gi, g in enumerate(s.groups) if s.touches[gi, rows].any()]
+    took = np.concatenate(groups) if groups else np.zeros(0, np.int64)
+    return took[~s.blank[took]]
 
 
 def _zip_left_out(s: AreaSearch) -> set[int]:
@@ -251,8 +268,7 @@ def _holds_out(s: AreaSearch, m: _Move, k: int) -> bool:
     base = m.state.copy()
     rows = s.co == i
     base.scored[rows] = False                     # the rows the estimate starts from
-    took = np.concatenate([g.members for gi, g in enumerate(s.groups) if s.touches[gi, rows].any()])
-    took = took[~s.blank[took]]
+    took = _takers(s, i)
     exact_without = np.abs(s.scores(base)[took] - s.nota[took]) < 0.05
     hits = 0
     for fold in (0, 1):

@@ -1,9 +1,8 @@
 """INEP item parameters (ITENS_PROVA_<year>.csv): reading, item sets, and attaching 3PL parameters to exam items.
 
 ITENS_PROVA: ';'-separated, latin-1 or utf-8; no TP_LINGUA in 2009; annulled items (IN_ITEM_ABAN = 1) have
-empty NU_PARAM_A/B/C; a CO_PROVA may list two areas (90-100 rows). An item annulled before it got a code has an
-empty CO_ITEM (2009: key "X", TX_MOTIVO_ABAN "Pedagógico"): CO_ITEM is a nullable integer (pandas Int64) and
-such a row is read as annulled.
+empty NU_PARAM_A/B/C; a CO_PROVA may list two areas (90-100 rows); an item annulled before it got a code has an
+empty CO_ITEM (2009: key "X", reason "Pedagógico"), read as annulled (CO_ITEM is a nullable Int64).
 
 Item sets. Some booklet codes list two rows per (area, CO_POSICAO, TP_LINGUA): two item sets share the code
 (2013 booklets 187-190, the 2020 LC booklets 691-694: a printed and an adapted/digital version). The rule
@@ -287,7 +286,8 @@ class ItemParams:
         """`item` with irt and INEP fields in meta; IN_ITEM_ABAN = 1 -> annulled, no irt, answer None."""
         label = self._row(item, rows, path, n)
         r = rows.loc[label]
-        meta = {**item.meta, "co_item": None if pd.isna(r["CO_ITEM"]) else int(r["CO_ITEM"]), "tx_gabarito": r["TX_GABARITO"], "params_row": label + 1,
+        co_item = None if pd.isna(r["CO_ITEM"]) else int(r["CO_ITEM"])
+        meta = {**item.meta, "co_item": co_item, "tx_gabarito": r["TX_GABARITO"], "params_row": label + 1,
                 "co_habilidade": r.get("CO_HABILIDADE", ""), "item_set": set_no, "n_item_sets": n_sets,
                 "tp_lingua": None if np.isnan(r["TP_LINGUA"]) else int(r["TP_LINGUA"])}
         if r["IN_ITEM_ABAN"] == 1:

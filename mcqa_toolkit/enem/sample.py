@@ -87,17 +87,20 @@ def _candidates(chunk: pd.DataFrame, rows: np.ndarray, area: str, year: int | No
     text = answers[ok].str.strip().str.upper()
     return pd.DataFrame({"case": rows[ok.to_numpy()].astype(str), "year": year, "area": area,
                          "CO_PROVA": co[ok].astype(np.int64).to_numpy(), "TP_LINGUA": lang, "answers": text.to_numpy(),
-                         "NU_NOTA": nota[ok].to_numpy(), "key": chunk.loc[ok, f"TX_GABARITO_{area}"].str.strip().to_numpy(),
+                         "NU_NOTA": nota[ok].to_numpy(),
+                         "key": chunk.loc[ok, f"TX_GABARITO_{area}"].str.strip().to_numpy(),
                          "priority": priority(rows[ok.to_numpy()], seed),
-                         "blank": text.str.fullmatch(r"[.9]+").to_numpy()})
+                         "blank": text.str.fullmatch(r"[.9]+").to_numpy(dtype=bool)})
 
 
 def _bound(df: pd.DataFrame, per_group: int, blank_per_area: int) -> pd.DataFrame:
     """Keep the per_group lowest priorities per (area, booklet, language) among sheets with a mark, and the
     blank_per_area lowest among all-blank sheets per area."""
     df = df.sort_values("priority", kind="stable")
-    marked = df[~df["blank"]]
-    marked = marked[marked.groupby([marked[k].astype(str) for k in _KEYS], sort=False).cumcount() < per_group]
-    blank = df[df["blank"]]
+    blank = df["blank"].to_numpy(dtype=bool)
+    marked = df[~blank]
+    keys = [marked["area"], marked["CO_PROVA"], marked["TP_LINGUA"].fillna(-1)]     # no language: -1, not NA
+    marked = marked[marked.groupby(keys, sort=False, dropna=False).cumcount() < per_group]
+    blank = df[blank]
     blank = blank[blank.groupby("area", sort=False).cumcount() < blank_per_area]
     return pd.concat([marked, blank], ignore_index=True)

@@ -4,10 +4,11 @@ booklet layout, the corrections that can be made to the rows, and their effect o
 `AreaSearch(rows, cases, year, area)` takes the exam-area's ITENS_PROVA rows as published and its candidates
 (case-list columns: case, CO_PROVA, TP_LINGUA, answers, NU_NOTA, key). Candidates whose booklet has several
 item sets that nothing tells apart, or whose answers cannot be laid onto their booklet, are left out (`left_out`
-counts them): their answers cannot be paired with items. A `State` holds every row's key, scored flag and
-(a, b, c) and the blank-sheet rule; `apply` makes a `Correction` on it (the kinds of `enem.errata`: zip, key,
-annul, blank); `evaluate` scores the candidates a change touches with the vectorised kernel of `enem.booklet`
-and says which became exact (|score - NU_NOTA| < 0.05) and which stopped being.
+counts them): their answers cannot be paired with items. A candidate's key (TX_GABARITO) only chooses between
+item sets: where it disagrees with the file, that may be the very erratum sought. A `State` holds every row's
+key, scored flag and (a, b, c) and the blank-sheet rule; `apply` makes a `Correction` on it (the kinds of
+`enem.errata`: zip, key, annul, blank, and an estimate); `evaluate` scores the candidates a change touches with
+the vectorised kernel of `enem.booklet` and says which became exact (|score - NU_NOTA| < 0.05) and which stopped.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import pandas as pd
 
 from mcqa_toolkit.enem.booklet import (ENEM_CONSTANTS, Booklet, KeyMismatch, booklet_sets, choose_sets, layout,
                                        score_chars, valid_rows)
-from mcqa_toolkit.enem.errata import Erratum, zip_correction
+from mcqa_toolkit.enem.errata import PARAMS, Erratum, zip_correction
 
 EXACT = 0.05            # |score - NU_NOTA| below this: equal at 0.1 (both are rounded to 0.1)
 
@@ -89,7 +90,7 @@ class AreaSearch:
         self.booklet = self.rows["CO_PROVA"].to_numpy(dtype=np.int64)
         self.published = State(self.rows["TX_GABARITO"].astype(str).str[:1].str.pad(1).to_numpy().astype("S1")
                                .view(np.uint8).copy(), (self.rows["IN_ITEM_ABAN"] != 1).to_numpy(),
-                               *(self.rows[p].to_numpy(float).copy() for p in ("NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C")))
+                               *(self.rows[p].to_numpy(float).copy() for p in PARAMS))
         self.groups: list[_Group] = []
         self.left_out = 0
         ids, nota, blank, cand_booklet = [], [], [], []
@@ -127,8 +128,8 @@ class AreaSearch:
         if rows.empty:
             return None, none
         try:
-            sets = booklet_sets(rows, self.area)
-            chosen, rule = choose_sets(sets, key or None, lingua, None, self.area)
+            sets = booklet_sets(rows, self.area)   # the key only chooses an item set: it may show a key erratum
+            chosen, rule = choose_sets(sets, (key or None) if len(sets) > 1 else None, lingua, None, self.area)
             src = layout(chosen[0], length, lingua)
         except (KeyMismatch, ValueError):
             return None, none
