@@ -15,13 +15,14 @@ to candidates they were not found on (2-fold per exam-area).
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.enem.cases import is_case_list, item_files, read_cases, score_cases
+from mcqa_toolkit.enem.errata import ErrataWarning, apply_errata
 from mcqa_toolkit.enem.errata_format import Erratum, booklet_signature, errata_json
 from mcqa_toolkit.enem.estimate import METHOD
 from mcqa_toolkit.enem.greedy import K, AreaResult, discover_area
@@ -95,11 +96,24 @@ def discover_cases(cases: pd.DataFrame, item_params, k: int = K, source: str = "
         for area in sorted(set(sub["area"])):
             result = discover_area(items[items["SG_AREA"] == area], sub[sub["area"] == area], year, area, k)
             mine = area_entries(result)
+            _check(mine, items[items["SG_AREA"] == area], year, area)
             entries += mine
             rows.append({"year": year, "area": area, "n_candidates": result.n_candidates,
                          "left_out": result.left_out, "exact_published": result.exact_published,
                          "exact_after": result.exact_after, "corrections": ", ".join(e.id for e in mine)})
     return Discovery(tuple(entries), pd.DataFrame(rows, columns=AREA_COLUMNS), source)
+
+
+def _check(entries: list[Erratum], rows: pd.DataFrame, year: int, area: str) -> None:
+    """Warn (ErrataWarning) when an entry would not apply to the file it was found on, in the file's order (the
+    search lets later corrections override earlier ones; the file applies them one after another)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ErrataWarning)
+        _, results = apply_errata(rows, year, "discovery", entries)
+    bad = [f"{r.id} ({r.detail})" for r in results if r.status != "applied"]
+    if bad:
+        warnings.warn(f"{year} {area}: discovered entries that would not apply as written: {'; '.join(bad)}",
+                      ErrataWarning, stacklevel=3)
 
 
 def area_entries(result: AreaResult) -> list[Erratum]:
@@ -116,8 +130,10 @@ def area_entries(result: AreaResult) -> list[Erratum]:
                 continue
             home = next((d for d in drafts if d["kind"] == "zip"
                          and corr.co_item in set(s.co[s.booklet == d["ref"]])), None)
-            if home is None:
-                ref = int(s.booklet[(s.co == corr.co_item) & ~s.published.scored].min())
+            if home is None:                      # a booklet flagging it, as published when the estimate applies
+                flagging = (s.co == corr.co_item) & ~s.published.scored
+                touched = set(s.booklet[s.changed_rows(f.before)])
+                ref = int(min(s.booklet[flagging], key=lambda b: (b in touched, b)))
                 home = {"kind": "zip", "corr": None, "ref": ref, "not_scored": [], "unpublished": [], "found": []}
                 drafts.append(home)
             est, held_out = f.estimates[corr.co_item]
@@ -128,7 +144,15 @@ def area_entries(result: AreaResult) -> list[Erratum]:
             if f not in home["found"]:
                 home["found"].append(f)
     n_zips = sum(d["kind"] == "zip" for d in drafts)
-    return [_entry(d, s, result.year, result.area, result.n_candidates, n_zips) for d in drafts]
+    entries, ids = [], set()
+    for d in drafts:
+        e = _entry(d, s, result.year, result.area, result.n_candidates, n_zips)
+        n = 2
+        while e.id in ids:                        # ids are unique in an errata file
+            e, n = replace(e, id=f"{e.id.rsplit('~', 1)[0]}~{n}"), n + 1
+        ids.add(e.id)
+        entries.append(e)
+    return entries
 
 
 def _entry(d: dict, s, year: int | None, area: str, n: int, n_zips: int) -> Erratum:
@@ -159,18 +183,18 @@ def _entry(d: dict, s, year: int | None, area: str, n: int, n_zips: int) -> Erra
         return Erratum(eid, "zip", what="; ".join(parts), reference_booklet=int(d["ref"]),
                        not_scored=tuple(int(i) for i in d["not_scored"]), unpublished=tuple(d["unpublished"]),
                        signature=booklet_signature(ref), **common)
-    rows = s.rows[(s.co == corr.co_item) & (np.isin(s.booklet, corr.booklets) if corr.booklets else True)]
-    r = rows.iloc[0]
-    params = tuple(float(r[p]) for p in ("NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C"))
+    # the values the rows have when the entry applies (after the area's earlier entries, e.g. a zip)
+    i = int(np.flatnonzero((s.co == corr.co_item) & (np.isin(s.booklet, corr.booklets) if corr.booklets else True))[0])
+    st = found[0].before
+    key, params = chr(st.key[i]), (float(st.a[i]), float(st.b[i]), float(st.c[i]))
     scope = f" in booklets {list(corr.booklets)}" if corr.booklets else ""
     if corr.kind == "key":
         return Erratum(f"{year}-{area}-key-{corr.co_item}", "key", what=f"TX_GABARITO of item {corr.co_item}{scope} "
-                       f"is {r['TX_GABARITO']}; INEP scored {corr.key}", co_item=int(corr.co_item),
-                       booklets=corr.booklets, published_key=r["TX_GABARITO"], correct_key=corr.key,
-                       published_params=params, **common)
+                       f"is {key}; INEP scored {corr.key}", co_item=int(corr.co_item), booklets=corr.booklets,
+                       published_key=key, correct_key=corr.key, published_params=params, **common)
     return Erratum(f"{year}-{area}-annul-{corr.co_item}", "annul", what=f"item {corr.co_item}{scope} is scored in the "
                    "file; INEP did not score it", co_item=int(corr.co_item), booklets=corr.booklets,
-                   published_key=r["TX_GABARITO"], published_params=params, **common)
+                   published_key=key, published_params=params, **common)
 
 
 def cross_validate(cases: pd.DataFrame, item_params, k: int = K) -> pd.DataFrame:

@@ -20,7 +20,8 @@ ways), it must gain at least K there too. The search stops when nothing qualifie
 
 Why K = 2: each round tries thousands of corrections against the candidates that are off, so one of them making
 a single candidate exact by chance is expected (a wrong correction moves a score by a few tenths, and the
-rounding lands on NU_NOTA now and then); two candidates of the same correction by chance are not. The blank rule
+rounding lands on NU_NOTA now and then); two candidates of the same correction by chance are not (on the
+development set K = 1 accepts seven such one-candidate corrections, K = 2 none). The blank rule
 is one hypothesis per exam-area with a sharp prediction (NU_NOTA equal to the all-wrong score, not 0), so one
 candidate is evidence: K_BLANK = 1. Candidates whose booklet has item sets nothing tells apart are left out.
 """
@@ -52,6 +53,7 @@ class Found:
     exact_before: int
     exact_after: int
     estimates: dict = field(default_factory=dict)      # co_item -> (Estimate, held-out sentence)
+    before: State | None = field(default=None, repr=False, compare=False)   # the rows it applies to
 
 
 @dataclass(frozen=True)
@@ -92,12 +94,12 @@ def discover_area(rows: pd.DataFrame, cases: pd.DataFrame, year: int | None, are
         move = _best(s, k)
         if move is None:
             break
-        before = int(s.exact().sum())
+        before, rows = int(s.exact().sum()), s.state
         s.accept(move.state)
         s.accepted.append(move.corrections)
         estimates = {} if move.estimate is None else {move.estimate[0]: (move.estimate[1], move.held_out)}
         found.append(Found(move.corrections, tuple(s.ids[move.outcome.fixed]), tuple(s.ids[move.outcome.broken]),
-                           before, int(s.exact().sum()), estimates))
+                           before, int(s.exact().sum()), estimates, rows))
     return AreaResult(year, area, int(s.nota.size), s.left_out, start, int(s.exact().sum()), tuple(found), s)
 
 
@@ -126,11 +128,15 @@ def _move(s: AreaSearch, corrections: tuple[Correction, ...], base: State | None
 
 
 def _item_moves(s: AreaSearch, hot: np.ndarray, k: int) -> list[_Move]:
-    """The blank rule, then key and annul corrections of every scored item of the hot rows."""
+    """The blank rule, then key and annul corrections of every scored item of the hot rows (one per item: an item
+    already re-keyed or annulled is not corrected again)."""
     moves = []
     if not s.state.blank_all_wrong and (s.blank & ~s.exact()).any():
         moves.append(_move(s, (Correction("blank"),), need=K_BLANK))
+    done = {c.co_item for f in s.accepted for c in f if c.kind in ("key", "annul")}
     for co in np.unique(s.co[hot & (s.co >= 0) & s.state.scored]):
+        if co in done:
+            continue
         rows = (s.co == co) & s.state.scored
         now = np.bincount(s.state.key[rows]).argmax()
         options = [Correction("annul", int(co))] + [Correction("key", int(co), key=L) for L in "ABCDE" if ord(L) != now]
@@ -166,9 +172,10 @@ def _scoped(s: AreaSearch, m: _Move) -> _Move:
 
 
 def _zip_moves(s: AreaSearch, hot: np.ndarray, k: int) -> list[_Move]:
-    """Zips of one item in every reference booklet listing a hot item (one item set, not already a zip's
-    reference), then zips of two items extending the BEAM single ones with the lowest squared error."""
+    """Zips of one item in every reference booklet listing a hot item (one item set, rows as published), then
+    zips of two items extending the BEAM single ones with the lowest squared error."""
     done = {c.reference_booklet for f in s.accepted for c in f if c.kind == "zip"}
+    done |= set(s.booklet[s.changed_rows()])     # a zip is a pattern of the file as published: only there
     hot_items = set(s.co[hot & (s.co >= 0)])
     singles = []
     for b in np.unique(s.booklet):

@@ -229,6 +229,12 @@ class AreaSearch:
             raise ValueError(f"unknown correction kind {corr.kind!r}")
         return new
 
+    def changed_rows(self, st: State | None = None) -> np.ndarray:
+        """(rows,) bool: rows whose key, flag or parameters differ from the file as published (current state)."""
+        st, pub = st or self.state, self.published
+        return ((st.key != pub.key) | (st.scored != pub.scored) | ~_same(st.a, pub.a) | ~_same(st.b, pub.b)
+                | ~_same(st.c, pub.c))
+
     def booklets_listing(self, co_item: int) -> np.ndarray:
         """The booklets whose rows list `co_item`."""
         return np.unique(self.booklet[self.co == co_item])

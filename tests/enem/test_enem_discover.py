@@ -15,9 +15,9 @@ import pytest
 from paths import FIXTURES, SHARED
 
 from mcqa_toolkit import cli, enem
-from mcqa_toolkit.enem.cases import read_cases
+from mcqa_toolkit.enem.cases import read_cases, score_cases
 from mcqa_toolkit.enem.discover import cross_validate, discover_cases, discover_errata
-from mcqa_toolkit.enem.errata import errata
+from mcqa_toolkit.enem.errata import ErrataWarning, errata
 from mcqa_toolkit.enem.errata_format import booklet_signature
 from mcqa_toolkit.enem.greedy import K
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
@@ -172,11 +172,16 @@ def test_one_real_exam_area_2017_mt():
     """The development set's 2017 MT (60 real candidates): the shipped zip, found from the published file."""
     inep = SHARED / "reference" / "enem_inep"
     cases = read_cases(inep / "inep_cases_dev.json")
-    got = discover_cases(cases[(cases["year"] == 2017) & (cases["area"] == "MT")], inep)
+    mt = cases[(cases["year"] == 2017) & (cases["area"] == "MT")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ErrataWarning)              # the entries apply as written
+        got = discover_cases(mt, inep)
+        scored = score_cases(mt, inep, errata=got.entries)
     (e,) = got.entries
     shipped = next(s for s in errata() if s.id == "2017-MT-zip")
     assert (e.reference_booklet, e.not_scored, e.signature) == (404, (82352,), shipped.signature)
     assert (len(e.fixed), e.broken, e.gain) == (50, (), "10 -> 60 of 60")
+    assert (scored["error"].abs() < 0.05).all()
 
 
 def test_cross_validation_scores_each_half_with_the_other_halfs_errata(tmp_path):
