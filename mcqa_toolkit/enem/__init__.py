@@ -21,18 +21,18 @@ lists, validation against INEP and the measured reproducibility of each exam.
     agreement        running agreement counts of our scores against NU_NOTA (pure pandas)
     reproducibility  the measured agreement per exam (reproducibility.csv), its warnings and results columns
     validate         `mcqa validate-enem`: microdata or a case list -> agreement tables (+ figure)
-    simulate         synthetic INEP-format microdata (tests, benchmarks)
+    simulate         synthetic INEP-format microdata, with INEP's errors planted if asked (tests, benchmarks)
 The psychometrics underneath (3PL, EAP) are the generic mcqa_toolkit.irt; the exam-file loader (questions, from
 ENEM CSVs, BLUEX-style JSON or the Hugging Face releases) is mcqa_toolkit.datasets.enem.
 """
 from mcqa_toolkit.enem.booklet import ENEM_CONSTANTS
 from mcqa_toolkit.enem.cases import read_cases, score_cases
 from mcqa_toolkit.enem.errata import ErrataWarning, errata_table
-from mcqa_toolkit.enem.reproducibility import (EnemNotValidatedWarning, EnemReproducibilityWarning, agreement,
-                                               reproducibility_table)
+from mcqa_toolkit.enem.reproducibility import (EnemEstimatedParamsWarning, EnemNotValidatedWarning,
+                                               EnemReproducibilityWarning, agreement, reproducibility_table)
 from mcqa_toolkit.enem.microdata import iter_microdata, score_microdata
 from mcqa_toolkit.enem.official import EnemScore, score_answers
 
 __all__ = ["ENEM_CONSTANTS", "EnemScore", "score_answers", "score_microdata", "iter_microdata", "read_cases",
            "score_cases", "agreement", "reproducibility_table", "errata_table", "ErrataWarning",
-           "EnemReproducibilityWarning", "EnemNotValidatedWarning"]
+           "EnemReproducibilityWarning", "EnemNotValidatedWarning", "EnemEstimatedParamsWarning"]

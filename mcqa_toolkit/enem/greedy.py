@@ -1,8 +1,8 @@
 """The search behind `enem.discover`: the corrections of one exam-area's ITENS_PROVA rows that INEP's official
 scores (NU_NOTA) imply, found from candidates (`discover_area`), greedy and bounded.
 
-The procedure. Score every candidate with the published rows; then, round by
-round, try every correction of these kinds on the items of booklets that still have a candidate off:
+The procedure. Score every candidate with the published rows; then, round by round, try every correction of these
+kinds on the items of booklets that still have a candidate off:
 - "blank": all-blank answer sheets take the all-wrong pattern's score instead of 0;
 - "key": an item's key is another letter; "annul": INEP did not score an item the file scores;
 - "zip": in one reference booklet, one or two items INEP did not score are not flagged and the published
@@ -16,7 +16,9 @@ A correction's gain is the candidates it makes exact (to 0.1) minus those it mak
 accepted when its gain is at least K (K_BLANK for the blank rule), preferring the simpler kind on ties; a key or
 annul correction leaves out the booklets where it breaks more candidates than it fixes (adapted booklets are
 printed apart). An estimate must also hold out: fitted on every other candidate and scored on the rest (both
-ways), it must gain at least K there too. The search stops when nothing qualifies or after MAX_ROUNDS.
+ways), it must gain at least K there too. The search stops when nothing qualifies or after MAX_ROUNDS. A zip is
+looked for only in booklets whose rows are still as published and an item is re-keyed or annulled at most once,
+so that the errata file applies entry after entry as the search found them.
 
 Why K = 2: each round tries thousands of corrections against the candidates that are off, so one of them making
 a single candidate exact by chance is expected (a wrong correction moves a score by a few tenths, and the
@@ -94,12 +96,12 @@ def discover_area(rows: pd.DataFrame, cases: pd.DataFrame, year: int | None, are
         move = _best(s, k)
         if move is None:
             break
-        before, rows = int(s.exact().sum()), s.state
+        before, applies_to = int(s.exact().sum()), s.state
         s.accept(move.state)
         s.accepted.append(move.corrections)
         estimates = {} if move.estimate is None else {move.estimate[0]: (move.estimate[1], move.held_out)}
         found.append(Found(move.corrections, tuple(s.ids[move.outcome.fixed]), tuple(s.ids[move.outcome.broken]),
-                           before, int(s.exact().sum()), estimates, rows))
+                           before, int(s.exact().sum()), estimates, applies_to))
     return AreaResult(year, area, int(s.nota.size), s.left_out, start, int(s.exact().sum()), tuple(found), s)
 
 
