@@ -10,6 +10,8 @@
     mcqa export inspect outputs/x --out logs/   # a run folder as lm-eval samples, an inspect log, or EEE JSONL
     mcqa validate-enem ITENS_PROVA_2023.csv MICRODADOS_ENEM_2023.csv   # our ENEM scores vs INEP's NU_NOTA
     mcqa validate-enem enem_inep/ inep_cases_dev.json                 # ... for a case list (ITENS_PROVA_<year> dir)
+    mcqa validate-enem ITENS_PROVA_2023.csv MICRODADOS_ENEM_2023.csv --discover-errata errata_2023.json
+                                   # find the item files' errata from the official scores, then --errata PATH
 
 A params file lists models, datasets, languages and strategies; `mcqa run` executes their product (see
 run.jobs) in one kernel (run.session). Relative output folders are relative to the current directory:
@@ -159,8 +161,14 @@ def _main(argv: list[str] | None = None) -> int:
     v.add_argument("microdata", metavar="MICRODADOS_ENEM_<year>.csv|CASES.json",
                    help="INEP's microdata CSV, or a .json/.jsonl case list (area, booklet, language, answers, "
                         "official score per candidate)")
-    v.add_argument("--as-published", action="store_true",
-                   help="score the item files exactly as INEP published them (without the package's errata)")
+    which = v.add_mutually_exclusive_group()
+    which.add_argument("--as-published", action="store_true",
+                       help="score the item files exactly as INEP published them (without the package's errata)")
+    which.add_argument("--errata", metavar="PATH", help="apply this errata file (e.g. one --discover-errata wrote) "
+                       "instead of the package's")
+    which.add_argument("--discover-errata", metavar="OUT.json", help="search the corrections of the item files "
+                       "that the official scores imply (per exam-area; microdata is sampled), write them to OUT.json "
+                       "and validate with them")
     v.add_argument("--out", default="enem_validation", help="folder for the table (CSV, Parquet) and figure")
     v.add_argument("--area", action="append", choices=("CH", "CN", "LC", "MT"),
                    help="only this area (repeatable; default: every area in the file)")
@@ -195,7 +203,7 @@ def _main(argv: list[str] | None = None) -> int:
         from mcqa_toolkit.enem.validate import validate_enem
 
         result = validate_enem(args.item_params, args.microdata, args.out, args.area, args.chunksize,
-                               errata=not args.as_published)
+                               errata=args.errata or not args.as_published, discover=args.discover_errata)
         if len(result.table) and result.cases is None:  # a case list spans years: its tables are the output
             from mcqa_toolkit.report import plots       # matplotlib only once there is something to draw
 
