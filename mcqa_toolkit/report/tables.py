@@ -188,6 +188,15 @@ def gap_table(gaps: pd.DataFrame, rows: str = "model", **kw) -> Table:
     return Table(t, best={t.columns[0]: "max", t.columns[1]: "max", "Gap %": None}, **kw)
 
 
+def difference_table(differences: pd.DataFrame, rows: str | Sequence[str] = ("model", "strategy"), **kw) -> Table:
+    """`measure.language_differences()` output: rows x other languages, each cell the score minus the reference
+    language's (> 0: better than the reference) ± half its 95% CI; no cell is ranked."""
+    rows = [rows] if isinstance(rows, str) else list(rows)
+    f = differences.assign(_hw=_half_width(differences), _col=differences["language"].astype(str).str.upper() + " − "
+                           + differences["reference"].astype(str).str.upper())
+    return Table(_pivot(f, rows, "_col", "diff"), _pivot(f, rows, "_col", "_hw"), best=None, **kw)
+
+
 def irt_table(frame: pd.DataFrame, by: str | Sequence[str] = "model", theta: str = "theta", se: str | None = None,
               lz: str = "lz", **kw) -> Table:
     """theta, SE and l_z per model as mean ± sd over its rows (shuffles). `se` defaults to 'psd' if present,

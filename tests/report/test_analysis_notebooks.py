@@ -1,8 +1,8 @@
 """The analysis notebooks run top to bottom with papermill on a synthetic results directory, write their figures
 (PNG + PDF) and LaTeX tables, and record headline numbers equal to direct package calls.
 
-Also the degenerate case: one model, one language, one strategy and no min_k.parquet, where the language-gap
-and contamination notebooks must report what they skip instead of failing; and 15_adaptive on results with
+Also the degenerate case: one model, one language, one strategy and no min_k.parquet, where the language-gap,
+contamination and DIF notebooks must report what they skip instead of failing; and 15_adaptive on results with
 adaptive runs and their full-form partners (test_adaptive_analysis.write_adaptive_results).
 """
 from __future__ import annotations
@@ -22,6 +22,7 @@ from mcqa_toolkit.datasets.demo import load_demo, load_population
 from mcqa_toolkit.irt.cat import CatConfig
 from mcqa_toolkit.measure import adaptive
 from mcqa_toolkit.records.store import MIN_K
+from mcqa_toolkit.report.dif import dif_report
 
 pytestmark = pytest.mark.notebooks
 NOTEBOOKS = REPO / "notebooks"
@@ -33,8 +34,9 @@ EXPECTED = {  # notebook -> (headline keys, figures, LaTeX files)
                [f"irt_fig{k}_{name}_{s}" for k, name in ((1, "accuracy_theta"), (3, "lz_theta")) for s in STRATEGIES]
                + ["irt_fig2_response_patterns", "irt_fig4_information_theta", "irt_fig5_discrimination"],
                ["irt_theta_ci"]),
-    "12_language_gap": ({"reference", "score", "score_by_language", "gap_pct", "quality_gap_pearson_r", "mcnemar_p"},
-                        ["gap_scores_by_language", "gap_quality_vs_gap"], ["gap_en_pt", "mcnemar"]),
+    "12_language_gap": ({"reference", "score", "score_by_language", "difference", "gap_pct", "quality_gap_pearson_r",
+                         "mcnemar_p"},
+                        ["gap_scores_by_language", "gap_quality_vs_gap"], ["gap_en_pt", "gap_differences", "mcnemar"]),
     "13_position_bias": ({"tvd", "chi2_p", "consistency_mean"},
                          ["position_distribution", "position_accuracy_by_key_position",
                           "position_shuffle_consistency"], ["position_bias"]),
@@ -45,6 +47,8 @@ EXPECTED = {  # notebook -> (headline keys, figures, LaTeX files)
                     ["adaptive_length_by_se", "adaptive_population_cat_vs_full", "adaptive_anchor_error"],
                     ["adaptive_length_by_se", "adaptive_anchor_error"]),
     "16_course_exam": ({"has_course_exam", "model_score", "percentile", "points_earned", "n_error"}, [], []),
+    "18_dif": ({"has_dif", "source", "n_persons", "classes", "flagged_bh", "delta_mh_bc"}, ["dif_delta_mh"],
+               ["dif_items"]),
 }
 ADAPTIVE_SMALL = {"POPULATION_SIZE": 300, "SE_TARGETS": [0.4, 0.5], "MAX_ITEMS": 25, "ANCHOR_PERSONS": 100,
                   "ANCHOR_KS": [5, 10], "ANCHOR_FOLDS": 4, "ANCHOR_CALIBRATION": {"model": "2pl", "a_prior": [0.0, 0.5]}}
@@ -90,6 +94,16 @@ def test_notebook_writes_figures_tables_and_headline(name, synthetic_dir, record
         theta = ab[(ab.model == "model-b") & (ab.strategy == "enem_4shot") & (ab.language == "en")]["theta"].mean()
         assert headline["theta_mean"]["model-b / enem_4shot / en"] == pytest.approx(theta, abs=1e-4)
         assert headline["n_persons"] == 24 and headline["n_items_without_irt"] == 0
+    if name == "12_language_gap":
+        diff = measure.language_differences(records, "en", "kappa", n_boot=50).set_index(list(measure.GROUP_BY))
+        assert headline["difference"]["model-a / S1 / pt"] == pytest.approx(diff.loc[("model-a", "S1", "pt"), "diff"],
+                                                                          abs=1e-4)
+    if name == "18_dif":   # 12 patterns per language: the persons are simulated, and the notebook says so
+        rep = dif_report(records, load_demo(), "en")
+        assert headline["source"] == "simulated" and headline["n_persons"] == {"en": 500, "pt": 500}
+        assert headline["classes"] == {f"pt / {k}": v for k, v in rep.table["ets_class"].value_counts().items()}
+        assert "SIMULATED" in (tmp_path / f"{name}.ipynb").read_text()
+        assert (tmp_path / "latex" / "dif_classes.csv").exists()
     if name == "14_contamination":
         assert headline["has_min_k"] and all(r < 0 for r in headline["pearson_r"].values())
     if name == "15_adaptive":
@@ -130,13 +144,15 @@ def degenerate(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize("name", ["12_language_gap", "14_contamination"])
+@pytest.mark.parametrize("name", ["12_language_gap", "14_contamination", "18_dif"])
 def test_notebooks_report_what_they_skip(name, degenerate, tmp_path):
     headline = _execute(name, degenerate, tmp_path)
     nb = (tmp_path / f"{name}.ipynb").read_text()
     if name == "12_language_gap":
-        assert headline["gap_pct"] == {} and "gaps skipped" in nb
+        assert headline["gap_pct"] == {} and headline["difference"] == {} and "gaps skipped" in nb
         assert (tmp_path / "figures" / "gap_scores_by_language.png").exists()
+    elif name == "18_dif":
+        assert headline["has_dif"] is False and headline["classes"] == {} and "DIF skipped" in nb
     else:
         assert headline == {"has_min_k": False, "pearson_r": {}, "pearson_p": {}}
         assert "Contamination analysis skipped" in nb
