@@ -32,3 +32,7 @@ from mcqa_toolkit.enem.official import EnemScore, score_answers
 __all__ = ["ENEM_CONSTANTS", "EnemScore", "score_answers", "score_microdata", "iter_microdata", "read_cases",
            "score_cases", "agreement", "reproducibility_table", "errata_table", "ErrataWarning",
            "EnemReproducibilityWarning", "EnemNotValidatedWarning"]
+# a model's official score among the real candidates of its exam: enem.candidates
+from mcqa_toolkit.enem.candidates import (CandidateScores, candidate_scores, percentile,  # noqa: E402
+                                          place_among_candidates)
+__all__ += ["CandidateScores", "candidate_scores", "percentile", "place_among_candidates"]
