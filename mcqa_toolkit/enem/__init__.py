@@ -33,6 +33,7 @@ __all__ = ["ENEM_CONSTANTS", "EnemScore", "score_answers", "score_microdata", "i
            "score_cases", "agreement", "reproducibility_table", "errata_table", "ErrataWarning",
            "EnemReproducibilityWarning", "EnemNotValidatedWarning"]
 # a model's official score among the real candidates of its exam: enem.candidates
-from mcqa_toolkit.enem.candidates import (CandidateScores, candidate_scores, percentile,  # noqa: E402
-                                          place_among_candidates)
-__all__ += ["CandidateScores", "candidate_scores", "percentile", "place_among_candidates"]
+from mcqa_toolkit.enem.candidates import (CandidateScores, candidate_scores, items_area,  # noqa: E402
+                                          official_scale, percentile, place_among_candidates)
+__all__ += ["CandidateScores", "candidate_scores", "items_area", "official_scale", "percentile",
+            "place_among_candidates"]

@@ -5,7 +5,9 @@ question inspector and the HTML report read (`<latex>/dif_classes.csv`).
 
 Persons: every model x strategy x language x shuffle of the runs is a response pattern (`measure.dif_persons`,
 questions matched on parallel_id, blocks = model / strategy, so Mantel-Haenszel stratifies by block x score).
-A language with fewer than `measure.MIN_GROUP` patterns cannot be analysed; `persons="auto"` then falls back to
+Adaptive runs are left out: a CAT's pattern is incomplete by design and its items depend on its answers. A
+language with fewer than `measure.MIN_GROUP` patterns (or runs with fewer than 2 questions answered by every
+pattern) cannot be analysed; `persons="auto"` then falls back to
 `measure.simulate_dif_persons` on the same questions and says so (`DifReport.source`, `.reason`): the demo
 (one model, 1-3 shuffles per strategy) shows the report on simulated persons, labelled as such everywhere.
 """
@@ -18,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.items import ItemSet
+from mcqa_toolkit.measure.adaptive import is_adaptive
 from mcqa_toolkit.measure.dif import MIN_GROUP, mantel_haenszel, mh_permutation
 from mcqa_toolkit.measure.dif_persons import DifPersons, dif_persons
 from mcqa_toolkit.measure.dif_simulate import simulate_dif_persons
@@ -55,8 +58,12 @@ class DifReport:
 
 
 def _run_persons(records: pd.DataFrame, reference: str, focal: list[str]) -> tuple[dict[str, DifPersons], str]:
-    """Persons of the runs per focal language, and "" or why they are too few."""
-    persons = {lang: dif_persons(records, lang, reference) for lang in focal}
+    """Persons of the runs per focal language (adaptive runs left out), and "" or why they cannot be used."""
+    fixed = records[~is_adaptive(records)]
+    try:
+        persons = {lang: dif_persons(fixed, lang, reference) for lang in focal}
+    except ValueError as e:       # e.g. no fixed-form run in a language, or fewer than 2 questions in common
+        return {}, f"the runs give no complete response patterns: {e}"
     counts = {lang: p.group.value_counts().to_dict() for lang, p in persons.items()}
     short = {f"{lang} vs {reference}": c for lang, c in counts.items() if min(c.values()) < MIN_GROUP}
     why = (f"the runs hold too few response patterns (fewer than MIN_GROUP = {MIN_GROUP} per language): "
@@ -114,8 +121,9 @@ def _stem(items: dict[str, dict], pid: str, lang: str) -> str:
 
 @dataclass(frozen=True)
 class TextTable:
-    """Rows of text to typeset (the B/C questions with their stems): `frame` holds plain strings; the LaTeX
-    escapes them and shortens `long` columns to `max_chars` (the CSV keeps them whole)."""
+    """Rows of text to typeset (the B/C questions with their stems): `frame` holds strings and numbers; the
+    LaTeX escapes the strings, shortens `long` columns to `max_chars` (the CSV keeps them whole) and writes
+    numbers with 2 decimals and true minus signs."""
 
     frame: pd.DataFrame
     long: tuple[str, ...] = ()
@@ -124,7 +132,7 @@ class TextTable:
     label: str = ""
 
     def _cell(self, col: str, value: object) -> str:
-        text, cut = str(value), ""
+        text, cut = _number_text(value) if isinstance(value, float) else str(value), ""
         if col in self.long and len(text) > self.max_chars:
             text, cut = text[: self.max_chars].rsplit(" ", 1)[0], r"~\ldots"
         return escape_latex(text).replace("∞", r"$\infty$").replace("−", "$-$") + cut   # true minus signs
@@ -152,7 +160,7 @@ class TextTable:
         return path
 
 
-def _delta_text(d: float) -> str:
+def _number_text(d: float) -> str:
     return "" if np.isnan(d) else ("∞" if d > 0 else "−∞") if np.isinf(d) else f"{d:.2f}".replace("-", "−")
 
 
@@ -169,7 +177,7 @@ def dif_items_table(report: DifReport, items: ItemSet, classes: tuple[str, ...] 
     frame = pd.DataFrame({
         "question": t["parallel_id"], "subject": t["subject"].str.replace("_", " "),
         "language": [LANGUAGE_NAMES.get(f, f) for f in t["focal"]], "class": t["ets_class"],
-        "delta MH": [_delta_text(d) for d in t["delta_mh"]],
+        "delta MH": t["delta_mh"].astype(float),
         f"stem ({ref_name})": [_stem(groups, p, report.reference) for p in t["parallel_id"]],
         "stem (that language)": [_stem(groups, p, f) for p, f in zip(t["parallel_id"], t["focal"])]})
     who = ("SIMULATED persons with DIF injected on known questions" if report.simulated

@@ -30,7 +30,7 @@ LANGUAGE_NAMES = {"pt": "Portuguese", "es": "Spanish", "it": "Italian", "en": "E
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<")
 HUMAN_CMAP = LinearSegmentedColormap.from_list("humans", ["#eef3f8", "#9db4cf"])
 HUMAN_COLOR = "#b9cbe0"
-MISSING_COLOR = "#e69f00"  # colour-blind palette orange: items a system did not take (few-shot examples)
+MISSING_COLOR = "#e69f00"  # colour-blind palette orange: items a system did not take (few-shot examples, CAT)
 THETA_LABEL = "Ability θ (EAP, logit scale)"
 ACCURACY_LABEL = "Accuracy (proportion correct)"
 

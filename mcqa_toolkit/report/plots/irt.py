@@ -106,7 +106,8 @@ def response_patterns(shares: pd.DataFrame, rows: str | Sequence[str] = ("model"
         axes[0].set_ylabel(row_label)
     fig.colorbar(im, ax=list(axes), label="Share of shuffles correct", shrink=0.9, aspect=25, pad=0.01)
     if missing:
-        _legend(fig, [Patch(facecolor=MISSING_COLOR, label="not administered (few-shot example)")])
+        _legend(fig, [Patch(facecolor=MISSING_COLOR, label="not administered (a few-shot example, or not reached by "
+                                                             "an adaptive test)")])
     return fig
 
 
