@@ -52,7 +52,8 @@ class DifReport:
         counts = ", ".join(f"{k}: {v:,}" for k, v in self.n_persons.items())
         classes = self.table.groupby("focal")["ets_class"].value_counts().unstack(fill_value=0)
         text = "; ".join(f"{f}: " + ", ".join(f"{c} {int(n)}" for c, n in row.items()) for f, row in classes.iterrows())
-        head = "SIMULATED persons (DIF injected on known questions)" if self.simulated else "the runs' response patterns"
+        head = ("SIMULATED persons (DIF injected on known questions)" if self.simulated
+                else "the runs' response patterns")
         return (f"DIF on {head}, reference {self.reference!r}; persons per language {counts}. ETS classes per focal "
                 f"language: {text}." + (f" Why simulated: {self.reason}" if self.reason else ""))
 

@@ -27,9 +27,10 @@ STEMS = {"en": "Question {i}: 50% of x_1 & y?", "pt": "Pergunta {i}: 50% de x_1 
 
 @pytest.fixture(scope="module")
 def items():
-    return ItemSet([Item(item_id=f"q{i}-{lang}", source="t", exam="e", stem=STEMS[lang].format(i=i) * (8 if i == 0 else 1),
-                         options=("a", "b", "c", "d"), answer=0, subject="bio_chem", language=lang, parallel_id=f"q{i}",
-                         irt=(1.2, -0.5 + 0.2 * i, 0.2)) for lang in ("en", "pt") for i in range(8)], "t")
+    return ItemSet([Item(item_id=f"q{i}-{lang}", source="t", exam="e", options=("a", "b", "c", "d"), answer=0,
+                         stem=STEMS[lang].format(i=i) * (8 if i == 0 else 1), subject="bio_chem", language=lang,
+                         parallel_id=f"q{i}", irt=(1.2, -0.5 + 0.2 * i, 0.2)) for lang in ("en", "pt") for i in range(8)],
+                   "t")
 
 
 def _runs(shuffles: int) -> pd.DataFrame:

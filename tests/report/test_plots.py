@@ -77,6 +77,8 @@ def test_response_patterns_heatmap_sorted_by_difficulty(data):
     assert np.ma.getmaskarray(image).sum() == 2 * 4                 # the 4 shot items of the 2 enem_4shot rows
     assert [t.get_text() for t in panels[0].get_yticklabels()][0] == "model-a · S1"
     assert len(fig.axes) == 3                                       # + colorbar
+    few = shares[shares["parallel_id"].isin(sorted(shares["parallel_id"].unique())[:12])]   # the demo's 12
+    assert len(_check_figure(plots.response_patterns(few), 2)[0].get_xticks()) <= 6      # labels ~0.5 in apart
     uncalibrated = plots.response_patterns(measure.share_correct(data["records"]))   # no items: b unknown
     assert _check_figure(uncalibrated, 2)[-1].get_xlabel().startswith("Items (no IRT difficulty")
     assert len(uncalibrated.axes[0].get_xticks()) == 0
@@ -113,6 +115,11 @@ def test_language_scores_bars_ci_and_differences(data):
     assert not [t for t in fig.findobj(matplotlib.text.Text) if t.get_text().endswith("%")]
     assert "> 0: better than English" in fig.legends[0].get_title().get_text()
     _check_figure(plots.language_scores(data["kappa"]), 2)
+    two = diffs[diffs["strategy"] == "S1"]
+    ax = _check_figure(plots.quality_gap(diffs, measure.gap_correlations(diffs, gap="diff"), gap="diff"), 1)[0]
+    assert "> 0: better" in ax.get_ylabel() and len(ax.collections) >= 2 and "n = 4" in ax.get_title()
+    assert "r undefined (n = 2)" in _check_figure(plots.quality_gap(two, measure.gap_correlations(two, gap="diff"),
+                                                                    gap="diff"), 1)[0].get_title()
 
 
 def test_facet_titles_and_ticks_of_many_long_strategies_do_not_overlap(data):

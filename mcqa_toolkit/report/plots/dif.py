@@ -67,7 +67,8 @@ def dif_deltas(table: pd.DataFrame, reference: str = "en", simulated: bool = Fal
             inj = t["injected"].fillna(False).to_numpy(bool)
             ax.scatter(x[inj], np.clip(np.nan_to_num(d[inj]), -lim * 0.95, lim * 0.95), s=90, facecolors="none",
                        edgecolors="0.1", linewidths=0.9, zorder=4)
-        n = "" if n_persons is None else f" (n = {int(n_persons.get(lang, 0)):,} vs {int(n_persons.get(reference, 0)):,})"
+        n = ("" if n_persons is None
+             else f" (n = {int(n_persons.get(lang, 0)):,} vs {int(n_persons.get(reference, 0)):,})")
         ax.set_title(f"{_nice(lang)} vs {_nice(reference)}{n}", loc="left")
         ax.set_ylim(-lim, lim)
         ax.set_xlim(-1, xs.max() + 1)

@@ -95,9 +95,10 @@ def among_candidates(histogram: pd.DataFrame, placement: pd.DataFrame, y: str | 
     levels = sorted(placement[hue].unique())
     colors, markers = _palette(levels), _markers(levels)
     label_width = 0.07 * max(len(c) for c in cats)
-    fig = Figure(figsize=(min(PAGE_WIDTH, COLUMN_WIDTH + 0.6 + label_width),
-                          1.9 + 0.3 + 0.17 * len(cats) * len(levels) + 0.8), layout="constrained")
-    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1.9, 0.3 + 0.17 * len(cats) * len(levels)]})
+    rows_height = 0.3 + 0.17 * len(cats) * len(levels)
+    fig = Figure(figsize=(min(PAGE_WIDTH, COLUMN_WIDTH + 0.6 + label_width), 1.9 + rows_height + 0.8),
+                 layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [1.9, rows_height]})
     h = histogram
     top.bar(h["score_low"], h["share"] * 100, width=h["score_high"] - h["score_low"], align="edge", color=HUMAN_COLOR,
             lw=0)
@@ -123,6 +124,6 @@ def among_candidates(histogram: pd.DataFrame, placement: pd.DataFrame, y: str | 
     handles = [Patch(facecolor=HUMAN_COLOR, label="candidates"), Line2D([], [], color="0.35", ls="--",
                                                                         label="candidates' median")]
     handles += [Line2D([], [], ls="-", marker=markers[lv], color=colors[lv], label=_nice(lv)) for lv in levels]
-    _legend(fig, handles, title="marker: mean over shuffles · line: their range · text: percentile among the candidates",
-            ncols=min(len(handles), 4))
+    _legend(fig, handles, ncols=min(len(handles), 4),
+            title="marker: mean over shuffles · line: their range · text: percentile among the candidates")
     return fig

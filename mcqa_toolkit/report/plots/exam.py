@@ -75,8 +75,11 @@ def shuffle_consistency(consistency: pd.DataFrame, x: str = "strategy", hue: str
     levels = sorted(consistency[hue].unique())
     colors = _palette(levels)
     n_x = max(data[x].nunique(), 1)
-    width = COLUMN_WIDTH if data.empty else min(PAGE_WIDTH, 1.6 + 0.5 * n_x * len(levels))
-    fig = Figure(figsize=(width, 2.8), layout="constrained")
+    longest = max((len(str(v)) for v in data[x].unique()), default=0) * 0.075   # inches at 9 pt
+    # wide enough for each box group and for its name written flat (up to the page width)
+    fig_w = COLUMN_WIDTH if data.empty else min(PAGE_WIDTH, max(1.6 + 0.5 * n_x * len(levels),
+                                                                1.0 + n_x * (longest + 0.15)))
+    fig = Figure(figsize=(fig_w, 2.8), layout="constrained")
     ax = fig.subplots()
     if data.empty:
         ax.text(0.5, 0.5, "no strategy has more than one shuffle:\nconsistency is undefined", ha="center",
@@ -84,24 +87,24 @@ def shuffle_consistency(consistency: pd.DataFrame, x: str = "strategy", hue: str
         ax.set_xticks([])
     else:
         xs = sorted(data[x].unique())
-        width = 0.8 / len(levels)
+        box_w = 0.8 / len(levels)
         for j, lv in enumerate(levels):
             vals = [data.loc[(data[x] == xv) & (data[hue] == lv), "consistency"].to_numpy() for xv in xs]
             keep = [i for i, v in enumerate(vals) if len(v)]
-            pos = np.arange(len(xs)) + (j - (len(levels) - 1) / 2) * width
-            box = ax.boxplot([vals[i] for i in keep], positions=pos[keep], widths=width * 0.85, patch_artist=True,
+            pos = np.arange(len(xs)) + (j - (len(levels) - 1) / 2) * box_w
+            box = ax.boxplot([vals[i] for i in keep], positions=pos[keep], widths=box_w * 0.85, patch_artist=True,
                              manage_ticks=False, flierprops={"markersize": 2}, medianprops={"color": "0.1"})
             for patch in box["boxes"]:
                 patch.set_facecolor(colors[lv])
         # a name wider than its slot (about 0.075 in a character at 9 pt) slants, or stands when even slanted
         # it would reach the next one
-        slot, longest = (fig.get_figwidth() - 1.0) / len(xs), max(len(str(v)) for v in xs) * 0.075
+        slot = (fig_w - 1.0) / len(xs)
         angle = 0 if longest < slot * 0.9 else 30 if longest * 0.87 < slot * 0.9 else 90
         ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=angle, ha="center" if angle in (0, 90)
                       else "right", rotation_mode="anchor" if angle == 30 else "default")
     ax.set_ylim(0, 1.05)
     ax.set_xlabel(x.capitalize() if not single else f"{x.capitalize()}\n" + _fit(
-        f"(one shuffle, not shown: {', '.join(map(str, single))})", width - 0.8, sep=", "))
+        f"(one shuffle, not shown: {', '.join(map(str, single))})", fig_w - 0.8, sep=", "))
     ax.set_ylabel("Share of shuffles choosing\nthe modal option")
     _legend(fig, _hue_handles(levels, colors, {}, kind="patch"))
     return fig

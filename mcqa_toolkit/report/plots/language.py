@@ -1,5 +1,6 @@
 """Figures of the language-gap analysis: the score in each language and its difference from the reference
-language with confidence intervals (`language_scores`), and model quality against the gap % (`quality_gap`).
+language with confidence intervals (`language_scores`), and model quality against that difference or the gap %
+(`quality_gap`).
 Data: `measure.kappa` / `measure.accuracy`, `measure.language_differences`, `measure.language_gap`.
 
 The score figure shows absolute differences (kappa or accuracy, other language minus reference, paired item
@@ -127,10 +128,12 @@ def language_scores(scores: pd.DataFrame, differences: pd.DataFrame | None = Non
 @_styled
 def quality_gap(gaps: pd.DataFrame, correlations: pd.DataFrame | None = None, quality: str = "score_ref",
                 col: str | Sequence[str] | None = "language", hue: str = "model",
-                style: str | None = "strategy", score: str = "kappa") -> Figure:
-    """Model quality (reference-language score) vs gap % (`measure.language_gap`), one panel per language with
-    Pearson r and p (`measure.gap_correlations`, same `col`) in its title."""
-    _check(gaps, [quality, "gap_pct", hue], "gaps")
+                style: str | None = "strategy", score: str = "kappa", gap: str = "gap_pct") -> Figure:
+    """Model quality (reference-language score) vs the gap, one panel per language with Pearson r and p
+    (`measure.gap_correlations`, same `col` and `gap`) in its title: gap "gap_pct" (`measure.language_gap`,
+    > 0: worse), or "diff" (`measure.language_differences`: the score minus the reference's, > 0: better, with
+    its 95% CI as whiskers)."""
+    _check(gaps, [quality, gap, hue], "gaps")
     levels = sorted(gaps[hue].unique())
     colors = _palette(levels)
     styles = sorted(gaps[style].unique()) if style else [None]
@@ -141,7 +144,11 @@ def quality_gap(gaps: pd.DataFrame, correlations: pd.DataFrame | None = None, qu
     room = (fig.get_figwidth() - legend_width - 0.7) / n_panels
     for p in panels:
         for (lv, st), g in p.frame.groupby([hue, style] if style else [hue, lambda _: None], sort=True):
-            p.ax.scatter(g[quality], g["gap_pct"], color=colors[lv], marker=markers[st], s=28, zorder=3)
+            p.ax.scatter(g[quality], g[gap], color=colors[lv], marker=markers[st], s=28, zorder=3)
+            if gap == "diff" and {"ci_low", "ci_high"} <= set(g.columns):
+                err = np.vstack([g[gap] - g["ci_low"], g["ci_high"] - g[gap]])
+                p.ax.errorbar(g[quality], g[gap], yerr=np.nan_to_num(err).clip(min=0), fmt="none",
+                              ecolor=colors[lv], lw=0.7, alpha=0.6, zorder=2)
         p.ax.axhline(0, color="0.5", lw=0.8, ls=":")
         p.ax.margins(0.12)
         corr = _select(correlations, col, p.key)
@@ -149,8 +156,10 @@ def quality_gap(gaps: pd.DataFrame, correlations: pd.DataFrame | None = None, qu
         if correlations is not None:
             p.ax.set_title(f"{p.ax.get_title()}\n{_fit(_corr_title(row), room, sep=', ')}")
     ref = gaps["reference"].iloc[0] if "reference" in gaps.columns else "reference"
+    name = SCORE_NAMES.get(score, score)
     _label_outer(fig, panels, f"{_score_label(score)} in {_nice(ref)} (model quality)",
-                 f"Gap % vs {_nice(ref)} (> 0: worse)")
+                 f"Gap % vs {_nice(ref)} (> 0: worse)" if gap == "gap_pct" else
+                 f"{name} − {name} in {_nice(ref)}\n(> 0: better; 95% CI)")
     handles = _hue_handles(levels, colors, {lv: "o" for lv in levels})
     if not (style and len(styles) > 1):
         _legend(fig, handles)
