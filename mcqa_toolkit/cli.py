@@ -31,7 +31,7 @@ from mcqa_toolkit.run.grid import run_params
 
 RUN_NOTEBOOK = "run_model.ipynb"
 REPORT_NOTEBOOKS = ("10_tables.ipynb", "11_irt.ipynb", "12_language_gap.ipynb", "13_position_bias.ipynb",
-                    "14_contamination.ipynb", "15_adaptive.ipynb", "16_course_exam.ipynb")
+                    "14_contamination.ipynb", "15_adaptive.ipynb", "16_course_exam.ipynb", "18_dif.ipynb")
 
 
 def report(results_dir: str | Path = "outputs", figures_dir: str | Path = "figures", latex_dir: str | Path = "latex",
