@@ -1,16 +1,18 @@
 """Ray's overhead against in-process on the embedded model with one worker, measured in one run.
 
-The same run (the demo exam in --language, enem_1shot letters, --shuffles option orders, the first --limit items)
+The same run (the demo exam in --language, enem_0shot letters, --shuffles option orders, the first --limit items)
 is timed in this process (run.runner.run on the embedded Gemma-3-270M loaded here, fp32, CPU) and through a RayPool
 of one worker holding the same model with as many threads (`resources: {num_cpus: --threads}`: torch in a Ray
 worker uses as many threads as its CPUs). The two are interleaved --repeats times (in-process, pool, in-process,
 pool, ...) so both see the same machine, each repeat on renewed backends (empty KV caches, as a new run has); the
 medians are compared: overhead = pool / in-process - 1. One-time costs are reported apart: joining the cluster (or
 starting the local one) and the worker's start with its model load. Records are checked equal by the equality
-rule (n_forwarded_tokens ignored: the worker encodes the run prefix itself).
+rule (n_forwarded_tokens ignored: the worker encodes the run prefix itself). Run it with OPENBLAS_NUM_THREADS=1,
+as `mcqa run`'s kernel has it (run/session.py): numpy's spinning BLAS threads beside torch's slow the in-process
+side otherwise, and the local cluster's worker inherits the setting.
 
-    python benchmarks/ray_overhead.py [--address local] [--limit 16] [--shuffles 4] [--repeats 3] [--threads 2]
-                                      [--json benchmarks/results/ray_overhead.json]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/ray_overhead.py [--address local] [--limit 8] [--shuffles 4]
+                                      [--repeats 3] [--threads 2] [--json benchmarks/results/ray_overhead.json]
 """
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--address", default="local", help="a Ray cluster (auto, HOST:PORT, ray://...) or local")
     ap.add_argument("--language", default="pt")
-    ap.add_argument("--limit", type=int, default=16)
+    ap.add_argument("--limit", type=int, default=8)
     ap.add_argument("--shuffles", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch threads on both sides")
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
     made = _latency.local_cluster_env() if args.address == "local" else {}
     os.environ.update(made)
     items = load("demo", language=args.language)
-    st = strategy("enem_1shot", shuffles=args.shuffles)
+    st = strategy("enem_0shot", shuffles=args.shuffles)
     load_avg = {"before": os.getloadavg()[0]}
     out = Path(tempfile.mkdtemp(prefix="ray_overhead_"))
     local = load_backend({"model": "gemma-3-270m", "device": "cpu", "dtype": "float32"})

@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> dict:
     load = {"before": os.getloadavg()[0]}
     out = Path(tempfile.mkdtemp(prefix="ray_scaling_"))
     seconds: dict[int, float] = {}
+    pools: dict[str, dict] = {}  # each timed run's pool as its provenance records it (blocks per worker, copies)
     reference = None
     connection = RayPool(args.address, max(args.workers))  # one connection (or local cluster) for every pool
     connection.connect()
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> dict:
                 t0 = time.perf_counter()
                 records = run(items, backend, st, out / f"pool{n}", dataset="synthetic", progress=False)
                 seconds[n] = time.perf_counter() - t0
+                pools[str(n)] = json.loads((out / f"pool{n}" / "provenance.json").read_text())["pool"]
             assert len(records) == args.items * args.shuffles, len(records)
             if reference is None:
                 reference = records
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> dict:
         "shuffles": args.shuffles, "delay_s": args.delay, "records": args.items * args.shuffles,
         "seconds_inprocess": seconds.get(0), "seconds": {str(n): seconds[n] for n in args.workers},
         "efficiency": {str(n): round(e, 3) for n, e in efficiency.items()},
-        "ideal_seconds_per_worker": args.items * args.delay, "load_1min": load, "cpus": os.cpu_count(),
+        "ideal_seconds_one_worker": args.items * args.delay, "pools": pools, "load_1min": load, "cpus": os.cpu_count(),
         "python": platform.python_version()}
     print("RESULT ray_scaling " + " ".join(f"workers={n} s={seconds[n]:.2f} efficiency={efficiency[n]:.2f}"
                                           for n in args.workers)

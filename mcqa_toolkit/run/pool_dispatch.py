@@ -55,8 +55,8 @@ class DispatchStats:
 def dispatch(n_blocks: int, workers: Sequence[Hashable], submit: Callable[[Hashable, int], Future],
              probe: Callable[[Hashable], Future], failure: Callable[[BaseException], str | None], *,
              probes: Mapping[Hashable, Future] | None = None, depth: int = 2, window: int | None = None,
-             stall_seconds: float = 1800.0, max_block_losses: int = 3, stats: DispatchStats | None = None,
-             cancel: Callable[[Future], None] | None = None) -> Iterator[tuple[int, Any]]:
+             stall_seconds: float = 1800.0, max_block_losses: int = 3,
+             stats: DispatchStats | None = None) -> Iterator[tuple[int, Any]]:
     """Yield (block index, result) for blocks 0..n_blocks-1, in order, each once (see the module docstring).
 
     `submit(worker, i)` starts block i on a worker; `probe(worker)` answers once the worker can take blocks;
@@ -110,66 +110,61 @@ def dispatch(n_blocks: int, workers: Sequence[Hashable], submit: Callable[[Hasha
         elif w not in dead and w not in probing.values():
             retry_at.setdefault(w, time.monotonic())
 
-    try:
-        while next_i < n_blocks:
-            now = time.monotonic()
-            for w in [w for w, t in retry_at.items() if t <= now]:
-                del retry_at[w]
-                probing[probe(w)] = w
-            feed()
-            if not out and not probing and not retry_at:
-                raise PoolError(f"every worker of the pool is dead ({len(dead)} of {len(workers)}); the last error: "
-                                f"{last_error or 'none reported'}")
-            timeout = max(0.0, stall_seconds - (now - last_news))
-            if retry_at:
-                timeout = min(timeout, max(0.0, min(retry_at.values()) - now))
-            if out or probing:
-                finished, _ = wait([*out, *probing], timeout=timeout, return_when=FIRST_COMPLETED)
-            else:  # only workers waiting to be probed again
-                time.sleep(timeout)
-                finished = set()
-            if not finished and time.monotonic() - last_news >= stall_seconds:
-                raise PoolError(f"no worker has answered for {stall_seconds:.0f} s ({len(ready)} ready, "
-                                f"{len(probing) + len(retry_at)} starting or restarting, {len(dead)} dead); "
-                                f"the last error: {last_error or 'none reported'}")
-            for f in finished:
-                exc = f.exception()
-                kind = None if exc is None else failure(exc)
-                if exc is not None and kind is None:
-                    raise exc
-                if exc is not None:
-                    last_error = " ".join(str(exc).split())[:300]
-                if f in probing:
-                    w = probing.pop(f)
-                    if exc is None:
-                        ready.append(w)
-                        last_news = time.monotonic()
-                    elif kind == "dead":
-                        dead.add(w)
-                    else:
-                        retry_at[w] = time.monotonic() + PROBE_AGAIN_SECONDS
-                    continue
-                w, i = out.pop(f)
-                load[w] -= 1
-                copies_out[i] -= 1
+    while next_i < n_blocks:
+        now = time.monotonic()
+        for w in [w for w, t in retry_at.items() if t <= now]:
+            del retry_at[w]
+            probing[probe(w)] = w
+        feed()
+        if not out and not probing and not retry_at:
+            raise PoolError(f"every worker of the pool is dead ({len(dead)} of {len(workers)}); the last error: "
+                            f"{last_error or 'none reported'}")
+        timeout = max(0.0, stall_seconds - (now - last_news))
+        if retry_at:
+            timeout = min(timeout, max(0.0, min(retry_at.values()) - now))
+        if out or probing:
+            finished, _ = wait([*out, *probing], timeout=timeout, return_when=FIRST_COMPLETED)
+        else:  # only workers waiting to be probed again
+            time.sleep(timeout)
+            finished = set()
+        if not finished and time.monotonic() - last_news >= stall_seconds:
+            raise PoolError(f"no worker has answered for {stall_seconds:.0f} s ({len(ready)} ready, "
+                            f"{len(probing) + len(retry_at)} starting or restarting, {len(dead)} dead); "
+                            f"the last error: {last_error or 'none reported'}")
+        for f in finished:
+            exc = f.exception()
+            kind = None if exc is None else failure(exc)
+            if exc is not None and kind is None:
+                raise exc
+            if exc is not None:
+                last_error = " ".join(str(exc).split())[:300]
+            if f in probing:
+                w = probing.pop(f)
                 if exc is None:
+                    ready.append(w)
                     last_news = time.monotonic()
-                    if wanted(i):
-                        results[i] = f.result()
-                    continue
-                lose(w, kind)
-                losses[i] += 1
-                if losses[i] >= max_block_losses:
-                    raise PoolError(f"block {i} lost its worker {losses[i]} times (it may be what kills them); "
-                                    f"the last error: {last_error}")
-                if wanted(i) and copies_out[i] == 0:
-                    heapq.heappush(queue, i)
-                    stats.retried += 1
-            while next_i in results:
-                stats.blocks += 1
-                yield next_i, results.pop(next_i)
-                next_i += 1
-    finally:
-        if cancel is not None:  # copies still out when the run is over (or given up)
-            for f in out:
-                cancel(f)
+                elif kind == "dead":
+                    dead.add(w)
+                else:
+                    retry_at[w] = time.monotonic() + PROBE_AGAIN_SECONDS
+                continue
+            w, i = out.pop(f)
+            load[w] -= 1
+            copies_out[i] -= 1
+            if exc is None:
+                last_news = time.monotonic()
+                if wanted(i):
+                    results[i] = f.result()
+                continue
+            lose(w, kind)
+            losses[i] += 1
+            if losses[i] >= max_block_losses:
+                raise PoolError(f"block {i} lost its worker {losses[i]} times (it may be what kills them); "
+                                f"the last error: {last_error}")
+            if wanted(i) and copies_out[i] == 0:
+                heapq.heappush(queue, i)
+                stats.retried += 1
+        while next_i in results:
+            stats.blocks += 1
+            yield next_i, results.pop(next_i)
+            next_i += 1

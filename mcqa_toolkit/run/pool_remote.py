@@ -69,7 +69,6 @@ class WorkerGroup:
         ready, as RemoteBackends (the others join the run as they become ready)."""
         self.token += 1
         self.entries = [dict(e) for e in entries]
-        self.stats, self.blocks_by_worker = DispatchStats(), Counter()
         self.prepares = {i: self._prepare(i) for i in range(len(self.actors))}
         info = self._first_ready()
         if info["version"] != __version__:
@@ -124,32 +123,20 @@ class WorkerGroup:
 
     def score(self, n_blocks: int, payload: Callable[[int], dict[str, Any]]) -> Iterator[dict[str, Any]]:
         """Each block's result (records, usage, worker), in block order, each once (run.pool_dispatch)."""
-        refs: dict[Future, Any] = {}
-
         def submit(w: int, i: int) -> Future:
-            ref = self.actors[w].score.remote(self.token, self.entries, payload(i))
-            future = ref.future()
-            refs[future] = ref  # for cancelling a copy still out at the end; dropped once done
-            future.add_done_callback(lambda f: refs.pop(f, None))
-            return future
-
-        def cancel(future: Future) -> None:
-            ref = refs.pop(future, None)
-            if ref is not None:
-                try:
-                    self.ray.cancel(ref)
-                except Exception:  # already running or finished: its result is simply ignored
-                    pass
+            return self.actors[w].score.remote(self.token, self.entries, payload(i)).future()
 
         def probe(w: int) -> Future:  # a restarted worker loads the model again before it takes blocks
             self.prepares[w] = self._prepare(w)
             return self.prepares[w]
 
+        self.stats, self.blocks_by_worker = DispatchStats(), Counter()  # this run's (info() reports them)
         waiting = {w: f for w, f in self.prepares.items() if not f.done() or f.exception() is not None}
         try:
+            # a copy still out when the run is over is left to finish, its result ignored: cancelling a running
+            # actor task interrupts it (KeyboardInterrupt) wherever it is, e.g. inside the engine's KV cache update
             for _, result in dispatch(n_blocks, range(len(self.actors)), submit, probe, self.failure, probes=waiting,
-                                      depth=self.depth, stall_seconds=self.stall_seconds, stats=self.stats,
-                                      cancel=cancel):
+                                      depth=self.depth, stall_seconds=self.stall_seconds, stats=self.stats):
                 self.blocks_by_worker[result["worker"]] += 1
                 self.known.setdefault(result["worker"], {})["loads"] = result["loads"]
                 yield result

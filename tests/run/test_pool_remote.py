@@ -116,3 +116,30 @@ def test_a_call_whose_worker_dies_is_answered_by_another(ray_cluster, table, tmp
         assert pool.wait_for_workers(timeout=240) == 2
         (got,) = model.loglikelihoods([Continuation("", "texto")])  # the first worker asked dies in this call
         assert got.text == "texto" and (tmp_path / "killed").exists()
+
+
+@pytest.mark.ray
+def test_every_question_type_judged_and_an_adaptive_run_give_the_in_process_records(ray_cluster, table, tmp_path):
+    """Generation, yes/no and judged short answers (a course exam, its judge loaded on the same workers), and a CAT
+    (one call at a time through a worker) give the records of the same runs in this process."""
+    from scripted_backends import ScriptedJudge, ScriptedModel
+
+    from mcqa_toolkit.records.equality import assert_same_records
+    from mcqa_toolkit.run import Strategy, run
+
+    exam, demo = load("course_exam"), load("demo", language="pt")
+    st = Strategy.generate(shuffles=2, max_new_tokens=40)
+    cat = Strategy.first_token(shuffles=1, style="enem", adaptive={"se_target": 0.5, "max_items": 6})
+    with RayPool(ray_cluster.address, 2) as pool:
+        for name, factory in (("scripted", ScriptedModel), ("judge", ScriptedJudge),
+                              ("lookup", functools.partial(LookupBackend, table))):
+            pool.put(name, factory)
+        model, judge = pool.for_run([backend_entry("scripted"), backend_entry("judge")])
+        judged = run(exam, model, st, tmp_path / "pool" / "exam", dataset="course_exam",
+                     judges=[LLMJudge(judge)], progress=False)
+        adaptive = run(demo, "lookup", cat, tmp_path / "pool" / "cat", progress=False, pool=pool)
+    assert_same_records(run(exam, ScriptedModel(), st, tmp_path / "ref" / "exam", dataset="course_exam",
+                            judges=[LLMJudge(ScriptedJudge())], progress=False), judged, ignore=["n_forwarded_tokens"])
+    assert_same_records(run(demo, LookupBackend(table), cat, tmp_path / "ref" / "cat", progress=False), adaptive,
+                        ignore=["n_forwarded_tokens"])
+    assert set(judged["answer_type"]) == {"single", "multi", "truefalse", "short"}
