@@ -6,14 +6,16 @@ this process writing the records), not a model. The workers load it through RayP
 send this module by value, since benchmarks/ is not importable on a cluster's nodes.
 
 `local_cluster_env()` is what a benchmark started without an address needs: its local cluster's sessions in a
-private temporary folder, apart from any other Ray on the machine.
+private temporary folder, apart from any other Ray on the machine; `save_json` writes a benchmark's figures.
 """
 from __future__ import annotations
 
+import json
 import random
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -77,3 +79,10 @@ def ship() -> None:
 def local_cluster_env() -> dict[str, str]:
     """RAY_TMPDIR for a local cluster of this benchmark's own (short: Ray's socket paths must fit 107 bytes)."""
     return {"RAY_TMPDIR": tempfile.mkdtemp(prefix="ray", dir="/tmp")}
+
+
+def save_json(path: str | None, result: dict[str, Any]) -> None:
+    """Write a benchmark's figures to `path` (benchmarks/results/...), when one is given."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(result, indent=1) + "\n")

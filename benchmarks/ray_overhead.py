@@ -17,7 +17,6 @@ side otherwise, and the local cluster's worker inherits the setting.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -99,9 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
           f"overhead={overhead:+.1%} per_block_ms={1000 * result['per_block_overhead_s']:.1f} "
           f"connect_s={connect_s:.1f} worker_start_and_load_s={start_s:.1f} records={len(records)} "
           f"load_before={load_avg['before']:.2f} load_after={load_avg['after']:.2f}", flush=True)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    _latency.save_json(args.json, result)
     return result
 
 

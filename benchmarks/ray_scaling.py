@@ -95,16 +95,14 @@ def main(argv: list[str] | None = None) -> dict:
         "shuffles": args.shuffles, "delay_s": args.delay, "records": args.items * args.shuffles,
         "seconds_inprocess": seconds.get(0), "seconds": {str(n): seconds[n] for n in args.workers},
         "efficiency": {str(n): round(e, 3) for n, e in efficiency.items()},
-        "ideal_seconds_one_worker": args.items * args.delay, "pools": pools, "load_1min": load, "cpus": os.cpu_count(),
-        "python": platform.python_version()}
+        "ideal_seconds_one_worker": args.items * args.delay, "pools": pools, "load_1min": load,
+        "cpus": os.cpu_count(), "python": platform.python_version()}
     print("RESULT ray_scaling " + " ".join(f"workers={n} s={seconds[n]:.2f} efficiency={efficiency[n]:.2f}"
                                           for n in args.workers)
           + (f" inprocess_s={seconds[0]:.2f}" if 0 in seconds else "")
           + f" min_efficiency={min(efficiency.values()):.2f} load_before={load['before']:.2f}"
           f" load_after={load['after']:.2f}", flush=True)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+    _latency.save_json(args.json, result)
     return result
 
 

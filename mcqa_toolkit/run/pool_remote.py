@@ -165,10 +165,11 @@ class WorkerGroup:
     def info(self) -> dict[str, Any]:
         """The pool as a run's provenance records it: Ray's version, the address, workers, their nodes, how many
         models each has loaded so far, how many blocks each scored, and the run's retries and copies."""
+        known = dict(self.known)  # a copy: Ray's callback thread adds to it when a worker becomes ready
         return {"ray": self.ray.__version__, "address": self.address, "workers": len(self.actors),
                 "resources_per_worker": self.resources,
-                "nodes": sorted({k["node_ip"] for k in self.known.values() if k.get("node_ip")}),
-                "worker_loads": {str(w): k.get("loads") for w, k in sorted(self.known.items())},
+                "nodes": sorted({k["node_ip"] for k in known.values() if k.get("node_ip")}),
+                "worker_loads": {str(w): k.get("loads") for w, k in sorted(known.items())},
                 "blocks_by_worker": {str(w): n for w, n in sorted(self.blocks_by_worker.items())},
                 **self.stats.as_dict()}
 

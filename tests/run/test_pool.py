@@ -217,8 +217,8 @@ def test_mcqa_run_on_two_workers_gives_the_in_process_records(ray_cluster, gemma
 @pytest.mark.ray
 def test_a_worker_killed_mid_run_ends_with_every_record_once(ray_cluster, table, tmp_path):
     """(b) A worker's process SIGKILLed inside its 4th backend call: its blocks are computed by the other worker
-    (sent again once Ray reports the loss, or copied by the idle worker first), Ray restarts it, and every record is
-    written once, equal to an in-process run."""
+    (sent again once Ray reports the loss, ~1.5 s later here, or copied by the idle worker at the end of the run if
+    that comes first), Ray restarts it, and every record is written once, equal to an in-process run."""
     marker = tmp_path / "killed"
     job = _lookup_job(tmp_path / "pool")
     with RayPool(ray_cluster.address, 2) as pool:
@@ -228,7 +228,7 @@ def test_a_worker_killed_mid_run_ends_with_every_record_once(ray_cluster, table,
     assert marker.exists()  # a worker process did die
     n = _exactly_once_and_in_process_records(job.run_dir, _in_process(table, _lookup_job(tmp_path / "ref")))
     info = job.run_dir.provenance()["pool"]
-    assert n == 180 and info["workers_lost"] >= 1 and info["retried"] + info["copies"] >= 1, info
+    assert n == 180 and info["blocks"] == 60 and info["sent"] > 60, info  # some blocks were computed twice
 
 
 @pytest.mark.ray
@@ -290,13 +290,14 @@ def test_a_latency_bound_run_scales_with_the_workers(ray_cluster, tmp_path):
 @pytest.mark.ray
 def test_a_worker_node_removed_mid_run_ends_with_every_record_once(ray_cluster, table, tmp_path):
     """(c) A worker node (its raylet and the worker on it) killed mid-run: the run ends with every record once,
-    equal to an in-process run. The node is replaced afterwards for the tests that follow."""
+    equal to an in-process run, whether the lost worker's blocks were sent again once Ray reported the loss or
+    copied first by the idle worker. The node is replaced afterwards for the tests that follow."""
     job = _lookup_job(tmp_path / "pool", shuffles=2)
     stop, removed_at = threading.Event(), []
 
     def remove_a_node_mid_run():
         while not stop.is_set():
-            if len(_keys(job.run_dir)) >= 20:
+            if len(_keys(job.run_dir)) >= 10:
                 removed_at.append(len(_keys(job.run_dir)))
                 ray_cluster.remove_worker_node(ray_cluster.nodes[0])
                 return
@@ -305,7 +306,7 @@ def test_a_worker_node_removed_mid_run_ends_with_every_record_once(ray_cluster, 
     watcher = threading.Thread(target=remove_a_node_mid_run, daemon=True)
     try:
         with RayPool(ray_cluster.address, 2) as pool:
-            pool.put("lookup", functools.partial(LookupBackend, table, None, 0.05))
+            pool.put("lookup", functools.partial(LookupBackend, table, None, 0.1))
             _started(pool)
             watcher.start()
             run_job(job, BackendCache(), progress=False, pool=pool)
@@ -317,4 +318,4 @@ def test_a_worker_node_removed_mid_run_ends_with_every_record_once(ray_cluster, 
     n = _exactly_once_and_in_process_records(job.run_dir, _in_process(table, _lookup_job(tmp_path / "ref",
                                                                                           shuffles=2)))
     pool_info = job.run_dir.provenance()["pool"]
-    assert removed_at and removed_at[0] < 120 and n == 120 and pool_info["workers_lost"] >= 1, (removed_at, pool_info)
+    assert removed_at and removed_at[0] < 120 and n == 120 and pool_info["sent"] > 60, (removed_at, pool_info)
