@@ -1,5 +1,7 @@
 """The real Ray cluster of the pool tests (marker `ray`): a head and two worker nodes on this machine, bound to
-127.0.0.1, CPU only, started once per session and always stopped; skipped where ray is not installed."""
+127.0.0.1, CPU only, started once per session for the first test that asks for it, stopped after the last one (an
+idle cluster holds ~1.3 GB and a few % of a core) and in any case when the session ends; skipped where ray is not
+installed."""
 from __future__ import annotations
 
 import contextlib
@@ -13,6 +15,7 @@ import pytest
 from paths import REPO, TESTS
 
 WORKER_CPUS = 2  # per worker node: two nodes hold 4 one-CPU workers (the scaling test's largest pool)
+_STOPS: list = []  # how to stop the running cluster (at most one), for pytest_runtest_teardown
 
 
 @contextlib.contextmanager
@@ -66,7 +69,21 @@ def ray_cluster():
     # import this checkout's package and the tests' backends (tests/lookup_backend.py)
     env = {"RAY_TMPDIR": tmp, "PYTHONPATH": os.pathsep.join([str(REPO), str(TESTS),
                                                                *filter(None, [os.environ.get("PYTHONPATH")])])}
-    cluster, driver = None, None
+    cluster, driver, stopped = None, None, []
+
+    def stop() -> None:
+        if stopped:
+            return
+        stopped.append(True)
+        if driver is not None:
+            driver.close()
+        if ray.is_initialized():
+            ray.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    _STOPS.append(stop)
     try:
         with _environment(env):
             cluster = Cluster(initialize_head=True, head_node_args={
@@ -81,10 +98,14 @@ def ray_cluster():
             driver.connect()  # this process joins as the driver (bound to 127.0.0.1); pools made in tests reuse it
         yield local
     finally:
-        if driver is not None:
-            driver.close()
-        if ray.is_initialized():
-            ray.shutdown()
-        if cluster is not None:
-            cluster.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop()
+        _STOPS.remove(stop)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Stop the cluster after the last test of the session that uses it."""
+    if _STOPS and "ray_cluster" in item.fixturenames:
+        later = item.session.items[item.session.items.index(item) + 1:]
+        if not any("ray_cluster" in other.fixturenames for other in later):
+            _STOPS[0]()
