@@ -2,6 +2,7 @@
 
     mcqa run params/demo.yaml      # one executed run_model.ipynb + results folder per combination, resumable
     mcqa run params/x.yaml --batch-submit | --batch-fetch    # API batch mode (cheaper, slower)
+    mcqa run params/x.yaml --ray auto --workers 4           # items scored by 4 Ray actors (docs/cluster.md)
     mcqa report [--html]           # execute the analysis notebooks over everything in outputs/ (+ results page)
     mcqa demo [--full]             # run the shipped params/demo.yaml (demo_full.yaml), then report
     mcqa inspect                   # open the question inspector in JupyterLab
@@ -136,6 +137,10 @@ def _main(argv: list[str] | None = None) -> int:
     r.add_argument("params")
     r.add_argument("--dry-run", action="store_true")
     r.add_argument("--kernel", default="python3")
+    r.add_argument("--ray", metavar="ADDRESS", help="score the items on a Ray cluster: auto, HOST:PORT, "
+                   "ray://HOST:PORT, or local (start one here); overrides the params file's cluster block")
+    r.add_argument("--workers", type=int, metavar="N", help="Ray actors per model (default: the cluster block's, "
+                   "else 2)")
     mode = r.add_mutually_exclusive_group()
     mode.add_argument("--batch-submit", action="store_true", help="submit each run's requests to its backend's "
                       "batch API (openai, anthropic, google) instead of running it")
@@ -214,7 +219,8 @@ def _main(argv: list[str] | None = None) -> int:
     run_notebook = notebooks_dir() / RUN_NOTEBOOK
     if args.command == "run":
         batch = "submit" if args.batch_submit else "fetch" if args.batch_fetch else None
-        return 1 if run_params(args.params, run_notebook, Path.cwd(), args.dry_run, args.kernel, batch) else 0
+        return 1 if run_params(args.params, run_notebook, Path.cwd(), args.dry_run, args.kernel, batch, args.ray,
+                               args.workers) else 0
     if args.command == "report":
         html = None if args.html is None else (args.html or Path(args.results) / "report.html")
         return 1 if report(args.results, args.figures, args.latex, args.dataset, args.kernel, html) else 0
