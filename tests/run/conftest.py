@@ -102,10 +102,15 @@ def ray_cluster():
         _STOPS.remove(stop)
 
 
+def _uses_cluster(item) -> bool:
+    """Whether a collected item requests the cluster (notebook cells collected by nbval have no fixtures)."""
+    return "ray_cluster" in getattr(item, "fixturenames", ())
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
     """Stop the cluster after the last test of the session that uses it."""
-    if _STOPS and "ray_cluster" in item.fixturenames:
+    if _STOPS and _uses_cluster(item):
         later = item.session.items[item.session.items.index(item) + 1:]
-        if not any("ray_cluster" in other.fixturenames for other in later):
+        if not any(_uses_cluster(other) for other in later):
             _STOPS[0]()
