@@ -5,13 +5,14 @@ It takes one JSON argument (written by vs_vllm.py): the model, the vllm.LLM engi
 arguments (to rebuild the same items with _workload.workload_items), the runs (name, strategy fields, number of
 items, whether continuation scoring reads the prefix cache) and the output folder. The engine is started once
 (timed apart); before each run vLLM's prefix cache is emptied, so no run reads what an earlier one computed. It
-prints one JSON line: per run, seconds, the backend's usage during it (calls, requests, prompt / cached /
-rescored tokens) and its records folder.
+prints one JSON line: per run, seconds, the 1-minute load average before and after it, the backend's usage during
+it (calls, requests, prompt / cached / rescored tokens) and its records folder.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -41,12 +42,13 @@ def main() -> None:
             reset()
         before = backend.usage()
         folder = Path(spec["out"]) / r["name"]
+        load = os.getloadavg()[0]
         t0 = time.perf_counter()
         run(evaluated[: r["items"]], backend, strategy(r["strategy"]), folder, shot_pool=pool, dataset="vs_vllm",
             progress=False)
         seconds = time.perf_counter() - t0
         after = backend.usage()
-        out["runs"][r["name"]] = {"seconds": seconds, "records": str(folder),
+        out["runs"][r["name"]] = {"seconds": seconds, "records": str(folder), "load_1min": [load, os.getloadavg()[0]],
                                   "reads_prefix_cache": bool(getattr(backend, "read_prefix_cache", False)),
                                   "usage": {k: v - before.get(k, 0) for k, v in after.items()}}
         print(f"[vllm] {r['name']}: {seconds:.1f}s", file=sys.stderr, flush=True)

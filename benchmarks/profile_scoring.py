@@ -82,7 +82,7 @@ def launches(events) -> tuple[int, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(ap, items=2, shuffles=30)
+    add_arguments(ap, items=17, shuffles=30)  # a warm item, then a block of up to 16
     ap.add_argument("--warm-items", type=int, default=1)
     ap.add_argument("--row-tokens", type=int, default=None, help="engine row width (default: the engine's)")
     ap.add_argument("--launch-us", type=float, default=36.0, help="host cost of one kernel launch on the GPU to "

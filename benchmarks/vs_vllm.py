@@ -73,11 +73,13 @@ def ours(lm, pool, evaluated, args, runs, out: Path) -> dict:
     res = {}
     for name, (st, n) in runs.items():
         b = backend.renew()
+        load = os.getloadavg()[0]
         t0 = time.perf_counter()
         run(evaluated[:n], b, st, out / f"ours_{name}", shot_pool=pool, dataset="vs_vllm", progress=False)
         seconds = time.perf_counter() - t0
         st_ = b.engine.stats
         res[name] = {"seconds": seconds, "records": str(out / f"ours_{name}"), "calls": st_.calls,
+                     "load_1min": [load, os.getloadavg()[0]],
                      "items": st_.items, "forwarded": st_.forwarded, "unique": st_.unique, "padded": st_.padded,
                      "items_per_call": b.items_per_call}
         print(f"[ours] {name}: {seconds:.1f}s calls={st_.calls} forwarded={st_.forwarded} unique={st_.unique}",
@@ -174,6 +176,7 @@ def main() -> None:
         cmp = compare(mine[name]["records"], r["records"])
         u = r["usage"]
         rows[label] = {**cmp, "seconds_vllm": r["seconds"], "seconds_ours": mine[name]["seconds"],
+                       "load_1min_ours": mine[name]["load_1min"], "load_1min_vllm": r["load_1min"],
                        "speedup": r["seconds"] / mine[name]["seconds"], "reads_prefix_cache": r["reads_prefix_cache"],
                        "vllm_usage": u}
         print(f"[{label}] ours {mine[name]['seconds']:.1f}s ({mine[name]['calls']} forward calls, "
@@ -182,7 +185,8 @@ def main() -> None:
               f"{u.get('prompt_tokens', 0):.0f} prompt tokens, {u.get('cached_tokens', 0):.0f} from its cache, "
               f"{u.get('rescored', 0):.0f} rescored; reads prefix cache: {r['reads_prefix_cache']}) | speedup "
               f"{rows[label]['speedup']:.2f}x | same choices {cmp['same_choices']}/{cmp['records']} max |delta| "
-              f"{cmp['max_delta']:.2e}", flush=True)
+              f"{cmp['max_delta']:.2e} | 1-min load before/after: ours {mine[name]['load_1min']} vLLM "
+              f"{r['load_1min']}", flush=True)
     parts = [f"speedup_vs_vllm={rows['letters']['speedup']:.2f}" if "letters" in rows else "speedup_vs_vllm=nan"]
     parts += [f"{k}_speedup={v['speedup']:.1f}" for k, v in rows.items() if k != "letters"]
     same = all(v["same_choices"] == v["records"] for v in rows.values())
