@@ -22,7 +22,7 @@ EEE_WHEEL := every-eval-ever==0.3.0
 # torch is pinned exactly and installed first so that nothing pulls a CUDA build.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet -e ".[test,server,lab,interop]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet -e ".[test,server,lab,interop,ray]"
 	$(BIN)/pip download --quiet --no-deps --python-version 3.12 --only-binary=:all: "$(EEE_WHEEL)" -d $(VENV)/wheels
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 >/dev/null
 	touch $(STAMP)

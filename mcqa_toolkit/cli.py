@@ -2,6 +2,7 @@
 
     mcqa run params/demo.yaml      # one executed run_model.ipynb + results folder per combination, resumable
     mcqa run params/x.yaml --batch-submit | --batch-fetch    # API batch mode (cheaper, slower)
+    mcqa run params/x.yaml --ray auto --workers 4           # items scored by 4 Ray actors (docs/cluster.md)
     mcqa report [--html]           # execute the analysis notebooks over everything in outputs/ (+ results page)
     mcqa demo [--full]             # run the shipped params/demo.yaml (demo_full.yaml), then report
     mcqa inspect                   # open the question inspector in JupyterLab
@@ -10,6 +11,8 @@
     mcqa export inspect outputs/x --out logs/   # a run folder as lm-eval samples, an inspect log, or EEE JSONL
     mcqa validate-enem ITENS_PROVA_2023.csv MICRODADOS_ENEM_2023.csv   # our ENEM scores vs INEP's NU_NOTA
     mcqa validate-enem enem_inep/ inep_cases_dev.json                 # ... for a case list (ITENS_PROVA_<year> dir)
+    mcqa validate-enem ITENS_PROVA_2023.csv MICRODADOS_ENEM_2023.csv --discover-errata errata_2023.json
+                                   # find the item files' errata from the official scores, then --errata PATH
 
 A params file lists models, datasets, languages and strategies; `mcqa run` executes their product (see
 run.jobs) in one kernel (run.session). Relative output folders are relative to the current directory:
@@ -29,7 +32,7 @@ from mcqa_toolkit.run.grid import run_params
 
 RUN_NOTEBOOK = "run_model.ipynb"
 REPORT_NOTEBOOKS = ("10_tables.ipynb", "11_irt.ipynb", "12_language_gap.ipynb", "13_position_bias.ipynb",
-                    "14_contamination.ipynb", "15_adaptive.ipynb", "16_course_exam.ipynb")
+                    "14_contamination.ipynb", "15_adaptive.ipynb", "16_course_exam.ipynb", "18_dif.ipynb")
 
 
 def report(results_dir: str | Path = "outputs", figures_dir: str | Path = "figures", latex_dir: str | Path = "latex",
@@ -134,6 +137,10 @@ def _main(argv: list[str] | None = None) -> int:
     r.add_argument("params")
     r.add_argument("--dry-run", action="store_true")
     r.add_argument("--kernel", default="python3")
+    r.add_argument("--ray", metavar="ADDRESS", help="score the items on a Ray cluster: auto, HOST:PORT, "
+                   "ray://HOST:PORT, or local (start one here); overrides the params file's cluster block")
+    r.add_argument("--workers", type=int, metavar="N", help="Ray actors per model (default: the cluster block's, "
+                   "else 2)")
     mode = r.add_mutually_exclusive_group()
     mode.add_argument("--batch-submit", action="store_true", help="submit each run's requests to its backend's "
                       "batch API (openai, anthropic, google) instead of running it")
@@ -159,8 +166,14 @@ def _main(argv: list[str] | None = None) -> int:
     v.add_argument("microdata", metavar="MICRODADOS_ENEM_<year>.csv|CASES.json",
                    help="INEP's microdata CSV, or a .json/.jsonl case list (area, booklet, language, answers, "
                         "official score per candidate)")
-    v.add_argument("--as-published", action="store_true",
-                   help="score the item files exactly as INEP published them (without the package's errata)")
+    which = v.add_mutually_exclusive_group()
+    which.add_argument("--as-published", action="store_true",
+                       help="score the item files exactly as INEP published them (without the package's errata)")
+    which.add_argument("--errata", metavar="PATH", help="apply this errata file (e.g. one --discover-errata wrote) "
+                       "instead of the package's")
+    which.add_argument("--discover-errata", metavar="OUT.json", help="search the corrections of the item files "
+                       "that the official scores imply (per exam-area; microdata is sampled), write them to OUT.json "
+                       "and validate with them")
     v.add_argument("--out", default="enem_validation", help="folder for the table (CSV, Parquet) and figure")
     v.add_argument("--area", action="append", choices=("CH", "CN", "LC", "MT"),
                    help="only this area (repeatable; default: every area in the file)")
@@ -195,7 +208,7 @@ def _main(argv: list[str] | None = None) -> int:
         from mcqa_toolkit.enem.validate import validate_enem
 
         result = validate_enem(args.item_params, args.microdata, args.out, args.area, args.chunksize,
-                               errata=not args.as_published)
+                               errata=args.errata or not args.as_published, discover=args.discover_errata)
         if len(result.table) and result.cases is None:  # a case list spans years: its tables are the output
             from mcqa_toolkit.report import plots       # matplotlib only once there is something to draw
 
@@ -206,7 +219,8 @@ def _main(argv: list[str] | None = None) -> int:
     run_notebook = notebooks_dir() / RUN_NOTEBOOK
     if args.command == "run":
         batch = "submit" if args.batch_submit else "fetch" if args.batch_fetch else None
-        return 1 if run_params(args.params, run_notebook, Path.cwd(), args.dry_run, args.kernel, batch) else 0
+        return 1 if run_params(args.params, run_notebook, Path.cwd(), args.dry_run, args.kernel, batch, args.ray,
+                               args.workers) else 0
     if args.command == "report":
         html = None if args.html is None else (args.html or Path(args.results) / "report.html")
         return 1 if report(args.results, args.figures, args.latex, args.dataset, args.kernel, html) else 0

@@ -29,7 +29,12 @@ class DatasetError(ValueError):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        return f"{self.path}: record {self.record}: field {self.field!r}: {self.message}"
+        parts = [self.path]
+        if self.record not in ("-", None):  # "-": the whole file (not found, empty, not a list)
+            parts.append(f"record {self.record}")
+        if self.field is not None:
+            parts.append(f"field {self.field!r}")
+        return ": ".join(parts + [self.message])
 
     def __reduce__(self):  # keep the four fields when pickled (e.g. across papermill/multiprocessing)
         return (type(self), (self.path, self.record, self.field, self.message))

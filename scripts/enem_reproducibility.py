@@ -5,7 +5,7 @@ its section of docs/enem.md, from the development set of real INEP candidates:
 
 Runs `mcqa validate-enem <enem_inep>/ <enem_inep>/inep_cases_dev.json` twice (with the package's corrections, and
 --as-published), merges the counts, names the corrections that touched each booklet (errata ids from the item
-files' ERRATUM column; "blank-<year>" where an all-blank sheet took the all-wrong score), keeps the causes
+files' ERRATUM column; the blank rule's id where an all-blank sheet took the all-wrong score), keeps the causes
 already written in the CSV for rows below 90% exact (curated by hand; a new one gets "unexplained (not
 diagnosed)"), writes the CSV and replaces docs/enem.md between its markers (the reproducibility table and the
 errata table, from mcqa_toolkit/enem/errata.json).
@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from mcqa_toolkit.enem.booklet import BLANK_AS_ALL_WRONG
 from mcqa_toolkit.enem.cases import read_cases
-from mcqa_toolkit.enem.errata import errata_markdown
+from mcqa_toolkit.enem.errata import errata_markdown, rules
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
 from mcqa_toolkit.enem.reproducibility import build_table, markdown_table
 from mcqa_toolkit.enem.validate import validate_enem
@@ -35,7 +34,7 @@ ERRATA_END = "<!-- end of errata -->"
 
 def corrections(enem_inep: Path, cases: pd.DataFrame) -> dict[tuple, str]:
     """{(year, area, booklet or "all"): "id, id"}: the errata applied to each booklet's rows, and the blank rule
-    where a case's sheet is all blank in a year of BLANK_AS_ALL_WRONG."""
+    (errata.json's "rules") where a case's sheet is all blank in its year and area."""
     out: dict[tuple, list[str]] = {}
     for year in sorted(cases["year"].unique()):
         items = read_itens_prova(enem_inep / f"ITENS_PROVA_{year}.csv")
@@ -44,10 +43,12 @@ def corrections(enem_inep: Path, cases: pd.DataFrame) -> dict[tuple, str]:
             found = sorted({i for s in ids for i in s.split(",")})
             out.setdefault((int(year), area, str(co)), []).extend(found)
             out.setdefault((int(year), area, "all"), []).extend(found)
-    blank = cases[cases["answers"].str.fullmatch(r"\.+") & cases["year"].isin(BLANK_AS_ALL_WRONG)]
+    blank_rules = {(e.year, e.area): e.id for e in rules() if e.kind == "blank"}
+    blank = cases[cases["answers"].str.fullmatch(r"\.+")]
     for r in blank.itertuples():
-        for booklet in (str(r.CO_PROVA), "all"):
-            out.setdefault((int(r.year), r.area, booklet), []).append(f"blank-{r.year}")
+        if (r.year, r.area) in blank_rules:
+            for booklet in (str(r.CO_PROVA), "all"):
+                out.setdefault((int(r.year), r.area, booklet), []).append(blank_rules[r.year, r.area])
     return {k: ", ".join(dict.fromkeys(v)) for k, v in out.items()}
 
 

@@ -1,10 +1,11 @@
 """Record frames and published tables shared by the measure and report tests: `records` builds a results frame
-with the package's record factory; UNED-ACCESS 2024's tables 3 and 5."""
+with the package's record factory; `course_exam_items`, one item per question type; UNED-ACCESS 2024's tables 3
+and 5."""
 from __future__ import annotations
 
 import pandas as pd
 
-from mcqa_toolkit.items import Item
+from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.records.columns import records_frame
 
@@ -52,3 +53,15 @@ UNED_T3 = [
 def uned_scores():
     return pd.DataFrame([{"model": m, "language": lang, "kappa": v}
                          for m, en, es, _ in UNED_T3 for lang, v in (("en", en), ("es", es))])
+
+
+def course_exam_items() -> ItemSet:
+    """Four course-exam items, one per question type: s(ingle), m(ulti), t(rue/false), x (short answer)."""
+    mk = dict(source="course_exam", exam="E1", stem="?")
+    return ItemSet([
+        Item(item_id="s", options=("a", "b", "c"), answer=2, points=5, **mk),
+        Item(item_id="m", options=("a", "b", "c", "d"), answer=(0, 1, 2), answer_type="multi", points=6, **mk),
+        Item(item_id="t", options=("True", "False"), answer=(True, True, False), answer_type="truefalse", points=8,
+             **mk),
+        Item(item_id="x", options=(), answer="Raft elects a leader", answer_type="short", points=4, **mk),
+    ])

@@ -10,7 +10,7 @@ import tiny_models
 from paths import REPO
 from tiny_models import tiny_model
 
-TIERS = ("slow", "notebooks", "browser", "server", "vllm", "faults", "gpu")
+TIERS = ("slow", "notebooks", "browser", "server", "vllm", "faults", "gpu", "ray")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,6 +1,13 @@
 """A backend that answers from a lookup table (no model at all): fast, exact, and proof that run() and the
-scorers need nothing but the Backend protocol. Shared by the backend-seam, recipe and fault tests."""
+scorers need nothing but the Backend protocol. Shared by the backend-seam, recipe and fault tests; the Ray pool
+tests (tests/run/test_pool*.py) load it on a cluster's workers, where `delay` makes each call latency-bound and
+`KilledOnce` SIGKILLs the worker process holding it, once per marker file."""
 from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
 
 import numpy as np
 
@@ -11,12 +18,18 @@ class LookupBackend:
     """Scores from a table: item_id -> log-prob of each ORIGINAL option. Letters are scored in shown order,
     option texts by their table value, and generation answers "Resposta: <letter of the best option>"."""
 
-    def __init__(self, table: dict[str, list[float]], capabilities: Capabilities | None = None):
+    def __init__(self, table: dict[str, list[float]], capabilities: Capabilities | None = None, delay: float = 0.0):
         self.name = "lookup"
         self.table = table
         self.capabilities = capabilities or Capabilities(next_token_logprobs=True, continuation_logprobs=True,
                                                          generate=True)
         self.calls = 0
+        self.delay = delay  # seconds each call takes (a latency-bound backend)
+
+    def _called(self):
+        self.calls += 1
+        if self.delay:
+            time.sleep(self.delay)
 
     def provenance(self):
         return {"backend": "lookup", "source": "table"}
@@ -25,11 +38,11 @@ class LookupBackend:
         return {"forwarded_tokens": 10 * self.calls}
 
     def letter_logprobs(self, prompts):
-        self.calls += 1
+        self._called()
         return [LetterLogprobs(np.array([self.table[p.item_id][o] for o in p.permutation]), 7) for p in prompts]
 
     def loglikelihoods(self, requests):
-        self.calls += 1
+        self._called()
         out = []
         for r in requests:
             if isinstance(r.context, str):  # neutral context (pmi) or Min-K%: a flat prior
@@ -41,9 +54,56 @@ class LookupBackend:
         return out
 
     def generate(self, prompts, *, max_new_tokens, temperature=0.0, stop=(), seeds=None):
-        self.calls += 1
+        self._called()
         out = []
         for p in prompts:
             best = int(np.argmax([self.table[p.item_id][o] for o in p.permutation]))
             out.append(Generation(f"Resposta: {p.letters[best]}", 7, 3, "stop"))
         return out
+
+
+class KilledOnce(LookupBackend):
+    """A LookupBackend whose process is SIGKILLed at its `at`-th call, once: the first process to get there
+    creates `marker` and dies; later ones (a restarted worker) carry on."""
+
+    def __init__(self, table, marker: str, at: int, delay: float = 0.0):
+        super().__init__(table, delay=delay)
+        self.marker, self.at = Path(marker), at
+
+    def _called(self):
+        super()._called()
+        if self.calls == self.at:
+            try:
+                fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                return
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def demo_table(language: str = "pt") -> dict[str, list[float]]:
+    """A lookup table over the demo exam that prefers the option after the key (0.6 against 0.4 shared): a
+    deterministic, imperfect model."""
+    import math
+
+    from mcqa_toolkit.datasets import load
+
+    return {it.item_id: [math.log(0.6 if o == (it.answer + 1) % it.n_options else 0.4 / (it.n_options - 1))
+                         for o in range(it.n_options)] for it in load("demo", language=language)}
+
+
+def lookup_cache(table: dict[str, list[float]], capabilities: Capabilities | None = None):
+    """A BackendCache whose model "lookup" is a LookupBackend over `table`."""
+    from mcqa_toolkit.run.recipe import BackendCache
+
+    cache = BackendCache()
+    cache.put("lookup", LookupBackend(table, capabilities))
+    return cache
+
+
+def lookup_job(tmp_path, strategy="enem_1shot", **kw):
+    """A Job of the "lookup" model on the Portuguese demo exam (2 shuffles, 4 items) in tmp_path / "run"."""
+    from mcqa_toolkit.run.jobs import Job
+
+    return Job("lookup", "demo", {}, "pt", strategy, tmp_path / "run", **{"shuffles": 2, "limit": 4, **kw})

@@ -71,6 +71,15 @@ def test_psychometrics_and_numbers_import_no_torch():
     assert out == "[]"
 
 
+def test_runs_import_no_ray_unless_a_ray_run_is_asked_for():
+    """Ray is an optional extra: the run package, its pool modules and the CLI import it only when a pool connects."""
+    code = ("import sys, mcqa_toolkit.run, mcqa_toolkit.run.recipe, mcqa_toolkit.run.grid, mcqa_toolkit.run.pool, "
+            "mcqa_toolkit.run.pool_remote, mcqa_toolkit.run.pool_worker, mcqa_toolkit.run.pool_dispatch, "
+            "mcqa_toolkit.cli; print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"
+
+
 def _package_graph() -> dict[str, dict[str, list[str]]]:
     """package -> {imported package -> [files importing it]} for every import between first-level packages and
     top-level modules of mcqa_toolkit (the package's own __init__ counts as the top level, '')."""

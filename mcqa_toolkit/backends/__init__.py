@@ -55,6 +55,7 @@ def load_backend(spec: str | dict[str, Any] | Backend, **overrides: Any) -> Back
         return spec
     entry = backend_entry(spec, **overrides)
     kind, model = entry.pop("backend"), entry.pop("model")
+    entry.pop("resources", None)  # what a Ray pool's worker asks of its node (run.pool), not a loading option
     module, factory = REGISTRY[kind].split(":")
     return getattr(importlib.import_module(module), factory)(model, **entry)
 

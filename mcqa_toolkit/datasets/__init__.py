@@ -5,6 +5,7 @@ Modules are imported lazily so that `load('medicina', ...)` does not import `dat
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any, Callable
 
 from mcqa_toolkit.items import ItemSet
@@ -34,8 +35,14 @@ def loader(name: str) -> Callable[..., Any]:
 
 
 def load(name: str, **kwargs: Any) -> ItemSet:
-    """Load a dataset by registry name, e.g. `load('medicina', path='test.jsonl')`."""
-    return loader(name)(**kwargs)
+    """Load a dataset by registry name, e.g. `load('medicina', path='test.jsonl')`. Arguments the loader does not
+    take (a misspelt key in a params file's `args`, a missing `path`) are one ValueError naming the dataset."""
+    func = loader(name)
+    try:
+        inspect.signature(func).bind(**kwargs)
+    except TypeError as e:
+        raise ValueError(f"dataset {name!r}: {e} (it takes {list(inspect.signature(func).parameters)})") from None
+    return func(**kwargs)
 
 
 __all__ = ["load", "loader", "REGISTRY"]

@@ -8,8 +8,13 @@ lists, validation against INEP and the measured reproducibility of each exam.
     enem.score_cases("inep_cases_dev.json", "enem_inep/")          # real candidates with INEP's score
     enem.agreement(2019, "MT")                                     # is INEP's score reproduced for this exam?
 
-    itens_prova      INEP's item file: read (errata applied), check, split booklets with two item sets, attach (a, b, c)
-    errata           INEP's errata (errata.json): items scored with other parameters or keys than published
+    itens_prova      INEP's item file: read (errata applied), check, split booklets with two item sets
+    attach           ItemParams: INEP's (a, b, c) on exam questions (positions: where each area sits, by year)
+    errata           INEP's errata (errata.json, or a user's file): items scored with other parameters or keys than
+                     published, the blank-sheet rule; errata_format: the file format (load, check, write)
+    discover         errata from data: discover_errata(items, microdata or cases) -> entries with their evidence
+                     (search: the corrections and their effect; greedy: the search; estimate: unpublished (a, b, c);
+                     sample: a bounded sample of microdata); imported on demand (it needs scipy.optimize)
     booklet          one booklet's items in answer-string order and the vectorised scoring kernel
     official         score_answers, EnemScore: one answer string scored as INEP does
     microdata        score_microdata, iter_microdata: every candidate of a microdata file, streamed
@@ -17,18 +22,23 @@ lists, validation against INEP and the measured reproducibility of each exam.
     agreement        running agreement counts of our scores against NU_NOTA (pure pandas)
     reproducibility  the measured agreement per exam (reproducibility.csv), its warnings and results columns
     validate         `mcqa validate-enem`: microdata or a case list -> agreement tables (+ figure)
-    simulate         synthetic INEP-format microdata (tests, benchmarks)
+    candidates       a score among the real candidates of its exam: percentile, score distribution (streamed)
+    simulate         synthetic INEP-format microdata, with INEP's errors planted if asked (tests, benchmarks)
 The psychometrics underneath (3PL, EAP) are the generic mcqa_toolkit.irt; the exam-file loader (questions, from
 ENEM CSVs, BLUEX-style JSON or the Hugging Face releases) is mcqa_toolkit.datasets.enem.
 """
 from mcqa_toolkit.enem.booklet import ENEM_CONSTANTS
+from mcqa_toolkit.enem.candidates import (CandidateScores, candidate_scores, items_area, official_scale, percentile,
+                                          place_among_candidates)
 from mcqa_toolkit.enem.cases import read_cases, score_cases
 from mcqa_toolkit.enem.errata import ErrataWarning, errata_table
-from mcqa_toolkit.enem.reproducibility import (EnemNotValidatedWarning, EnemReproducibilityWarning, agreement,
-                                               reproducibility_table)
+from mcqa_toolkit.enem.reproducibility import (EnemEstimatedParamsWarning, EnemNotValidatedWarning,
+                                               EnemReproducibilityWarning, agreement, reproducibility_table)
 from mcqa_toolkit.enem.microdata import iter_microdata, score_microdata
 from mcqa_toolkit.enem.official import EnemScore, score_answers
 
 __all__ = ["ENEM_CONSTANTS", "EnemScore", "score_answers", "score_microdata", "iter_microdata", "read_cases",
            "score_cases", "agreement", "reproducibility_table", "errata_table", "ErrataWarning",
-           "EnemReproducibilityWarning", "EnemNotValidatedWarning"]
+           "EnemReproducibilityWarning", "EnemNotValidatedWarning", "EnemEstimatedParamsWarning",
+           "CandidateScores", "candidate_scores", "items_area", "official_scale", "percentile",
+           "place_among_candidates"]

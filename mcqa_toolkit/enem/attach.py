@@ -139,7 +139,7 @@ class ItemParams:
                     continue
         if not found:
             return None
-        items = {tuple(int(s[k - 1].loc[self._row(it, s[k - 1], path, n), "CO_ITEM"]) for n, it in members)
+        items = {tuple(str(s[k - 1].loc[self._row(it, s[k - 1], path, n), "CO_ITEM"]) for n, it in members)
                  for co, k, s in found}
         if len(items) > 1:
             raise DatasetError(path, "-", "co_prova", f"the answers agree with no item set of booklet {named} but "
@@ -192,7 +192,8 @@ class ItemParams:
         """`item` with irt and INEP fields in meta; IN_ITEM_ABAN = 1 -> annulled, no irt, answer None."""
         label = self._row(item, rows, path, n)
         r = rows.loc[label]
-        meta = {**item.meta, "co_item": int(r["CO_ITEM"]), "tx_gabarito": r["TX_GABARITO"], "params_row": label + 1,
+        co_item = None if pd.isna(r["CO_ITEM"]) else int(r["CO_ITEM"])   # an item annulled before it got a code
+        meta = {**item.meta, "co_item": co_item, "tx_gabarito": r["TX_GABARITO"], "params_row": label + 1,
                 "co_habilidade": r.get("CO_HABILIDADE", ""), "item_set": set_no, "n_item_sets": n_sets,
                 "tp_lingua": None if np.isnan(r["TP_LINGUA"]) else int(r["TP_LINGUA"])}
         if r["IN_ITEM_ABAN"] == 1:

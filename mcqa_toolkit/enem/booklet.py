@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from mcqa_toolkit.enem.errata import blank_all_wrong
 from mcqa_toolkit.enem.itens_prova import split_item_sets
 from mcqa_toolkit.irt.ability import ability_eap, normal_grid
 
@@ -17,11 +18,6 @@ ENEM_CONSTANTS: dict[str, tuple[float, float]] = {
     "CH": (112.31, 501.489), "CN": (113.102, 501.144), "LC": (108.086, 499.978), "MT": (129.646, 500.02)}
 # how a booklet's item set was chosen: its only set, the caller's choice, the answer key, or nothing could tell
 RULES = ("single", "given", "key", "undetermined")
-# Years in which INEP gave an all-blank answer sheet the score of the all-wrong pattern instead of 0: 2013 (the
-# development set's only two blank sheets, LC booklet 178: 287.1 and MT booklet 182: 327.5, both exact that way).
-# Every other year keeps the reference rule (tests/fixtures/irt_reference.json, written for 2022-2023: blank = 0);
-# 2009-2012 and 2014-2021 have no blank case to tell.
-BLANK_AS_ALL_WRONG = frozenset({2013})
 
 
 def _readonly(x: np.ndarray) -> np.ndarray:
@@ -41,7 +37,9 @@ class KeyMismatch(ValueError):
 @dataclass(frozen=True)
 class Booklet:
     """One item set of a booklet in INEP order: key letters as bytes, language (-1 = common), annulled flag,
-    a, b, c; `item_set` is its number (from 1) among the booklet's `n_sets` sets."""
+    a, b, c; `item_set` is its number (from 1) among the booklet's `n_sets` sets. rows: the index labels of its
+    ITENS_PROVA rows in that order; estimated: the CO_ITEM of scored items whose (a, b, c) are estimates
+    (column PARAMS_ESTIMATED, see `enem.errata`)."""
 
     co_prova: int
     item_set: int
@@ -52,6 +50,8 @@ class Booklet:
     a: np.ndarray
     b: np.ndarray
     c: np.ndarray
+    rows: np.ndarray | None = None
+    estimated: tuple[int, ...] = ()
 
 
 def check_area(area: str) -> str:
@@ -82,9 +82,13 @@ def _booklet(items: pd.DataFrame, co_prova: int, item_set: int, n_sets: int) -> 
     df = items.assign(_L=items["TP_LINGUA"].fillna(-1).astype(int)).assign(_S=lambda d: d["_L"].where(d["_L"] >= 0, 9))
     df = df.sort_values(["_S", "CO_POSICAO"], kind="stable")
     key = df["TX_GABARITO"].astype(str).str.strip().str.upper().str[:1].str.pad(1).to_numpy().astype("S1")
-    return Booklet(co_prova, item_set, n_sets, key.view(np.uint8), df["_L"].to_numpy(),
-                   df["IN_ITEM_ABAN"].to_numpy() != 1,
-                   *(df[col].to_numpy(dtype=float) for col in ("NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C")))
+    scored = df["IN_ITEM_ABAN"].to_numpy() != 1
+    estimated = ()
+    if "PARAMS_ESTIMATED" in df.columns:
+        estimated = tuple(int(i) for i in df.loc[df["PARAMS_ESTIMATED"].to_numpy(bool) & scored, "CO_ITEM"])
+    return Booklet(co_prova, item_set, n_sets, key.view(np.uint8), df["_L"].to_numpy(), scored,
+                   *(df[col].to_numpy(dtype=float) for col in ("NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C")),
+                   df.index.to_numpy(), estimated)
 
 
 def layout(bk: Booklet, length: int, lingua: int | None) -> np.ndarray:
@@ -159,9 +163,16 @@ def choose_sets(sets: list[Booklet], key: str | None, lingua: int | None, item_s
     return (agree, "key") if len(agree) == 1 else (agree or sets, "undetermined")
 
 
-def blank_scores_zero(year: int | None) -> bool:
-    """Whether an all-blank answer sheet scores 0 in `year` (see BLANK_AS_ALL_WRONG); unknown year: 0."""
-    return year not in BLANK_AS_ALL_WRONG
+def blank_scores_zero(items: pd.DataFrame | None, year: int | None, area: str) -> bool:
+    """Whether an all-blank answer sheet of `area` scores 0 (the reference rule) rather than the all-wrong
+    pattern's score: the rows' BLANK_ALL_WRONG when they say (read_itens_prova sets it from the errata table it
+    applied), else the shipped rules for `year` (`enem.errata.blank_all_wrong`: 2013, where INEP gave the
+    development set's two blank sheets, LC 178: 287.1 and MT 182: 327.5, the all-wrong score); unknown: 0."""
+    if items is not None and "BLANK_ALL_WRONG" in items.columns:
+        known = items["BLANK_ALL_WRONG"].dropna()
+        if len(known):
+            return not bool(known.any())
+    return not blank_all_wrong(year, area)
 
 
 def score_chars(chars: np.ndarray, bk: Booklet, src: np.ndarray, area: str, rows: np.ndarray,

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.enem import reproducibility
 from mcqa_toolkit.enem.booklet import ENEM_CONSTANTS
+from mcqa_toolkit.enem.errata import Erratum
 from mcqa_toolkit.enem.itens_prova import read_itens_prova, year_in_name
 from mcqa_toolkit.enem.microdata import ChunkScorer
 from mcqa_toolkit.items import DatasetError
@@ -121,17 +122,18 @@ def item_files(item_params: str | Path | Mapping[int, str | Path], years: list[i
 
 
 def score_cases(cases: pd.DataFrame | str | Path, item_params: str | Path | Mapping[int, str | Path],
-                errata: bool = True) -> pd.DataFrame:
+                errata: bool | str | Path | Sequence[Erratum] = True) -> pd.DataFrame:
     """Score every case (read_cases' rows, or a case-list path) against its year's item file: one row per case
     (SCORE_COLUMNS, same index). error = score - NU_NOTA. Booklets whose item sets nothing tells apart are
     scored under set 1 (item_set_rule "undetermined"; `alternatives` gives the other sets' scores). Cases that
-    cannot be scored keep NaN scores and say why in `problem`. errata=False: the item files as published.
-    One warning for the exams whose INEP scores we do not reproduce (or not validated)."""
+    cannot be scored keep NaN scores and say why in `problem`. errata=False: the item files as published; a
+    path or entries: that errata table instead of the shipped one (`read_itens_prova`). One warning for the
+    exams whose INEP scores we do not reproduce (or not validated), one for items with estimated parameters."""
     if not isinstance(cases, pd.DataFrame):
         cases = read_cases(cases)
     years = sorted(int(y) for y in cases["year"].unique())
     files = item_files(item_params, years)
-    parts, found = [], []
+    parts, found, estimated = [], [], set()
     for year in years:
         sub = cases[cases["year"] == year]
         scorer = ChunkScorer(read_itens_prova(files[year], errata=errata, year=year), None, strict=False)
@@ -143,7 +145,9 @@ def score_cases(cases: pd.DataFrame | str | Path, item_params: str | Path | Mapp
             problems += p
         parts.append(_one_row_per_case(sub, scores, problems))
         found += scorer.agreements.values()
+        estimated |= scorer.estimated
     reproducibility.warn(found, stacklevel=2)
+    reproducibility.warn_estimated(estimated, stacklevel=2)
     out = pd.concat(parts).loc[cases.index]
     return out[SCORE_COLUMNS]
 

@@ -1,7 +1,8 @@
 """INEP item parameters (ITENS_PROVA_<year>.csv): reading and item sets (attached to exam items by enem.attach).
 
 ITENS_PROVA: ';'-separated, latin-1 or utf-8; no TP_LINGUA in 2009; annulled items (IN_ITEM_ABAN = 1) have
-empty NU_PARAM_A/B/C; a CO_PROVA may list two areas (90-100 rows).
+empty NU_PARAM_A/B/C; a CO_PROVA may list two areas (90-100 rows); an item annulled before it got a code has an
+empty CO_ITEM (2009: key "X", reason "Pedagógico"), read as annulled (CO_ITEM is a nullable Int64).
 
 Item sets. Some booklet codes list two rows per (area, CO_POSICAO, TP_LINGUA): two item sets share the code
 (2013 booklets 187-190, the 2020 LC booklets 691-694: a printed and an adapted/digital version). The rule
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.textfiles import csv_columns, iter_csv
-from mcqa_toolkit.enem.errata import apply_errata
+from mcqa_toolkit.enem.errata import Erratum, apply_errata
 from mcqa_toolkit.items import DatasetError
 
 ITENS_PROVA_REQUIRED = ("CO_POSICAO", "SG_AREA", "CO_ITEM", "TX_GABARITO", "IN_ITEM_ABAN",
@@ -29,17 +31,24 @@ AREAS = ("CH", "CN", "LC", "MT")
 TP_LINGUA = {"en": 0, "es": 1}
 
 
-def read_itens_prova(path: str | Path, errata: bool = True, year: int | None = None) -> pd.DataFrame:
+def read_itens_prova(path: str | Path, errata: bool | str | Path | Sequence[Erratum] = True,
+                     year: int | None = None) -> pd.DataFrame:
     """Validated ITENS_PROVA rows in file order: one row per (CO_PROVA, item), params as floats (NaN when
     annulled); the index is the 0-based data row. Adds TP_LINGUA (NaN) when the file lacks it (2009).
     Raises DatasetError naming the data row (1-based, header excluded) and column of the first bad value.
 
-    NU_ANO: the file's year (Int64, NA when unknown): `year`, else the file's NU_ANO column, else the year in
-    its name (ITENS_PROVA_2017.csv). errata=True applies INEP's errata shipped with the package
-    (`enem.errata`: items INEP scored with other parameters or another key than it published) to the file
-    they were written for; column ERRATUM names the entries applied to each row ("" for none) and
+    CO_ITEM is Int64: NA where the file leaves it empty, which only an annulled row may do (IN_ITEM_ABAN 1, key
+    "X" or no parameters; such a row is marked IN_ITEM_ABAN = 1). NU_ANO: the file's year (Int64, NA when
+    unknown): `year`, else the file's NU_ANO column, else the year in its name (ITENS_PROVA_2017.csv).
+
+    errata=True applies INEP's errata shipped with the package (`enem.errata`: items INEP scored with other
+    parameters or another key than it published, the blank-sheet rule) to the file they were written for; a
+    path (or a sequence of `Erratum`) applies that errata table instead, e.g. one written by `mcqa validate-enem
+    ... --discover-errata`. Column ERRATUM names the entries applied to each row ("" for none), PARAMS_ESTIMATED
+    is True where a row's (a, b, c) were estimated from candidates (INEP never published them) and
+    BLANK_ALL_WRONG says whether an all-blank sheet takes the all-wrong score (NA when the year is unknown);
     `df.attrs["errata"]` says, per entry, "<id>: <status> (<detail>)" (`enem.errata.ERRATUM_STATUSES`).
-    errata=False: the file exactly as published.
+    errata=False: the file exactly as published (no estimated parameters, blank sheets score 0).
     """
     encodings = ("utf-8", "latin-1")
     header = csv_columns(path, delimiter=";", encodings=encodings)
@@ -51,8 +60,8 @@ def read_itens_prova(path: str | Path, errata: bool = True, year: int | None = N
     if "TP_LINGUA" not in df.columns:
         df["TP_LINGUA"] = ""
     out = pd.DataFrame(index=df.index)
-    for col in ("CO_POSICAO", "CO_ITEM", "CO_PROVA"):
-        out[col] = _int_column(df[col], path, col)
+    for col in ("CO_POSICAO", "CO_ITEM", "CO_PROVA"):           # an annulled item may have no code (2009)
+        out[col] = _int_column(df[col], path, col, empty=col == "CO_ITEM")
     out["IN_ITEM_ABAN"] = _int_column(df["IN_ITEM_ABAN"].replace("", "0"), path, "IN_ITEM_ABAN")
     out["SG_AREA"] = df["SG_AREA"].str.strip()
     bad = ~out["SG_AREA"].isin(AREAS)
@@ -62,11 +71,11 @@ def read_itens_prova(path: str | Path, errata: bool = True, year: int | None = N
     out["TX_GABARITO"] = df["TX_GABARITO"].str.strip().str.upper()
     for col in ("NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C"):
         out[col] = _float_column(df[col], path, col)
-    lingua = df["TP_LINGUA"].str.strip()
-    out["TP_LINGUA"] = _float_column(lingua, path, "TP_LINGUA")
+    out["TP_LINGUA"] = _float_column(df["TP_LINGUA"].str.strip(), path, "TP_LINGUA")
     for col in ("CO_HABILIDADE", "TX_MOTIVO_ABAN", "TX_COR", "IN_ITEM_ADAPTADO"):
         if col in df.columns:
             out[col] = df[col]
+    _annul_uncoded(out, path)
     year = _file_year(df, path) if year is None else int(year)
     out["NU_ANO"] = pd.array([year] * len(out), dtype="Int64")
     kept = out["IN_ITEM_ABAN"] == 0
@@ -81,11 +90,25 @@ def read_itens_prova(path: str | Path, errata: bool = True, year: int | None = N
         if mask.any():
             i = int(np.flatnonzero(mask)[0])
             raise DatasetError(path, i + 1, col, f"{msg}, got {out[col].iloc[i]}")
-    if not errata:
-        return out
-    out, results = apply_errata(out, year, Path(path).name if isinstance(path, (str, Path)) else path)
+    if errata is False:                          # as published: nothing estimated, blank sheets score 0
+        return out.assign(ERRATUM="", PARAMS_ESTIMATED=False, BLANK_ALL_WRONG=pd.array([False] * len(out), "boolean"))
+    out, results = apply_errata(out, year, Path(path).name if isinstance(path, (str, Path)) else path,
+                                None if errata is True else errata)
     out.attrs["errata"] = tuple(f"{r.id}: {r.status} ({r.detail})" for r in results)   # str: cheap to copy
     return out
+
+
+def _annul_uncoded(out: pd.DataFrame, path) -> None:
+    """Rows with an empty CO_ITEM are items annulled before they got a code: flag them IN_ITEM_ABAN = 1. A row
+    that looks scored (flag 0, a key other than X and all three parameters) cannot lack its code."""
+    uncoded = out["CO_ITEM"].isna()
+    params = out[["NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C"]].notna().all(axis=1)
+    scored = uncoded & (out["IN_ITEM_ABAN"] == 0) & (out["TX_GABARITO"] != "X") & params
+    if scored.any():
+        i = int(np.flatnonzero(scored)[0])
+        raise DatasetError(path, i + 1, "CO_ITEM", "empty item code on a row that is not annulled (IN_ITEM_ABAN 0, "
+                           f"key {out['TX_GABARITO'].iloc[i]!r}, parameters given)")
+    out.loc[uncoded, "IN_ITEM_ABAN"] = 1
 
 
 def _file_year(df: pd.DataFrame, path) -> int | None:
@@ -105,13 +128,16 @@ def year_in_name(path) -> int | None:
     return int(m[1]) if m else None
 
 
-def _int_column(s: pd.Series, path, col: str) -> pd.Series:
-    num = pd.to_numeric(s.str.strip(), errors="coerce")
-    bad = num.isna() | (num % 1 != 0) | (num.abs() >= 2 ** 62)  # (not an int64 either)
+def _int_column(s: pd.Series, path, col: str, empty: bool = False) -> pd.Series:
+    """Integers (int64; with empty=True, Int64 with NA for empty cells)."""
+    stripped = s.str.strip()
+    num = pd.to_numeric(stripped, errors="coerce")
+    blank = (stripped == "") & empty
+    bad = (num.isna() & ~blank) | (num.notna() & ((num % 1 != 0) | (num.abs() >= 2 ** 62)))  # (nor an int64)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise DatasetError(path, i + 1, col, f"not an integer: {s.iloc[i]!r}")
-    return num.astype("int64")
+    return num.astype("Int64") if empty else num.astype("int64")
 
 
 def _float_column(s: pd.Series, path, col: str) -> pd.Series:

@@ -57,15 +57,17 @@ def score_microdata(microdata_csv: str | Path, item_params_csv: str | Path, area
 
 def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas: list[str] | None = None,
                    chunksize: int = 200_000, item_set: int | Mapping[int, int] | None = None, strict: bool = True,
-                   progress: bool = False, errata: bool = True) -> Iterator[MicrodataChunk]:
+                   progress: bool = False, errata: bool | str | Path = True) -> Iterator[MicrodataChunk]:
     """Stream a microdata file: per chunk, rows read, scores and problems for every area in `areas` (default:
     every area whose columns the file has). scores: the `score_microdata` columns plus `area`; problems (only
     with strict=False, else DatasetError naming the file, data row and column): rows that could not be
     scored, per area, booklet and kind (PROBLEM_COLUMNS: problem in "bad booklet code", "absent from item
     file", "item sets do not split", "empty answer string", "answer string length", "key mismatch", "invalid
-    answer characters"). errata=False: the item file as INEP published it (see `enem.errata`).
+    answer characters"). errata=False: the item file as INEP published it; a path: that errata table instead of
+    the shipped one (see `enem.errata`).
     Memory is bounded by `chunksize`; progress=True shows a tqdm bar over the file's bytes. When the stream
-    ends, one warning names the booklets scored whose INEP scores we do not reproduce (or not validated).
+    ends, one warning names the booklets scored whose INEP scores we do not reproduce (or not validated), and one
+    the items scored with estimated parameters (EnemEstimatedParamsWarning).
     """
     if int(chunksize) < 1:
         raise ValueError(f"chunksize = {chunksize}: must be >= 1")
@@ -114,6 +116,7 @@ def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas
                                  pd.DataFrame(problems, columns=PROBLEM_COLUMNS))
             bar.update(fh.buffer.tell() - bar.n)
     reproducibility.warn(scorer.agreements.values(), stacklevel=2)
+    reproducibility.warn_estimated(scorer.estimated, stacklevel=2)
 
 
 def _one_line(e: BaseException) -> str:
@@ -137,9 +140,10 @@ class ChunkScorer:
         self.by_area = {a: items[items["SG_AREA"] == a] for a in ENEM_CONSTANTS}
         self.item_set, self.strict, self.path, self.items_path = item_set, strict, path, items_path
         self.year = items_year(items)
-        self.blank_zero = blank_scores_zero(self.year)
+        self.blank_zero = {a: blank_scores_zero(rows, self.year, a) for a, rows in self.by_area.items()}
         self.sets: dict[tuple[str, str], list[Booklet] | tuple] = {}
         self.agreements: dict[tuple[str, int], reproducibility.Agreement] = {}   # every booklet scored
+        self.estimated: set[tuple[int | None, str, int]] = set()                # items scored with estimates
 
     def _error(self, err: _Problem) -> DatasetError:
         """strict=True: the problem as a DatasetError naming the file, the 1-based data row and the column."""
@@ -211,11 +215,12 @@ class ChunkScorer:
                                            reproducibility.agreement(self.year, area, sets[0].co_prova))
         frames = [pd.DataFrame({"area": area, "CO_PROVA": bk.co_prova,
                                 "TP_LINGUA": pd.array([lingua] * len(group), "Int64"),
-                                **score_chars(chars, bk, src, area, group.index.to_numpy(), self.blank_zero),
+                                **score_chars(chars, bk, src, area, group.index.to_numpy(), self.blank_zero[area]),
                                 "NU_NOTA": nota, "item_set": bk.item_set, "item_set_rule": rule,
                                 "inep_validation": found.status, "inep_share_exact": found.share_exact},
                                index=group.index)
                   for bk in chosen if len(group)]
+        self.estimated |= {(self.year, area, i) for bk in chosen for i in bk.estimated} if len(group) else set()
         return frames, problems
 
     def _sets(self, area: str, co: str, row: int) -> list[Booklet]:

@@ -9,8 +9,12 @@ string by position; annulled items (IN_ITEM_ABAN = 1) leave the likelihood; '.' 
 (double mark) are wrong. LC answer strings of 45 characters (2020+) start with the 5 answers of the
 chosen foreign language (TP_LINGUA 0 = English, 1 = Spanish) and the other language's items are not
 administered; 50-character strings (up to 2019) hold both blocks, '9' marking the language not taken.
-A booklet with no answer at all scores 0 (theta and psd are still those of the all-wrong pattern), except in
-years where INEP gave it the all-wrong pattern's score (`enem.booklet.BLANK_AS_ALL_WRONG`: 2013).
+A booklet with no answer at all scores 0 (theta and psd are still those of the all-wrong pattern), except where
+INEP gave it the all-wrong pattern's score (the errata's blank rule: 2013; `enem.booklet.blank_scores_zero`).
+
+Estimated parameters. Rows whose (a, b, c) were estimated from candidates because INEP never published them
+(column PARAMS_ESTIMATED, from an errata table) are used, and a score that uses one warns once per call naming
+the items (`EnemEstimatedParamsWarning`).
 
 Item files are read with INEP's errata applied (`enem.errata`; `read_itens_prova(path, errata=False)` for the
 file as published). The year (for the blank rule and the reproducibility table) is the item rows' NU_ANO
@@ -82,7 +86,8 @@ def score_answers(answers: str, booklet_items: pd.DataFrame, area: str, foreign_
     (see the module docstring); a key is also checked against the chosen set. When nothing tells the sets
     apart, the result is set 1's with item_set_rule "undetermined" and the others in `alternatives`.
     year: the exam's year when booklet_items has no NU_ANO column (blank rule, reproducibility). Warns once
-    (EnemReproducibilityWarning) when INEP's scores are not reproduced for this exam, or not validated.
+    (EnemReproducibilityWarning) when INEP's scores are not reproduced for this exam, or not validated, and
+    once (EnemEstimatedParamsWarning) when a scored item's parameters are estimates.
     """
     area = check_area(area)
     if not isinstance(answers, str):
@@ -104,9 +109,11 @@ def score_answers(answers: str, booklet_items: pd.DataFrame, area: str, foreign_
     except UnicodeEncodeError:
         raise ValueError(f"answers {answers!r}: contains a non-ASCII character") from None
     found = reproducibility.agreement(year, area, chosen[0].co_prova)
-    scores = [_score(score_chars(chars, bk, src, area, np.array([0]), blank_scores_zero(year)), bk.item_set, rule,
-                     found) for bk in chosen]
+    blank_zero = blank_scores_zero(booklet_items, year, area)
+    scores = [_score(score_chars(chars, bk, src, area, np.array([0]), blank_zero), bk.item_set, rule, found)
+              for bk in chosen]
     reproducibility.warn([found], stacklevel=3)
+    reproducibility.warn_estimated([(year, area, i) for bk in chosen for i in bk.estimated], stacklevel=3)
     return replace(scores[0], alternatives=tuple(scores[1:]))
 
 

@@ -36,6 +36,10 @@ class EnemNotValidatedWarning(EnemReproducibilityWarning):
     """Scores of an exam absent from the reproducibility table: not validated against INEP."""
 
 
+class EnemEstimatedParamsWarning(UserWarning):
+    """Scores that use item parameters estimated from candidates (INEP never published them; see enem.errata)."""
+
+
 @dataclass(frozen=True)
 class Agreement:
     """How well one exam-area (or one booklet of it) is reproduced: status (VALIDATION_STATUSES), the measured share, and a
@@ -110,6 +114,17 @@ def warn(agreements: Iterable[Agreement], stacklevel: int = 3) -> None:
                       stacklevel=stacklevel)
 
 
+def warn_estimated(items: Iterable[tuple[int | None, str, int]], stacklevel: int = 3) -> None:
+    """One EnemEstimatedParamsWarning naming the (year, area, CO_ITEM) items whose estimated (a, b, c) scores
+    used; nothing when there are none."""
+    seen = sorted(set(items), key=lambda t: (t[0] or 0, t[1], t[2]))
+    if seen:
+        named = ", ".join(f"{'' if y is None else y} {area} item {i}".strip() for y, area, i in seen)
+        warnings.warn(f"these scores use ESTIMATED item parameters (INEP never published them; estimated from "
+                      f"candidates' official scores, see the errata table's PARAMS_ESTIMATED rows): {named}",
+                      EnemEstimatedParamsWarning, stacklevel=stacklevel)
+
+
 # ---- building the table (scripts/enem_reproducibility.py) and showing it (docs/enem.md) ----------------------
 
 def build_table(corrected: pd.DataFrame, as_published: pd.DataFrame, corrections: dict[tuple, str],
@@ -130,11 +145,12 @@ def build_table(corrected: pd.DataFrame, as_published: pd.DataFrame, corrections
 
 
 def markdown_table(table: pd.DataFrame | None = None) -> str:
-    """docs/enem.md's reproducibility section: one line per exam-area (as published -> now), then the booklets
-    below REPRODUCED_AT with their cause, then the totals."""
+    """docs/enem.md's reproducibility section: one line per exam-area (as published -> now; "now" is in-sample: the
+    errata were found on these candidates), then the totals, then the booklets below REPRODUCED_AT with their
+    cause."""
     t = reproducibility_table() if table is None else table
     areas = t[t["booklet"] == "all"]
-    lines = ["| year | area | cases | exact as published | exact now | share | within 1 point | status | "
+    lines = ["| year | area | cases | exact as published | exact now (in-sample) | share | within 1 point | status | "
              "corrections |", "|---|---|---:|---:|---:|---:|---:|---|---|"]
     for r in areas.itertuples():
         lines.append(f"| {r.year} | {r.area} | {r.n_cases} | {r.n_exact_as_published} | {r.n_exact} | "

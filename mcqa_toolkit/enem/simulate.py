@@ -7,6 +7,8 @@ double marks ('*') and fully blank sheets; LC candidates pick English or Spanish
 written out on the 40-point grid), then a known share is perturbed by OFFSETS and a known share of rows is
 made unusable (booklet absent from the item file, a key of no item set, a 'Z' mark), so a validation report
 has known answers: `truth` says, per candidate and area, the booklet, item set, offset and problem.
+`publish_zip`, `publish_key` and `publish_unpublished` plant INEP's known errors in item rows (the candidates are
+simulated on the true rows, the file is published with the error), for `enem.discover` to find.
 """
 from __future__ import annotations
 
@@ -118,3 +120,37 @@ def _candidates(bk, lang: int | None, area: str, m: int, rng: np.random.Generato
     score = np.where((chars == ord(".")).all(axis=1), 0.0, np.round(k * theta_hat + d, 1))
     strings = chars.view(f"S{chars.shape[1]}").ravel().astype(str) if m else np.array([], dtype=str)
     return strings.astype(object), score
+
+
+# ---- INEP's errors, planted: true rows (what INEP scored with) -> rows as INEP would publish them ------------------
+
+def publish_zip(rows: pd.DataFrame, co_prova: int, area: str, not_scored: Sequence[int]) -> pd.DataFrame:
+    """The "zip" error (`enem.errata`): in booklet `co_prova`, the items `not_scored` (flagged IN_ITEM_ABAN = 1
+    in `rows`, the truth) are published unflagged, and the scored items' (a, b, c), in position order, are laid
+    onto the booklet's unflagged rows: from each such item on, every row carries the next item's parameters and
+    the last rows a copy of the last one's. Per CO_ITEM, so every booklet listing those items shows it."""
+    ref = rows[(rows["CO_PROVA"] == co_prova) & (rows["SG_AREA"] == area)].sort_values("CO_POSICAO", kind="stable")
+    params = ["NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C"]
+    laid = ref[ref["IN_ITEM_ABAN"] == 0][params].to_numpy()
+    laid = np.vstack([laid] + [laid[-1:]] * len(not_scored))
+    shown = ref[(ref["IN_ITEM_ABAN"] == 0) | ref["CO_ITEM"].isin(not_scored)]["CO_ITEM"].to_numpy()
+    table = pd.DataFrame(laid, index=shown, columns=params)
+    out = rows.copy()
+    hit = (out["SG_AREA"] == area) & out["CO_ITEM"].isin(shown)
+    out.loc[hit, params] = table.loc[out.loc[hit, "CO_ITEM"]].to_numpy()
+    out.loc[hit, "IN_ITEM_ABAN"] = 0
+    return out
+
+
+def publish_key(rows: pd.DataFrame, co_item: int, key: str) -> pd.DataFrame:
+    """A wrong key: item `co_item` published with TX_GABARITO `key` (INEP scored the key in `rows`)."""
+    return rows.assign(TX_GABARITO=rows["TX_GABARITO"].where(rows["CO_ITEM"] != co_item, key))
+
+
+def publish_unpublished(rows: pd.DataFrame, co_item: int) -> pd.DataFrame:
+    """An item INEP scored (with the parameters in `rows`) but published flagged abandoned, without parameters."""
+    out = rows.copy()
+    hit = out["CO_ITEM"] == co_item
+    out.loc[hit, "IN_ITEM_ABAN"] = 1
+    out.loc[hit, ["NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C"]] = np.nan
+    return out

@@ -15,7 +15,10 @@ booklet: cases, exact, status; the format of the table shipped with the package,
 per-case scores for a case list (enem_validation_<stem>_cases.csv). For microdata, `mcqa validate-enem` also draws
 the figure enem_validation_<stem>.png/.pdf (report.plots.score_agreement).
 Rows that cannot be scored never stop the run; they are counted and shown. errata=False scores the item files
-as INEP published them (`enem.errata`), to measure what the corrections change.
+as INEP published them (`enem.errata`), to measure what the corrections change; a path applies that errata file
+instead of the package's. discover=OUT.json first searches the errata the official scores imply
+(`enem.discover`, from the case list or a bounded sample of the microdata), writes them there and validates
+with them (for a case list the agreement is then in-sample: the corrections were found on those candidates).
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ import pandas as pd
 from mcqa_toolkit.enem.agreement import (add_counts, add_problems, agreement_counts, area_summary,
                                          problem_counts, reproducibility_rows, validation_table)
 from mcqa_toolkit.enem.cases import is_case_list, read_cases, score_cases
+from mcqa_toolkit.enem.discover import Discovery, discover_errata
+from mcqa_toolkit.enem.errata_format import load_errata
 from mcqa_toolkit.enem.itens_prova import year_in_name
 from mcqa_toolkit.enem.reproducibility import EnemReproducibilityWarning
 from mcqa_toolkit.enem.microdata import iter_microdata
@@ -48,6 +53,7 @@ class EnemValidation:
     seconds: float
     files: tuple[Path, ...]
     stem: str = "enem_validation"   # the file names' stem (the CLI's figure takes it too)
+    discovery: Discovery | None = None
 
     def text(self) -> str:
         """The printed report: per-area summary, the booklet table, the files written."""
@@ -68,19 +74,27 @@ class EnemValidation:
             lines += ["", "rows that could not be used (first message per booklet and problem):"]
             lines += [f"  {r.area} {r.CO_PROVA}: {r.detail}" for r in problems.itertuples()]
         lines += ["", "written: " + ", ".join(str(f) for f in self.files)]
+        if self.discovery is not None:
+            lines = [self.discovery.text(), "", "validation with the discovered errata:", *lines]
         return "\n".join(lines)
 
 
 def validate_enem(item_params: str | Path, data: str | Path, out_dir: str | Path = "enem_validation",
                   areas: list[str] | None = None, chunksize: int = 100_000, progress: bool = True,
-                  errata: bool = True) -> EnemValidation:
+                  errata: bool | str | Path = True, discover: str | Path | None = None) -> EnemValidation:
     """Score every candidate of `data` (INEP microdata CSV, or a .json/.jsonl case list) with `item_params`
     (ITENS_PROVA csv; for a case list also a directory of ITENS_PROVA_<year>.csv) and tabulate the agreement
     with NU_NOTA (see the module docstring); bad files raise ValueError / FileNotFoundError naming the file.
     The validation itself is the measurement: it does not warn about exams we do not reproduce."""
-    for f in (item_params, data):
+    for f in (item_params, data) + ((errata,) if isinstance(errata, (str, Path)) else ()):
         if not Path(f).exists():
             raise FileNotFoundError(f"{f}: no such file")
+    if isinstance(errata, (str, Path)):
+        load_errata(errata)                      # a bad errata file: one error naming it, before any scoring
+    found = None
+    if discover is not None:
+        found = discover_errata(item_params, data, areas, chunksize=chunksize, progress=progress)
+        errata = found.write(discover)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EnemReproducibilityWarning)
@@ -101,7 +115,8 @@ def validate_enem(item_params: str | Path, data: str | Path, out_dir: str | Path
     stem = (f"enem_validation_{year}" if year else "enem_validation") if scored is None else \
         f"enem_validation_{Path(data).stem}"
     files = _write(table, summary, repro, scored, out_dir, stem)
-    return EnemValidation(table, summary, repro, scored, year, n_rows, seconds, files, stem)
+    return EnemValidation(table, summary, repro, scored, year, n_rows, seconds, files + ((errata,) if found else ()),
+                          stem, found)
 
 
 def _microdata_table(item_params, microdata, areas, chunksize, progress,

@@ -6,13 +6,15 @@
     position      position bias: chosen-position distribution, chi2, accuracy by key position, consistency
     circular      CircularEval: a question counts only if right under every rotation of its options
     pride         PriDe: the model's prior over option positions, estimated on a few items, and debiased choices
-    paired        paired bootstrap of the accuracy difference between two runs on the same items
+    paired        paired bootstrap of the accuracy difference between two runs on the same items, and of the
+                  score difference between languages (kappa or accuracy, matched on parallel_id)
     population    item banks from a population of models: response matrix, calibration, fit, leave-one-out CAT
     compare       language gap, correlations, paired McNemar, item attributes vs discrimination
     contamination Min-K% prob and its correlation with accuracy
     dif           differential item functioning: Mantel-Haenszel (ETS A/B/C, purification, permutation within
                   blocks), Benjamini-Hochberg; dif_models: logistic regression, IRT with fixed parameters;
-                  dif_persons: persons x items of language models across languages (parallel_id)
+                  dif_persons: persons x items of language models across languages (parallel_id);
+                  dif_simulate: labelled simulated persons with DIF injected on known questions
     abilities     records -> response matrices -> irt: theta, psd, l_z, DI, information, central regions
     adaptive      CAT length per SE target, CAT vs full-test theta (population and paired model runs), anchors by k
     summary       one run's headline numbers
@@ -35,12 +37,13 @@ from mcqa_toolkit.measure.dif import (MIN_GROUP, DifResult, bh_adjust, ets_class
                                       mh_permutation)
 from mcqa_toolkit.measure.dif_models import irt_dif, logistic_dif
 from mcqa_toolkit.measure.dif_persons import DifPersons, dif_persons
+from mcqa_toolkit.measure.dif_simulate import SimulatedDif, simulate_dif_persons
 from mcqa_toolkit.measure.exam_rules import (MEDICINA_POINTS, MEDICINA_WEIGHTS, compare_to_students, course_exam_scores,
                                              medicina_final, medicina_points, medicina_score, student_statistics)
 from mcqa_toolkit.measure.frames import DEFAULT_BY
 from mcqa_toolkit.measure.judging import (HUMAN, apply_human_grades, compare_with_human, icc, judge_agreement,
                                           judgements_frame, quadratic_weighted_kappa)
-from mcqa_toolkit.measure.paired import paired_bootstrap
+from mcqa_toolkit.measure.paired import language_differences, paired_bootstrap
 from mcqa_toolkit.measure.population import (MIN_PERSONS, SmallPopulationWarning, bank_fit, bank_items,
                                              calibrate_bank, leave_one_model_out, lomo_summary,
                                              population_responses)
@@ -63,9 +66,11 @@ __all__ = [
     "DEFAULT_BY", "HUMAN", "apply_human_grades", "compare_with_human", "icc", "judge_agreement", "judgements_frame",
     "quadratic_weighted_kappa", "accuracy_by_position", "position_bias", "position_distribution", "shuffle_consistency",
     "accuracy", "bootstrap_means", "item_scores", "kappa", "kappa_by_subject", "macro_average", "summarize_run",
-    "circular_eval", "is_rotation_set", "rotations", "paired_bootstrap", "MIN_PERSONS", "SmallPopulationWarning",
+    "circular_eval", "is_rotation_set", "rotations", "paired_bootstrap", "language_differences", "MIN_PERSONS",
+    "SmallPopulationWarning",
     "bank_fit", "bank_items", "calibrate_bank", "leave_one_model_out", "lomo_summary", "population_responses",
     "PrideResult",
     "debias", "item_prior", "permutation_debiased", "pride", "MIN_GROUP", "DifResult", "bh_adjust", "ets_class",
-    "mantel_haenszel", "mh_permutation", "irt_dif", "logistic_dif", "DifPersons", "dif_persons",
+    "mantel_haenszel", "mh_permutation", "irt_dif", "logistic_dif", "DifPersons", "dif_persons", "SimulatedDif",
+    "simulate_dif_persons",
 ]

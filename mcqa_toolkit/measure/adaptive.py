@@ -110,6 +110,14 @@ def _cat_info(extra: pd.Series) -> list[dict | None]:
     return [json.loads(e).get("cat") if isinstance(e, str) and '"cat"' in e else None for e in extra]
 
 
+def is_adaptive(records: pd.DataFrame) -> pd.Series:
+    """True for the records of adaptive runs (extra["cat"] set): their patterns are incomplete by design, and
+    which items they hold depends on the answers."""
+    if "extra" not in records.columns:
+        return pd.Series(False, index=records.index)
+    return pd.Series(_cat_info(records["extra"]), index=records.index, dtype=object).notna()
+
+
 def pair_adaptive_runs(records: pd.DataFrame) -> pd.DataFrame:
     """One row per adaptive run (run_id): model, dataset, language, strategy, run_id, full_form_hash and its
     partner's full_strategy / full_run_id (None when no fixed-form run of the same model, dataset and

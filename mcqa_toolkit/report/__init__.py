@@ -1,5 +1,6 @@
-"""Report: LaTeX tables (tables), paper figures (plots), the question inspector widget (inspector), and
-what the analysis notebooks share (headline: load the runs, record headline numbers).
+"""Report: LaTeX tables (tables), paper figures (plots), the question inspector widget (inspector), the DIF
+report's persons, tables and classes (dif), and what the analysis notebooks share (headline: load the runs,
+record headline numbers).
 
     from mcqa_toolkit.report import plots, tables, load_runs, output_dir, as_headline, write_headline
 """

@@ -5,6 +5,8 @@ jinja2 template `templates/report.html.j2`:
   - one row per run (model x dataset x strategy x language: accuracy with its 95% CI, kappa, unanswered,
     points earned / possible (every question type), Min-K%) with a link to the run's executed notebook, and the headline pivot (report.overview);
   - every table the analysis notebooks saved (`<latex>/<name>.csv`, captions from the `.tex` files);
+  - the DIF section (notebooks/18_dif): ETS classes per language, the B/C questions with their text in both
+    languages, and whether the persons were simulated;
   - the notebooks' headline numbers (`<latex>/<notebook>_headline.json`) as one tidy table;
   - every figure (`<figures>/*.png`), embedded as a data URI, shrunk to at most MAX_FIGURE_WIDTH pixels;
   - links to the executed analysis notebooks.
@@ -33,7 +35,9 @@ from mcqa_toolkit.report.tables import unescape_latex
 MAX_FIGURE_WIDTH = 1600  # pixels; the notebooks save 300 dpi PNGs, far more than a screen shows
 SCREEN_SCALE = 1.5  # figures are shown at 1.5x their printed size (paper figures are 3.5-7 inches wide)
 SECTIONS = {"tables": "10 · Tables", "irt": "11 · IRT", "gap": "12 · Language gap", "position": "13 · Position bias",
-            "contamination": "14 · Contamination", "adaptive": "15 · Adaptive testing", "course": "16 · Course exam"}
+            "contamination": "14 · Contamination", "adaptive": "15 · Adaptive testing", "course": "16 · Course exam",
+            "dif": "18 · DIF"}
+DIF_FILES = ("dif_classes.csv", "dif_items.csv")   # notebooks/18_dif: shown in the DIF section, not under Tables
 
 
 def _cell(value: Any, digits: int = 3) -> dict[str, Any]:
@@ -112,6 +116,24 @@ def _figures(figures_dir: Path) -> list[dict[str, Any]]:
         order.index(kv[0]) if kv[0] in order else len(order), kv[0]))]
 
 
+def _dif_section(latex_dir: Path) -> dict[str, Any] | None:
+    """The DIF section: ETS classes per focal language (and how many are flagged after Benjamini-Hochberg), the
+    B/C questions with their stems, whether the persons were simulated; None without notebooks/18_dif's files."""
+    path = latex_dir / DIF_FILES[0]
+    if not path.is_file():
+        return None
+    classes = pd.read_csv(path, keep_default_na=False, na_values=[""])
+    summary = classes.groupby("focal")["ets_class"].value_counts().unstack(fill_value=0)
+    summary = summary.reindex(columns=["A", "B", "C"], fill_value=0).assign(
+        flagged_after_BH=classes.groupby("focal")["flag_bh"].sum().astype(int)).reset_index()
+    items = latex_dir / DIF_FILES[1]
+    return {"reference": ", ".join(sorted(set(classes["reference"].astype(str)))),
+            "simulated": bool((classes["source"] == "simulated").any()),
+            "summary": _table(summary, "Questions per ETS class and focal language", "dif-summary"),
+            "items": _table(pd.read_csv(items), _caption(items.with_suffix(".tex")), "dif-items")
+            if items.is_file() else None}
+
+
 def _headline_numbers(latex_dir: Path) -> pd.DataFrame:
     """Every `<notebook>_headline.json` flattened to rows (notebook, metric, group, value)."""
     rows = []
@@ -150,7 +172,7 @@ def write_html_report(out: str | Path, results_dir: str | Path = "outputs", figu
     out.parent.mkdir(parents=True, exist_ok=True)
     runs_table, pivot_table, runs = _runs_table(results, out.parent, languages)
     tables = [_table(pd.read_csv(csv), _caption(csv.with_suffix(".tex")), f"table-{csv.stem}")
-              for csv in (sorted(latex.glob("*.csv")) if latex.is_dir() else [])]
+              for csv in (sorted(latex.glob("*.csv")) if latex.is_dir() else []) if csv.name not in DIF_FILES]
     headline = _headline_numbers(latex)
     nbs = sorted((results / "_report").glob("*.ipynb")) if notebooks is None else [Path(n) for n in notebooks]
     provenance = sorted({json.dumps({k: v for k, v in (rd_prov or {}).items() if k in ("model", "source",
@@ -160,7 +182,7 @@ def write_html_report(out: str | Path, results_dir: str | Path = "outputs", figu
                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
     html = env.get_template("report.html.j2").render(
         title=title, version=__version__, generated=dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        n_runs=len(runs), pivot=pivot_table, runs=runs_table, tables=tables,
+        n_runs=len(runs), pivot=pivot_table, runs=runs_table, tables=tables, dif=_dif_section(latex),
         headline=_table(headline, "Headline numbers of the analysis notebooks", "headline-numbers", digits=4)
         if not headline.empty else None,
         figure_sections=_figures(figures), notebooks=[{"name": n.name, "href": _relative(n, out.parent)} for n in nbs],

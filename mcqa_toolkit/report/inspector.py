@@ -15,8 +15,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.report.inspector_views import (FILTER_FIELDS, OUTCOME_FILTERS, filter_items, item_html,
-                                                 outcome_by_item, parallel_html, png_output, probs_figure)
+from mcqa_toolkit.report.inspector_views import (FILTER_FIELDS, OUTCOME_FILTERS, dif_html, filter_items,
+                                                 item_html, outcome_by_item, parallel_html, png_output, probs_figure)
 from mcqa_toolkit.report.responses import responses_frame, responses_html
 
 # The value of a dropdown's "all" / "any" entry. Not None: ipywidgets treats a None value as "nothing
@@ -28,13 +28,16 @@ class QuestionInspector:
     """Browse `items` with filters, navigation, translations, IRT/human p and (optionally) model responses.
 
     `results`: a frame with the `records.columns.COLUMNS` (e.g. `load_results('outputs')`); `human_p`: proportion
-    correct of humans indexed by parallel_id (or item_id). The notebook cell is just `QuestionInspector(items)`.
+    correct of humans indexed by parallel_id (or item_id); `dif`: the DIF classes of notebooks/18_dif
+    (`report.dif.read_classes`), shown under the item. The notebook cell is just `QuestionInspector(items)`.
     """
 
-    def __init__(self, items: ItemSet, results: pd.DataFrame | None = None, human_p: pd.Series | None = None):
+    def __init__(self, items: ItemSet, results: pd.DataFrame | None = None, human_p: pd.Series | None = None,
+                 dif: pd.DataFrame | None = None):
         self.items = items if isinstance(items, ItemSet) else ItemSet(items)
         self.results = results if results is not None and len(results) else None
         self.human_p = human_p
+        self.dif = dif
         self.filtered = self.items
         self.figure: Figure | None = None
         self._pos = 0
@@ -223,7 +226,7 @@ class QuestionInspector:
                                    f'({escape(", ".join(active))}). Set a filter back to “all” to widen it.</div>')
             self.translations.value = self.responses.value = ""
             return
-        self.question.value = item_html(item, self._human_p(item))
+        self.question.value = item_html(item, self._human_p(item), dif_html(item, self.dif))
         self.translations.value = parallel_html(self._groups.get(item.parallel_id, {}), item.exam_language)
         if self.results is not None:
             records, shown = self._by_item.get(item.item_id), set(self.shown_runs)

@@ -71,8 +71,30 @@ def _annulled_html(item: Item) -> str:
     return "" if item.answer is not None else ANNULLED_HTML
 
 
-def item_html(item: Item, human_p: float | None = None) -> str:
-    """The item as HTML: header, stem, options with the key highlighted, IRT parameters and human p."""
+def dif_html(item: Item, dif: pd.DataFrame | None) -> str:
+    """The question's DIF class (`report.dif.read_classes` rows): for an item of a focal language, its class
+    against the reference; for the reference language's item, the class of each other language. "" when the
+    question was not analysed."""
+    if dif is None or dif.empty:
+        return ""
+    rows = dif[dif["parallel_id"] == item.parallel_id]
+    if not rows.empty and item.exam_language != rows["reference"].iloc[0]:
+        rows = rows[rows["focal"] == item.exam_language]
+    if rows.empty:
+        return ""
+    parts = []
+    for r in rows.sort_values("focal").itertuples(index=False):
+        delta = "no information" if pd.isna(r.delta_mh) else f"Δ = {r.delta_mh:+.2f}".replace("-", "−")
+        flag = ", flagged after BH" if bool(r.flag_bh) else ""
+        parts.append(f"{escape(str(r.focal))}: <b>class {escape(str(r.ets_class))}</b> ({delta}{flag})")
+    simulated = " · <i>on SIMULATED persons, not the runs</i>" if (rows["source"] == "simulated").any() else ""
+    return (f'<div class="mcqa-dif" style="margin-top:2px"><b>DIF</b> (Mantel-Haenszel, ETS class vs '
+            f'{escape(str(rows["reference"].iloc[0]))}): {"; ".join(parts)}{simulated}</div>')
+
+
+def item_html(item: Item, human_p: float | None = None, dif: str = "") -> str:
+    """The item as HTML: header, stem, options with the key highlighted, IRT parameters, human p and the DIF
+    class line (`dif_html`) when given."""
     head = " · ".join(escape(str(x)) for x in (item.source, item.exam, item.year, item.subject, item.language)
                       if x not in (None, ""))
     notes = [f"type {item.answer_type}", f"{item.points:g} point(s)"]
@@ -85,7 +107,7 @@ def item_html(item: Item, human_p: float | None = None) -> str:
             f'<div style="color:#555">{head} · {" · ".join(notes)}</div>{_annulled_html(item)}'
             f'<p class="mcqa-stem" style="white-space:pre-wrap">{escape(item.stem)}</p>{_options_html(item)}'
             f'<div class="mcqa-params"><b>{irt}</b> · <b>{p}</b>'
-            f'{" · " + meta if meta else ""}</div></div>')
+            f'{" · " + meta if meta else ""}</div>{dif}</div>')
 
 
 def parallel_html(group: Mapping[str, Item], current_language: str = "") -> str:

@@ -188,6 +188,25 @@ def gap_table(gaps: pd.DataFrame, rows: str = "model", **kw) -> Table:
     return Table(t, best={t.columns[0]: "max", t.columns[1]: "max", "Gap %": None}, **kw)
 
 
+def difference_table(differences: pd.DataFrame, rows: str | Sequence[str] = ("model", "strategy"), **kw) -> Table:
+    """`measure.language_differences()` output: rows x other languages, each cell the score minus the reference
+    language's (> 0: better than the reference) ± half its 95% CI; no cell is ranked."""
+    rows = [rows] if isinstance(rows, str) else list(rows)
+    f = differences.assign(_hw=_half_width(differences), _col=differences["language"].astype(str).str.upper() + " − "
+                           + differences["reference"].astype(str).str.upper())
+    return Table(_pivot(f, rows, "_col", "diff"), _pivot(f, rows, "_col", "_hw"), best=None, **kw)
+
+
+def candidates_table(placed: pd.DataFrame, rows: Sequence[str] = ("model", "strategy", "language"), **kw) -> Table:
+    """`enem.place_among_candidates()` output: per system the mean official score over shuffles, the shuffles'
+    lowest and highest, and the percentile of the mean among the candidates (no cell is ranked)."""
+    names = {"n_persons": "shuffles", "enem_score": "score", "score_min": "lowest", "score_max": "highest",
+             "percentile": "percentile"}
+    t = placed.set_index(list(rows))[list(names)].rename(columns=names)
+    return Table(t, best=None, formats={"shuffles": ".0f", "score": ".1f", "lowest": ".1f", "highest": ".1f",
+                                        "percentile": ".1f"}, **kw)
+
+
 def irt_table(frame: pd.DataFrame, by: str | Sequence[str] = "model", theta: str = "theta", se: str | None = None,
               lz: str = "lz", **kw) -> Table:
     """theta, SE and l_z per model as mean ± sd over its rows (shuffles). `se` defaults to 'psd' if present,

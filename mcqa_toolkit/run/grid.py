@@ -7,6 +7,12 @@ Each combination's run folder is opened for writing (records.state.open_for_writ
 its notebook runs, and the kernel runs under that lock (records.lock: lender): a combination another process
 is running (a second `mcqa run` on the same params file) is reported as running elsewhere and skipped, and
 the grid goes on with the others; one finished elsewhere meanwhile is only read back.
+
+With a Ray cluster (`mcqa run --ray ADDRESS [--workers N]`, or a `cluster: {address, workers}` block in the params
+file; the command line wins) the kernel also holds a run.pool.RayPool as POOL, connected when the kernel starts
+(an unreachable cluster stops the grid with one line) and ended before it shuts down: the run notebook passes it
+to run_job, the pool's workers score the items and keep each model loaded across the grid's runs, and the
+kernel writes every run folder as before.
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mcqa_toolkit.run.jobs import Job, expand, load_params
+from mcqa_toolkit.run.pool import ClusterOptions, cluster_options, require_ray
 from mcqa_toolkit.run.preflight import preflight
 from mcqa_toolkit.records.lock import LENDER_ENV, RunLocked, describe
 from mcqa_toolkit.records.state import RunRefused, RunState, run_state
@@ -26,6 +33,35 @@ from mcqa_toolkit.scoring.methods import MIN_K_COST, record_cost
 # notebook passes it to run_job.
 BACKENDS = "BACKENDS"
 _SETUP = f"from mcqa_toolkit.run.recipe import BackendCache\n{BACKENDS} = BackendCache()"
+# The kernel's RayPool (run.pool) under `mcqa run --ray`, beside BACKENDS; the run notebook passes it to run_job.
+POOL = "POOL"
+POOL_START_SECONDS = 600  # starting a local cluster, or connecting, on a loaded machine takes tens of seconds
+
+
+def _kernel_code(cluster: ClusterOptions | None) -> tuple[str, str]:
+    """(setup, teardown) code of the grid's kernel: its BackendCache, and its RayPool when a cluster is asked for."""
+    if cluster is None:
+        return _SETUP, ""
+    return (f"{_SETUP}\nfrom mcqa_toolkit.run.pool import RayPool\n{POOL} = RayPool({cluster.address!r}, "
+            f"{cluster.workers!r})\n{POOL}.connect()", f"{POOL}.close()")
+
+
+def _cluster(params: dict[str, Any], path: str | Path, ray: str | None, workers: int | None,
+             batch: str | None) -> ClusterOptions | None:
+    """The Ray cluster of this `mcqa run` (the params file's block, --ray / --workers over it), checked: one
+    clear ValueError for a bad address or worker count, or --ray with batch mode (which starts no pool)."""
+    try:
+        block = cluster_options(params.get("cluster"))
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    base = {"address": block.address, "workers": block.workers} if block is not None else None
+    cluster = cluster_options(base, ray, workers)
+    if batch is not None:
+        if ray is not None or workers is not None:
+            raise ValueError("--ray / --workers and batch mode do not combine: batch mode is for models behind an API, "
+                             "which run in this process")
+        return None
+    return cluster
 
 
 def estimated_cost(job: Job) -> float:
@@ -75,7 +111,7 @@ def _pending(jobs: list[Job], failures: list[tuple[Job, str]]) -> list[Job]:
 
 
 def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool = False, kernel: str = "python3",
-               batch: str | None = None) -> int:
+               batch: str | None = None, ray: str | None = None, workers: int | None = None) -> int:
     """Execute every incomplete combination of a params file in one kernel (run.session), printing each
     run's headline numbers as it finishes; failures are collected and reported at the end without stopping
     the others. Combinations that cannot start (run.preflight: strategy, dataset and language, shots) are
@@ -85,10 +121,14 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
     batch="submit" submits each run's missing requests to its backend's batch API (no notebook runs);
     batch="fetch" stores the results of ended batches and executes the runs whose batches have all ended
     (they then run from the request cache). See run.batch.
+
+    ray / workers: the Ray cluster whose workers score the runs' items (run.pool; over the params file's `cluster`
+    block), connected once when the kernel starts.
     """
     if batch not in (None, "submit", "fetch"):
         raise ValueError(f"batch must be None, 'submit' or 'fetch', got {batch!r}")
     params = load_params(path)
+    cluster = _cluster(params, path, ray, workers, batch)
     try:
         jobs = expand(params, base_dir=base_dir)
     except ValueError as e:
@@ -102,7 +142,9 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
     todo = schedule(_pending(startable, failures))   # failures: folders holding another run
     complete = len(startable) - len(todo) - len(failures)
     print(f"{len(jobs)} combinations, {complete} already complete, {len(todo)} to run"
-          + (f", {len(refused)} cannot start" if refused else ""), flush=True)
+          + (f", {len(refused)} cannot start" if refused else "")
+          + (f"; on the Ray cluster {cluster.address} ({cluster.workers} workers per model)" if cluster else ""),
+          flush=True)
     if dry_run or not todo:
         for j in todo:
             print("  would run", j.run_dir.name)
@@ -110,8 +152,24 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
     t0, n_before = time.time(), len(failures)
     width = len(str(len(todo)))
     elsewhere: list[str] = []
+    setup, teardown = _kernel_code(cluster)
     with contextlib.ExitStack() as stack:
         session, backends = None, None
+
+        def start_session() -> Any:
+            from mcqa_toolkit.run.session import KernelSession
+
+            return stack.enter_context(KernelSession(
+                params.get("kernel") or kernel, cwd=notebook.parent, keep=(BACKENDS, POOL), setup=setup,
+                teardown=teardown, env={LENDER_ENV: str(os.getpid())},
+                startup_timeout=POOL_START_SECONDS if cluster else 60))
+
+        if cluster is not None:  # the pool connects now: an unreachable cluster stops the grid with one line
+            require_ray()
+            try:
+                session = start_session()
+            except RuntimeError as e:
+                raise ValueError(f"Ray cluster {cluster.address}: {e}") from None
         for n, job in enumerate(todo, start=1):
             t = time.time()
             try:  # state, lock, state (records.state.open_for_write); the kernel runs under the lock (lender)
@@ -127,11 +185,7 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
                             if not _batch_step(job, batch, backends):
                                 continue
                         if session is None:  # started on first use: `--batch-submit` runs no notebook
-                            from mcqa_toolkit.run.session import KernelSession
-
-                            session = stack.enter_context(KernelSession(
-                                params.get("kernel") or kernel, cwd=notebook.parent, keep=(BACKENDS,),
-                                setup=_SETUP, env={LENDER_ENV: str(os.getpid())}))
+                            session = start_session()
                         execute(job, notebook, session)
                         result = _result_line(job)
             except RunLocked as e:
@@ -165,4 +219,4 @@ def _batch_step(job: Job, mode: str, backends: Any) -> bool:
     return mode == "fetch" and bool(state.get("ready"))
 
 
-__all__ = ["run_params", "schedule", "estimated_cost", "execute", "BACKENDS"]
+__all__ = ["run_params", "schedule", "estimated_cost", "execute", "BACKENDS", "POOL"]

@@ -27,7 +27,7 @@ from mcqa_toolkit.scoring.judge import COMBINE_RULES
 
 # params-file keys: the grid (models, datasets, languages, strategies), where it goes, and options every job gets
 PARAM_KEYS = {"output_dir", "models", "datasets", "languages", "strategies", "kernel", "limit", "seed", "shuffles",
-              "shots", "device", "dtype", "min_k", "judges", "judge_combine"}
+              "shots", "device", "dtype", "min_k", "judges", "judge_combine", "cluster"}
 _OPTIONS = ("limit", "seed", "shuffles", "shots", "device", "dtype", "judges", "judge_combine")  # Job fields too
 _PARAMETER = {"backend_options": "BACKEND", "out_dir": "OUTPUT_DIR"}  # notebook parameter names that differ
 # fields that do not change the records: where they go, where the model runs, whether Min-K% is measured
@@ -221,6 +221,7 @@ _PARAM_TYPES: dict[str, tuple[Any, str]] = {
     "judges": (lambda v: isinstance(v, list) and all(isinstance(j, (str, dict)) for j in v),
                "a list of judge models"),
     "judge_combine": (lambda v: isinstance(v, str), f"one of {COMBINE_RULES}"),
+    "cluster": (lambda v: isinstance(v, dict), "a mapping {address, workers} (a Ray cluster: run.pool)"),
 }
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: same YAML, much faster
 

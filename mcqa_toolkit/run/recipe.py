@@ -14,6 +14,10 @@ without log-probs of given text); open the folder (records.state.open_for_write,
 lock, state); administer (run.runner.administer: resumable records and provenance); summarise; measure Min-K%
 prob of the evaluated questions; write summary.json, the step that marks the run complete. The folder's
 one-writer lock is held from opening to summary.json.
+
+With a pool (run.pool.RayPool, `mcqa run --ray`), a local model (and its judges) is loaded by the pool's workers
+instead of this process, and its items are scored there; everything else, the run folder included, stays here.
+A model behind an API keeps running here (run.pool.RayPool.serves says which).
 """
 from __future__ import annotations
 
@@ -59,6 +63,10 @@ class BackendCache:
 
     def __len__(self) -> int:
         return len(self._loaded)
+
+    def __contains__(self, entry: dict[str, Any]) -> bool:
+        """Whether the backend of this complete entry is loaded (for_run would renew it, not load it)."""
+        return self.key(entry) in self._loaded
 
     def put(self, spec: str | dict[str, Any], backend: Backend) -> None:
         """Use an already-built `backend` for the model `spec` (e.g. one loaded by hand, or a test backend)."""
@@ -108,17 +116,19 @@ def _stored(job: Job, state: RunState) -> RunResult:
     return RunResult(job, state, rd.load(), summary, min_k)
 
 
-def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = True) -> RunResult:
+def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = True, pool: Any = None) -> RunResult:
     """Every step of one run (see the module docstring); resumable, and a no-op on a finished run.
-    `backends`: the session's BackendCache (None: a fresh one, i.e. the model is loaded for this run)."""
+    `backends`: the session's BackendCache (None: a fresh one, i.e. the model is loaded for this run).
+    `pool`: the session's run.pool.RayPool (None: everything in this process)."""
     strategy, identity = job.build_strategy(), {"job": job.identity()}
     if check_writable(job.run_dir, identity) is RunState.COMPLETE:  # finished, foreign or busy: nothing is loaded
         return _stored(job, RunState.COMPLETE)
     plan = plan_run(job.items(), strategy, job.dataset, shot_pool=job.shot_items(), limit=job.limit,
                     combine=job.judge_combine)
     judge_specs = list(job.judges or [])
-    backend, *judge_backends = (backends if backends is not None else BackendCache()).for_run(
-        [backend_entry(spec, device=job.device, dtype=job.dtype) for spec in [job.model_entry(), *judge_specs]])
+    entries = [backend_entry(spec, device=job.device, dtype=job.dtype) for spec in [job.model_entry(), *judge_specs]]
+    source = pool if pool is not None and pool.serves(entries[0]) else backends
+    backend, *judge_backends = (source if source is not None else BackendCache()).for_run(entries)
     if job.min_k:
         check_need(backend, MIN_K, "min_k")
     plan = dataclasses.replace(plan, judges=tuple(LLMJudge(b, name=model_label(spec))

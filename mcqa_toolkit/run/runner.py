@@ -8,6 +8,11 @@ different strategy, model, dataset or judging into it. One writer at a time: the
 while run() writes it. The finished run is compacted to Parquet with its
 provenance. Same seed => identical records (timing fields aside). A strategy the backend cannot serve is
 refused before any work.
+
+A backend that scores blocks elsewhere (run.pool's RemoteBackend: a Ray cluster's workers) has `score_blocks`;
+its blocks' records come back to this process, in block order, and are written here exactly as the in-process
+ones are: only keys the folder does not hold yet, so a block computed twice (a worker lost mid-block and its
+block retried) is never written twice.
 """
 from __future__ import annotations
 
@@ -80,13 +85,35 @@ def provenance(backend: Backend, strategy: Strategy, items: ItemSet, dataset: st
             **({"judges": [j.identity() for j in judges], "judge_combine": combine} if judges else {})}
 
 
+def _usage_forwarded(backend: Backend) -> float:
+    return backend.usage().get("forwarded_tokens", 0)
+
+
+def measured(backend: Backend, ask_block: Any) -> tuple[list[tuple[Any, Scored]], float, float]:
+    """(pairs, seconds, forwarded tokens) of one backend block, shared equally by its records."""
+    before, t0 = _usage_forwarded(backend), time.perf_counter()
+    pairs = ask_block()
+    n = max(len(pairs), 1)
+    return pairs, (time.perf_counter() - t0) / n, (_usage_forwarded(backend) - before) / n
+
+
+def block_records(backend: Backend, block: Sequence[Item], strategy: Strategy, shots: dict[str, list],
+                  run_info: dict[str, Any], judges: Sequence[LLMJudge] = (), combine: str = "mean") -> list[dict]:
+    """Every record of a block of items (what one backend call scores), in the order `ask` gives them; the
+    same function in this process and on a pool's workers (run.pool_worker)."""
+    pairs, seconds, forwarded = measured(backend, lambda: ask(backend, block, strategy, shots, judges=judges,
+                                                              combine=combine))
+    by_id = {it.item_id: it for it in block}
+    return [_record(by_id[pr.item_id], pr, sc, run_info, seconds, forwarded) for pr, sc in pairs]
+
+
 def _usage_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     return {k: v - before.get(k, 0) for k, v in after.items() if isinstance(v, (int, float))}
 
 
-def run(items: ItemSet, backend: Backend, strategy: Strategy, out_dir: str | Path, *, dataset: str = "",
-        shot_pool: ItemSet | None = None, limit: int | None = None, progress: bool = True,
-        judges: Sequence[LLMJudge] = (), combine: str = "mean") -> pd.DataFrame:
+def run(items: ItemSet, backend: Backend | str | dict[str, Any], strategy: Strategy, out_dir: str | Path, *,
+        dataset: str = "", shot_pool: ItemSet | None = None, limit: int | None = None, progress: bool = True,
+        judges: Sequence[LLMJudge] = (), combine: str = "mean", pool: Any = None) -> pd.DataFrame:
     """Administer `items` (any question types) to `backend` under `strategy`; one record per (item, shuffle)
     in `out_dir`; resumable.
 
@@ -95,7 +122,13 @@ def run(items: ItemSet, backend: Backend, strategy: Strategy, out_dir: str | Pat
     required when there are short answers), their scores combined by `combine` (mean | majority). The folder is
     opened through records.state.open_for_write with what determines the records (strategy, dataset, model,
     judges); a finished run is read back. Returns the records as a DataFrame (records.columns + extra).
+
+    `pool` (run.pool.RayPool): the items are scored by the pool's workers, and `backend` is then the model
+    spec they load (a name/path or a params-file dict); judges on a pool are LLMJudges over backends of
+    `pool.for_run([model, judge, ...])`.
     """
+    if pool is not None:
+        backend = pool.backend(backend)
     plan = plan_run(items, strategy, dataset, shot_pool=shot_pool, limit=limit, judges=judges, combine=combine)
     check_plan(plan.items, backend, strategy, judges)
     prov = plan.provenance(backend)
@@ -158,37 +191,33 @@ def administer(folder: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str,
                           shots=strategy.shots, seed=strategy.seed)
     usage_start = backend.usage()
 
-    def measured(ask_block: Any) -> tuple[list[tuple[Any, Scored]], float, float]:
-        """(pairs, seconds, forwarded tokens) of one backend block, shared equally by its records."""
-        before, t0 = backend.usage().get("forwarded_tokens", 0), time.perf_counter()
-        pairs = ask_block()
-        n = max(len(pairs), 1)
-        return pairs, (time.perf_counter() - t0) / n, (backend.usage().get("forwarded_tokens", 0) - before) / n
-
     def records_of(block: list[Item]) -> list[dict[str, Any]]:
-        """Every record of a block of items."""
-        pairs, seconds, forwarded = measured(lambda: ask(backend, block, strategy, plan.shots, judges=plan.judges,
-                                                         combine=plan.combine))
-        by_id = {it.item_id: it for it in block}
-        return [_record(by_id[pr.item_id], pr, sc, run_info, seconds, forwarded) for pr, sc in pairs]
+        return block_records(backend, block, strategy, plan.shots, run_info, plan.judges, plan.combine)
+
+    remote = getattr(backend, "score_blocks", None)  # a pool's workers score the blocks (run.pool)
+    score_blocks = (lambda todo: map(records_of, todo)) if remote is None else \
+        (lambda todo: remote(todo, plan, run_info))
 
     if strategy.adaptive is not None:
         def prompt_for(it: Item, perm: tuple[int, ...], k: int) -> Any:
             return letters_prompt(it, strategy, plan.shots[it.item_id], perm, k)
 
         def record_of(it: Item, prompt: Any) -> dict[str, Any]:
-            pairs, seconds, forwarded = measured(lambda: [(prompt, ask_letters(backend, [prompt], [it], strategy)[0])])
+            pairs, seconds, forwarded = measured(backend, lambda: [(prompt, ask_letters(backend, [prompt], [it],
+                                                                                        strategy)[0])])
             return _record(it, prompt, pairs[0][1], run_info, seconds, forwarded)
 
         run_adaptive(plan.items, strategy, store, prompt_for, record_of, progress)
     else:
-        _fixed_form(plan.items, strategy, store, records_of, f"{strategy.name} {backend.name}", progress,
+        _fixed_form(plan.items, strategy, store, score_blocks, f"{strategy.name} {backend.name}", progress,
                     items_per_call(backend))
     prov["usage"] = _usage_delta(usage_start, backend.usage())
+    if hasattr(backend, "pool_info"):  # the Ray pool that scored it: workers, nodes, loads, retries (run.pool)
+        prov["pool"] = backend.pool_info()
     return store.finalize(prov)
 
 
-def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, records_of: Any, label: str,
+def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, score_blocks: Any, label: str,
                 progress: bool, scoring_items: int = 1) -> None:
     """Every item x shuffle, block by block, skipping finished records.
 
@@ -196,6 +225,8 @@ def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, records_of: A
     backend's `items_per_call`, for log-prob methods) is always computed whole, even when a killed run already
     wrote some of its records, so float rounding never depends on where the kill happened; only the missing
     records are written. Blocks are cut from the item list in order, so a resumed run cuts the same blocks.
+    `score_blocks(blocks)` gives each block's records in block order (lazily: here one block at a time; a pool's
+    workers several at once).
     """
     done = store.done_keys()
     if generates(strategy.method):
@@ -204,11 +235,13 @@ def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, records_of: A
         size = scoring_items
     seq = list(items)  # once: slicing list(items) per block copied the whole set per block (quadratic)
     blocks = [seq[i:i + size] for i in range(0, len(seq), size)]
+    todo = [b for b in blocks
+            if not all((it.item_id, k) in done for it in b for k in range(len(record_permutations(it, strategy))))]
     bar = tqdm(total=len(items), desc=label, disable=not progress, unit="item")
-    for block in blocks:
-        if all((it.item_id, k) in done for it in block for k in range(len(record_permutations(it, strategy)))):
-            bar.update(len(block))
-            continue
-        store.append(r for r in records_of(block) if (r["item_id"], r["shuffle"]) not in done)
+    bar.update(len(items) - sum(len(b) for b in todo))
+    for block, records in zip(todo, score_blocks(todo)):
+        new = [r for r in records if (r["item_id"], r["shuffle"]) not in done]
+        store.append(new)
+        done.update((r["item_id"], r["shuffle"]) for r in new)
         bar.update(len(block))
     bar.close()

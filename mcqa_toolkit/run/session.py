@@ -11,6 +11,7 @@ executed notebook reads as if it had had a kernel of its own. `setup` is code ru
 (`mcqa run` creates its BackendCache there, kept as BACKENDS, which every run notebook passes to run_job).
 A kernel that died (out of memory, say) is restarted, and set up again, before the next notebook. `env` adds
 variables to the kernel's environment (`mcqa run` lends its run-folder locks to its kernel this way, records.lock).
+`teardown` is code run in the kernel before it is shut down (`mcqa run --ray` ends its Ray pool's workers there).
 
 The kernel gets OPENBLAS_NUM_THREADS=1 unless the caller's environment sets it: torch already uses every core,
 and numpy's OpenBLAS threads, which keep spinning after each small matrix product, then slowed the model's runs
@@ -79,8 +80,9 @@ class KernelSession:
     """One kernel for many notebooks: `with KernelSession(keep=("X",), setup="X = 1") as s: s.execute(nb, out, p)`."""
 
     def __init__(self, kernel_name: str = "python3", cwd: str | Path | None = None, keep: Iterable[str] = (),
-                 startup_timeout: int = 60, setup: str = "", env: dict[str, str] | None = None):
+                 startup_timeout: int = 60, setup: str = "", env: dict[str, str] | None = None, teardown: str = ""):
         self.kernel_name = kernel_name
+        self.teardown = teardown
         self.env = dict(env or {})  # added to the kernel's environment (over the caller's)
         self.cwd = str(cwd) if cwd is not None else None
         self.keep = tuple(keep)
@@ -115,7 +117,13 @@ class KernelSession:
             raise
 
     def close(self) -> None:
-        """Stop the client and shut the kernel down (killed if it does not stop), remove the socket folder."""
+        """Run `teardown` in a live kernel, stop the client and shut the kernel down (killed if it does not
+        stop), remove the socket folder."""
+        if self.teardown and self.kc is not None and self.km is not None and run_sync(self.km.is_alive)():
+            try:
+                self._silent(self.teardown, "tear down the kernel")
+            except Exception as e:  # shutting down goes on; what failed is said
+                _LOG.warning("%s", e)
         if self.kc is not None:
             self.kc.stop_channels()
             self.kc = None

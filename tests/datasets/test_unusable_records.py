@@ -7,34 +7,25 @@ import warnings
 
 import pytest
 
+from test_loader_errors import BLUEX, ENEM_HEAD, MED, UNED_HEAD, jl
+
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.datasets.common import UnusableRecordsWarning
 from mcqa_toolkit.items import DatasetError, UnusableRecord
 
-MED = {"id": 1, "topic": "biologia", "text": "Quale organo pompa il sangue?", "answers": ["a", "b", "c", "d", "e"],
-       "label": 1}
-UNED_HEAD = "question,A,B,C,D,solution,year,test_name,code,subject,id\n"
 UNED_ROW = "Capital of Spain?,Madrid,Paris,Rome,,A,2020,T1,01,Geography,T1_{n}\n"
 ENADE_HEAD = "id,ano,curso,enunciado,alternativa_a,alternativa_b,alternativa_c,alternativa_d,alternativa_e,gabarito\n"
-ENEM_HEAD = "question,body,A,B,C,D,E,year,question_number,test,answer,language\n"
-BLUEX = {"id": "ENEM_2022_{n}", "number": 0, "exam": "2022", "question": "Quanto é 2 + 2?",
-         "options": ["1", "2", "3", "4", "5"], "label": "d"}
-
-
-def _jl(*recs):
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs)
 
 
 def _bluex(n, **kw):
-    rec = {**BLUEX, "id": f"ENEM_2022_{n}", "number": n, **kw}
-    return rec
+    return {**BLUEX, "id": f"ENEM_2022_{n}", "number": n, **kw}
 
 
 # (case, dataset, files, kwargs, n items kept, (record, field) of the record left out)
 CASES = [
-    ("medicina-empty-text", "medicina", {"m.jsonl": _jl(MED, {**MED, "id": 2, "text": " "}, {**MED, "id": 3})},
+    ("medicina-empty-text", "medicina", {"m.jsonl": jl(MED, {**MED, "id": 2, "text": " "}, {**MED, "id": 3})},
      {"path": "m.jsonl"}, 2, (2, "text")),
-    ("medicina-no-option-text", "medicina", {"m.jsonl": _jl(MED, {**MED, "id": 2, "answers": [""] * 5})},
+    ("medicina-no-option-text", "medicina", {"m.jsonl": jl(MED, {**MED, "id": 2, "answers": [""] * 5})},
      {"path": "m.jsonl"}, 1, (2, "answers")),
     ("uned-no-options", "uned", {"u_es.csv": UNED_HEAD + UNED_ROW.format(n=1) + ",,,,,A,2020,T1,02,Geo,T1_2\n"
                                  .replace(",,,,,A", "What?,,,,,A")}, {"path": "u_es.csv"}, 1, (2, "A-C")),
@@ -57,7 +48,7 @@ CASES = [
                                                         "score_total": 10, "score_max": 9, "score_avg": 6,
                                                         "score_median": 6, "score_standard_deviation": 1.5,
                                                         "num_questions": 2}]}),
-        "c/questions.jsonl": _jl({"instance_id": 1, "exam_id": "ex1", "points": 5, "type": "ShortAnswerQuestion",
+        "c/questions.jsonl": jl({"instance_id": 1, "exam_id": "ex1", "points": 5, "type": "ShortAnswerQuestion",
                                   "problem": "Name a noble gas.", "answer": "neon"},
                                  {"instance_id": 2, "exam_id": "ex1", "points": 5, "type": "ShortAnswerQuestion",
                                   "problem": "", "answer": "argon"})},
@@ -94,12 +85,12 @@ def test_unusable_record_left_out_with_one_warning(tmp_path, case, name, files, 
 
 def test_odd_text_is_not_unusable(tmp_path):
     """Options that merely look like missing values are text; one empty option among others is an ordinary error."""
-    _write(tmp_path, {"m.jsonl": _jl({**MED, "answers": ["None", "NA", "null", "nan", "N/A"]})})
+    _write(tmp_path, {"m.jsonl": jl({**MED, "answers": ["None", "NA", "null", "nan", "N/A"]})})
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnusableRecordsWarning)
         items = load("medicina", path=tmp_path / "m.jsonl")
     assert items[0].options == ("None", "NA", "null", "nan", "N/A") and not items.skipped
-    _write(tmp_path, {"m.jsonl": _jl({**MED, "answers": ["a", "", "c", "d", "e"]})})
+    _write(tmp_path, {"m.jsonl": jl({**MED, "answers": ["a", "", "c", "d", "e"]})})
     with pytest.raises(DatasetError) as e:
         load("medicina", path=tmp_path / "m.jsonl")
     assert not isinstance(e.value, UnusableRecord) and e.value.field == "answers[1]"
@@ -111,7 +102,7 @@ def test_a_run_records_what_its_load_left_out(tmp_path):
 
     from mcqa_toolkit.run import run, strategy
 
-    _write(tmp_path, {"m.jsonl": _jl(MED, {**MED, "id": 2, "text": ""}, {**MED, "id": 3})})
+    _write(tmp_path, {"m.jsonl": jl(MED, {**MED, "id": 2, "text": ""}, {**MED, "id": 3})})
     with pytest.warns(UnusableRecordsWarning):
         items = load("medicina", path=tmp_path / "m.jsonl")
     backend = LookupBackend({it.item_id: [0.0, 1.0, 0.0, 0.0, 0.0] for it in items})

@@ -1,5 +1,6 @@
-"""INEP's errata (enem.errata): the shipped table, the zip / key / annul corrections on item files, files that
-do not match an erratum's signature, and the official scores they restore.
+"""INEP's errata (enem.errata, enem.errata_format): the shipped table, the zip / key / annul corrections on item
+files, files that do not match an erratum's signature, the official scores they restore, a user's errata file,
+estimated parameters marked as estimates, and the blank-sheet rule as data.
 
 Fixtures: ITENS_PROVA_2017.csv holds INEP's published rows of 2017 MT booklets 403 and 404 (numbers copied from
 ../shared/reference/enem_inep, written in our layout); cases_2017_mt.jsonl five real candidates of those
@@ -15,9 +16,12 @@ from paths import FIXTURES, SHARED
 
 from mcqa_toolkit import enem
 from mcqa_toolkit.enem import errata as errata_mod
+from mcqa_toolkit.enem import errata_format
 from mcqa_toolkit.enem.errata import ErrataWarning, Erratum, booklet_signature, errata, errata_table
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
+from mcqa_toolkit.enem.reproducibility import EnemEstimatedParamsWarning
 from mcqa_toolkit.enem.simulate import itens_prova_layout
+from mcqa_toolkit.items import DatasetError
 
 MT2017 = FIXTURES / "enem" / "ITENS_PROVA_2017.csv"
 CASES = [json.loads(line) for line in (FIXTURES / "enem" / "cases_2017_mt.jsonl").read_text().splitlines()]
@@ -162,3 +166,74 @@ def test_every_erratum_applies_to_the_file_it_was_written_for():
         for e in errata():
             assert status[e.id].startswith("applied" if e.year == year else "not in this file"), (year, e.id)
         assert pd.api.types.is_integer_dtype(got["IN_ITEM_ABAN"])
+
+
+# ---- a user's errata file (the format of enem.errata_format) ---------------------------------------------------------
+
+def test_a_users_errata_file_replaces_the_shipped_one(tmp_path):
+    rows = read_itens_prova(MT2017, errata=False)
+    r = booklet(rows, 404).iloc[3]
+    mine = Erratum(id="mine", kind="key", year=2017, area="MT", co_item=int(r["CO_ITEM"]),
+                   published_key=r["TX_GABARITO"], correct_key="A" if r["TX_GABARITO"] != "A" else "B",
+                   published_params=tuple(float(r[p]) for p in P), source="discovered")
+    path = tmp_path / "mine.json"
+    path.write_text(errata_format.errata_json([mine], "test"))
+    assert errata_format.load_errata(path) == (mine,)
+    for table in (path, str(path), (mine,)):
+        got = read_itens_prova(MT2017, errata=table)
+        assert got.attrs["errata"][0].startswith("mine: applied") and len(got.attrs["errata"]) == 1
+        assert set(got["ERRATUM"]) == {"", "mine"}                  # the shipped 2017-MT-zip is not applied
+        np.testing.assert_array_equal(got[P].to_numpy(), rows[P].to_numpy())
+        assert not got["BLANK_ALL_WRONG"].any()                     # nor any shipped rule
+
+
+@pytest.mark.parametrize("entry,field,match", [
+    ({"kind": "typo"}, "kind", "'typo'; expected one of"),
+    ({"year": "2017"}, "year", "expected an integer"),
+    ({"correct_key": "F"}, "correct_key", "expected one of"),
+    ({"published_params": [0, 1, 0.2]}, "published_params", "a > 0"),
+    ({"colour": "blue"}, "colour", "unknown field"),
+    ({"co_item": None}, "co_item", "missing"),
+])
+def test_a_bad_errata_file_names_the_entry_and_field(tmp_path, entry, field, match):
+    ok = {"id": "k", "kind": "key", "year": 2017, "area": "MT", "co_item": 1, "published_key": "A",
+          "correct_key": "B", "published_params": [1.0, 0.0, 0.2]}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps({"errata": [ok, {**ok, "id": "k2", **entry}]}))
+    with pytest.raises(DatasetError, match=match) as e:
+        read_itens_prova(MT2017, errata=path)
+    assert (e.value.record, e.value.field, e.value.path) == (2, field, str(path))
+    path.write_text("{not json")
+    with pytest.raises(DatasetError, match="not a JSON errata file"):
+        errata_format.load_errata(path)
+
+
+# ---- estimates said as estimates; the blank-sheet rule as data (on INEP's files, as in CI) -------------------------
+
+def test_estimated_parameters_are_marked_and_warned_once():
+    inep = SHARED / "reference" / "enem_inep"
+    rows = read_itens_prova(inep / "ITENS_PROVA_2011.csv")
+    assert set(rows.loc[rows["PARAMS_ESTIMATED"], "CO_ITEM"]) == {73305}
+    assert not read_itens_prova(inep / "ITENS_PROVA_2011.csv", errata=False)["PARAMS_ESTIMATED"].any()
+    case = next(c for c in json.loads((inep / "inep_cases_dev.json").read_text()) if c["co_prova"] == "121")
+    with pytest.warns(EnemEstimatedParamsWarning, match="ESTIMATED item parameters .*: 2011 CN item 73305") as caught:
+        got = enem.score_answers(case["respostas"], booklet(rows, 121), "CN")
+    assert len([w for w in caught if w.category is EnemEstimatedParamsWarning]) == 1
+    assert got.score == pytest.approx(float(case["nota_oficial"]), abs=0.15)
+    for e in errata():
+        for u in e.unpublished:                 # the objective the fit minimises, its held-out check, the comparison
+            assert "unrounded score" in u["estimated"] and "round(" not in u["estimated"]
+            assert "held-out candidates exact" in u["cross_validation"]
+            assert "does not start from them" in u["independent_check"]
+    for e in errata() + errata_mod.rules():
+        assert e.source in ("discovered", "hand") and (e.source == "discovered" or e.reason)
+
+
+def test_the_blank_sheet_rule_is_data():
+    inep = SHARED / "reference" / "enem_inep"
+    assert read_itens_prova(inep / "ITENS_PROVA_2013.csv")["BLANK_ALL_WRONG"].all()
+    assert not read_itens_prova(inep / "ITENS_PROVA_2013.csv", errata=False)["BLANK_ALL_WRONG"].any()
+    assert not read_itens_prova(inep / "ITENS_PROVA_2017.csv")["BLANK_ALL_WRONG"].any()
+    assert {(r.year, r.area) for r in errata_mod.rules()} == {(2013, a) for a in ("CH", "CN", "LC", "MT")}
+    unnamed = read_itens_prova(GOLDEN)                          # year unknown: the rows cannot say
+    assert unnamed["BLANK_ALL_WRONG"].isna().all()

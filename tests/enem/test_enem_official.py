@@ -99,7 +99,7 @@ def test_blank_booklet_scores_zero():
 
 def test_blank_booklet_in_2013_scores_as_all_wrong():
     """2013 is the exception the development set shows (INEP gave both 2013 blank sheets the all-wrong score,
-    enem.booklet.BLANK_AS_ALL_WRONG); other years keep the reference's 0."""
+    the errata's blank rule for 2013, enem.booklet.blank_scores_zero); other years keep the reference's 0."""
     all_wrong = ENEM["extremes_mt_1211"]["all_wrong_nonblank"]
     with pytest.warns(EnemReproducibilityWarning, match="ENEM 2013 MT: INEP's official scores are NOT reproduced"):
         got = enem.score_answers("." * 45, booklet(1211), "MT", year=2013)      # (a 2023 booklet, called 2013)

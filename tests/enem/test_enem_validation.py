@@ -155,7 +155,7 @@ def test_figure_house_style(validated):
     (("MICRODADOS_ENEM_2023.csv", "MICRODADOS_ENEM_2023.csv"), "expected a ';'-separated INEP ITENS_PROVA file|"
                                                                 "missing column"),
     (("bad_params.csv", "MICRODADOS_ENEM_2023.csv"), "bad_params.csv: record 1: field 'NU_PARAM_A'"),
-    (("ITENS_PROVA_2023.csv", "empty.csv"), "empty.csv: record -: field None: empty file"),
+    (("ITENS_PROVA_2023.csv", "empty.csv"), "empty.csv: empty file"),
 ])
 def test_cli_bad_input_is_one_line(synthetic, tmp_path, capsys, files, match):
     d, _ = synthetic

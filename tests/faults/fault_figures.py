@@ -91,7 +91,8 @@ FAULTS: dict[str, Fault] = {
         "tests/faults/test_fuzz_inputs.py::test_fuzzed_hub_rows"),
     "fuzz_params": Fault(
         "mutated params files",
-        "`mcqa run` exits 0, or 2 with exactly one `mcqa: error:` line; never a traceback",
+        "`mcqa run --dry-run` exits 0; or 1 with one `cannot start` line per refused combination; or 2 with "
+        "exactly one `mcqa: error:` line; never a traceback",
         "tests/faults/test_fuzz_inputs.py::test_fuzzed_params_files"),
     "fuzz_microdata": Fault(
         "mutated ENEM microdata files",

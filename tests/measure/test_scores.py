@@ -6,10 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
-from builders import UNED_T5, records
+from builders import UNED_T5, course_exam_items, records
 
 from mcqa_toolkit import measure as M
-from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.records.columns import records_frame
 
@@ -138,17 +137,6 @@ def test_medicina_score_from_records():
         M.medicina_score(records([{"item_id": "x", "choice": 0, "subject": "storia"}]))
 
 
-def _exam_items():
-    mk = dict(source="course_exam", exam="E1", stem="?")
-    return ItemSet([
-        Item(item_id="s", options=("a", "b", "c"), answer=2, points=5, **mk),
-        Item(item_id="m", options=("a", "b", "c", "d"), answer=(0, 1, 2), answer_type="multi", points=6, **mk),
-        Item(item_id="t", options=("True", "False"), answer=(True, True, False), answer_type="truefalse", points=8,
-             **mk),
-        Item(item_id="x", options=(), answer="Raft elects a leader", answer_type="short", points=4, **mk),
-    ])
-
-
 def _exam_records(items, rows):
     """Records of the course-exam items through the record factory: (item_id, shuffle, make_record kwargs)."""
     run = run_fields(model="m", strategy="S1")
@@ -156,7 +144,7 @@ def _exam_records(items, rows):
 
 
 def test_course_exam_scores_and_student_comparison():
-    items = _exam_items()
+    items = course_exam_items()
     rows = [("s", 0, dict(choice=2)), ("s", 1, dict(status="unanswered")), ("m", 0, dict(response=(1, 0))),
             ("t", 0, dict(response=(True, True, False))),
             ("x", 0, dict(response="leader", points_earned=2.5, judgements=[{"judge": "j", "score": 2.5}]))]

@@ -3,39 +3,25 @@ JSON columns compared decoded, duplicated keys reported), on the records of a re
 from __future__ import annotations
 
 import json
-import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from lookup_backend import LookupBackend
+from lookup_backend import demo_table, lookup_cache, lookup_job
 
-from mcqa_toolkit.datasets import load
 from mcqa_toolkit.records.equality import assert_same_records, record_differences
-from mcqa_toolkit.run.jobs import Job
-from mcqa_toolkit.run.recipe import BackendCache, run_job
+from mcqa_toolkit.run.recipe import run_job
 
 
 @pytest.fixture(scope="module")
 def table():
-    items = load("demo", language="pt")
-    return {it.item_id: [math.log(0.6 if o == (it.answer + 1) % it.n_options else 0.4 / (it.n_options - 1))
-                         for o in range(it.n_options)] for it in items}
+    return demo_table()
 
 
-def _cache(table) -> BackendCache:
-    cache = BackendCache()
-    cache.put("lookup", LookupBackend(table))
-    return cache
-
-
-def _job(tmp_path: Path, strategy="enem_1shot", **kw) -> Job:
-    return Job("lookup", "demo", {}, "pt", strategy, tmp_path / "run", **{"shuffles": 2, "limit": 4, **kw})
 
 
 def _records(tmp_path, table):
-    return run_job(_job(tmp_path, min_k=False), _cache(table), progress=False).records
+    return run_job(lookup_job(tmp_path, min_k=False), lookup_cache(table), progress=False).records
 
 
 def test_equality_rule(tmp_path, table):

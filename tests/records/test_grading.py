@@ -2,24 +2,15 @@
 capped at the item's points, letters read as options, short answers by a judge whose verdict is checked)."""
 import pytest
 
-from mcqa_toolkit.items import Item, ItemSet
+from builders import course_exam_items
+
+from mcqa_toolkit.items import Item
 from mcqa_toolkit.records.grading import RULE_STATUSES, course_exam_points
 from mcqa_toolkit.records.columns import STATUSES
 
 
-def _exam_items():
-    mk = dict(source="course_exam", exam="E1", stem="?")
-    return ItemSet([
-        Item(item_id="s", options=("a", "b", "c"), answer=2, points=5, **mk),
-        Item(item_id="m", options=("a", "b", "c", "d"), answer=(0, 1, 2), answer_type="multi", points=6, **mk),
-        Item(item_id="t", options=("True", "False"), answer=(True, True, False), answer_type="truefalse", points=8,
-             **mk),
-        Item(item_id="x", options=(), answer="Raft elects a leader", answer_type="short", points=4, **mk),
-    ])
-
-
 def test_course_exam_points_rules():
-    items = _exam_items()
+    items = course_exam_items()
     s, m, t, x = (items[i] for i in "smtx")
     assert course_exam_points(s, 2) == (5.0, "correct") and course_exam_points(s, 0) == (0.0, "incorrect")
     assert course_exam_points(m, (2, 1, 0)) == (6.0, "correct")

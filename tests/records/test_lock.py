@@ -4,13 +4,10 @@ suite (tests/faults/test_one_writer.py)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
-import time
 
 import pytest
-from paths import REPO
+from held_lock import held_by_another_process
 
 from mcqa_toolkit.records.lock import LENDER_ENV, RunLock, RunLocked, lock_holder
 
@@ -37,15 +34,7 @@ def test_reentrant_for_its_thread_and_refused_to_another(tmp_path):
 
 
 def test_a_lock_is_lent_only_to_the_process_named_by_the_lender_variable(tmp_path, monkeypatch):
-    held = tmp_path / "held"
-    code = (f"from mcqa_toolkit.records.lock import RunLock; import pathlib, time; RunLock({str(tmp_path / 'run')!r})"
-            f".acquire(); pathlib.Path({str(held)!r}).write_text('x'); time.sleep(60)")
-    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(REPO)})
-    try:
-        deadline = time.monotonic() + 60
-        while not held.exists():
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
+    with held_by_another_process(tmp_path / "run") as proc:
         holder = lock_holder(tmp_path / "run")
         assert holder is not None and holder["pid"] == proc.pid
         with pytest.raises(RunLocked, match=f"pid {proc.pid} on host "):
@@ -57,6 +46,3 @@ def test_a_lock_is_lent_only_to_the_process_named_by_the_lender_variable(tmp_pat
         monkeypatch.setenv(LENDER_ENV, str(proc.pid + 1))
         with pytest.raises(RunLocked):
             RunLock(tmp_path / "run").acquire()
-    finally:
-        proc.kill()
-        proc.wait(10)

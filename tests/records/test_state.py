@@ -5,67 +5,54 @@ leftovers are removed once the lock is held, and OpenRun.start checks the identi
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 
 import pytest
 from held_lock import held_by_another_process
-from lookup_backend import LookupBackend
+from lookup_backend import demo_table, lookup_cache, lookup_job
 
 import mcqa_toolkit.records.state as state_mod
-from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import Item
 from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.records.lock import RunLocked
 from mcqa_toolkit.records.state import RunRefused, RunState, check_writable, open_for_write, run_identity, run_state
 from mcqa_toolkit.records.store import RunDir
-from mcqa_toolkit.run.jobs import Job
-from mcqa_toolkit.run.recipe import BackendCache, run_job
+from mcqa_toolkit.run.recipe import run_job
 
 
 @pytest.fixture(scope="module")
 def table():
-    items = load("demo", language="pt")
-    return {it.item_id: [math.log(0.6 if o == (it.answer + 1) % it.n_options else 0.4 / (it.n_options - 1))
-                         for o in range(it.n_options)] for it in items}
+    return demo_table()
 
 
-def _cache(table) -> BackendCache:
-    cache = BackendCache()
-    cache.put("lookup", LookupBackend(table))
-    return cache
-
-
-def _job(tmp_path: Path, strategy="enem_1shot", **kw) -> Job:
-    return Job("lookup", "demo", {}, "pt", strategy, tmp_path / "run", **{"shuffles": 2, "limit": 4, **kw})
 
 
 # ---- the folder of a real job, through run_job ---------------------------------------------------------------
 def test_run_state_new_resumable_complete_and_refused(tmp_path, table, killed_at_call):
     import mcqa_toolkit.run.runner as runner_mod
 
-    job = _job(tmp_path)
+    job = lookup_job(tmp_path)
     assert run_state(job.run_dir, {"job": job.identity()}) is RunState.NEW
     with killed_at_call(runner_mod, "ask", 3):
-        run_job(job, _cache(table), progress=False)
+        run_job(job, lookup_cache(table), progress=False)
     assert run_state(job.run_dir, {"job": job.identity()}) is RunState.RESUMABLE
-    for other, key in ((_job(tmp_path, shuffles=3), "SHUFFLES"), (_job(tmp_path, strategy="S5"), "STRATEGY"),
-                       (_job(tmp_path, limit=5), "LIMIT")):
+    for other, key in ((lookup_job(tmp_path, shuffles=3), "SHUFFLES"), (lookup_job(tmp_path, strategy="S5"), "STRATEGY"),
+                       (lookup_job(tmp_path, limit=5), "LIMIT")):
         with pytest.raises(RunRefused, match=f"holds a different run, made with job {key} "):
-            run_job(other, _cache(table), progress=False)
-    resumed = run_job(job, _cache(table), progress=False)
+            run_job(other, lookup_cache(table), progress=False)
+    resumed = run_job(job, lookup_cache(table), progress=False)
     assert resumed.state is RunState.RESUMABLE and len(resumed.records) == 8
-    clean = run_job(_job(tmp_path / "clean"), _cache(table), progress=False)
+    clean = run_job(lookup_job(tmp_path / "clean"), lookup_cache(table), progress=False)
     assert_same_records(resumed.records, clean.records)
 
 
 def test_folders_made_another_way_are_refused_with_one_sentence(tmp_path, table):
-    job = _job(tmp_path)
+    job = lookup_job(tmp_path)
     job.run_dir.append([{"item_id": "x", "shuffle": 0}])
     with pytest.raises(RunRefused, match=r"holds records but no run.json"):
-        run_job(job, _cache(table), progress=False)
+        run_job(job, lookup_cache(table), progress=False)
     job.run_dir.write_run_info({"strategy_hash": "abc"})  # e.g. run() from Python: no job parameters
     with pytest.raises(RunRefused, match=r"recorded no 'job'"):
         run_state(job.run_dir, {"job": job.identity()})

@@ -1,8 +1,9 @@
 """The analysis notebooks run top to bottom with papermill on a synthetic results directory, write their figures
-(PNG + PDF) and LaTeX tables, and record headline numbers equal to direct package calls.
+(PNG + PDF) and LaTeX tables, and record headline numbers equal to direct package calls (11_irt also places the
+models among synthetic ENEM candidates: MICRODATA).
 
-Also the degenerate case: one model, one language, one strategy and no min_k.parquet, where the language-gap
-and contamination notebooks must report what they skip instead of failing; and 15_adaptive on results with
+Also the degenerate case: one model, one language, one strategy and no min_k.parquet, where the language-gap,
+contamination and DIF notebooks must report what they skip instead of failing; and 15_adaptive on results with
 adaptive runs and their full-form partners (test_adaptive_analysis.write_adaptive_results).
 """
 from __future__ import annotations
@@ -11,17 +12,21 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import papermill as pm
 import pytest
 from synthetic_results import write_adaptive_results
 from synthetic_results import write_synthetic_results
 from paths import REPO
 
-from mcqa_toolkit import measure
+from mcqa_toolkit import enem, measure
 from mcqa_toolkit.datasets.demo import load_demo, load_population
+from mcqa_toolkit.enem.itens_prova import read_itens_prova
+from mcqa_toolkit.enem.simulate import simulate_microdata
 from mcqa_toolkit.irt.cat import CatConfig
 from mcqa_toolkit.measure import adaptive
 from mcqa_toolkit.records.store import MIN_K
+from mcqa_toolkit.report.dif import dif_report
 
 pytestmark = pytest.mark.notebooks
 NOTEBOOKS = REPO / "notebooks"
@@ -29,12 +34,15 @@ STRATEGIES = ("S1", "enem_4shot")
 EXPECTED = {  # notebook -> (headline keys, figures, LaTeX files)
     "10_tables": ({"n_records", "n_runs", "accuracy", "kappa", "theta_mean"}, ["tables_accuracy_by_strategy"],
                   ["accuracy_by_strategy", "kappa_by_strategy", "kappa_by_subject", "irt_summary"]),
-    "11_irt": ({"has_irt", "n_persons", "n_items_without_irt", "theta_mean", "lz_mean", "share_di_good"},
+    "11_irt": ({"has_irt", "n_persons", "n_items_without_irt", "theta_mean", "lz_mean", "share_di_good",
+                "enem_percentile"},
                [f"irt_fig{k}_{name}_{s}" for k, name in ((1, "accuracy_theta"), (3, "lz_theta")) for s in STRATEGIES]
-               + ["irt_fig2_response_patterns", "irt_fig4_information_theta", "irt_fig5_discrimination"],
-               ["irt_theta_ci"]),
-    "12_language_gap": ({"reference", "score", "score_by_language", "gap_pct", "quality_gap_pearson_r", "mcnemar_p"},
-                        ["gap_scores_by_language", "gap_quality_vs_gap"], ["gap_en_pt", "mcnemar"]),
+               + ["irt_fig2_response_patterns", "irt_fig4_information_theta", "irt_fig5_discrimination",
+                  "irt_enem_candidates"],
+               ["irt_theta_ci", "irt_enem_candidates"]),
+    "12_language_gap": ({"reference", "score", "score_by_language", "difference", "gap_pct", "quality_gap_pearson_r",
+                         "mcnemar_p"},
+                        ["gap_scores_by_language", "gap_quality_vs_gap"], ["gap_en_pt", "gap_differences", "mcnemar"]),
     "13_position_bias": ({"tvd", "chi2_p", "consistency_mean"},
                          ["position_distribution", "position_accuracy_by_key_position",
                           "position_shuffle_consistency"], ["position_bias"]),
@@ -45,6 +53,8 @@ EXPECTED = {  # notebook -> (headline keys, figures, LaTeX files)
                     ["adaptive_length_by_se", "adaptive_population_cat_vs_full", "adaptive_anchor_error"],
                     ["adaptive_length_by_se", "adaptive_anchor_error"]),
     "16_course_exam": ({"has_course_exam", "model_score", "percentile", "points_earned", "n_error"}, [], []),
+    "18_dif": ({"has_dif", "source", "n_persons", "classes", "flagged_bh", "delta_mh_bc"}, ["dif_delta_mh"],
+               ["dif_items"]),
 }
 ADAPTIVE_SMALL = {"POPULATION_SIZE": 300, "SE_TARGETS": [0.4, 0.5], "MAX_ITEMS": 25, "ANCHOR_PERSONS": 100,
                   "ANCHOR_KS": [5, 10], "ANCHOR_FOLDS": 4, "ANCHOR_CALIBRATION": {"model": "2pl", "a_prior": [0.0, 0.5]}}
@@ -71,10 +81,22 @@ def test_notebooks_have_one_parameters_cell_with_documented_constants():
         assert all(len(c.source.splitlines()) <= 16 for c in nb.cells if c.cell_type == "code"), name
 
 
+@pytest.fixture(scope="module")
+def enem_microdata(tmp_path_factory):
+    """Synthetic INEP-format microdata (enem.simulate) of 1,500 MT candidates, for 11_irt's MICRODATA."""
+    items = read_itens_prova(REPO / "tests" / "fixtures" / "enem" / "ITENS_PROVA_golden.csv")
+    md, _ = simulate_microdata(items, {"MT": [1211]}, 1500, np.random.default_rng(3))
+    path = tmp_path_factory.mktemp("microdata") / "MICRODADOS_ENEM_2023.csv"
+    md.to_csv(path, sep=";", index=False, encoding="latin-1")
+    return path
+
+
 @pytest.mark.parametrize("name", list(EXPECTED))
-def test_notebook_writes_figures_tables_and_headline(name, synthetic_dir, records, tmp_path):
+def test_notebook_writes_figures_tables_and_headline(name, synthetic_dir, records, enem_microdata, tmp_path):
     keys, figures, latex = EXPECTED[name]
-    headline = _execute(name, synthetic_dir, tmp_path)
+    # 11_irt places the models among synthetic ENEM candidates (the demo's theta on the MT scale)
+    extra = {"MICRODATA": str(enem_microdata), "ENEM_AREA": "MT"} if name == "11_irt" else {}
+    headline = _execute(name, synthetic_dir, tmp_path, **extra)
     assert set(headline) == keys
     for fig in figures:
         for ext in ("png", "pdf"):
@@ -90,6 +112,20 @@ def test_notebook_writes_figures_tables_and_headline(name, synthetic_dir, record
         theta = ab[(ab.model == "model-b") & (ab.strategy == "enem_4shot") & (ab.language == "en")]["theta"].mean()
         assert headline["theta_mean"]["model-b / enem_4shot / en"] == pytest.approx(theta, abs=1e-4)
         assert headline["n_persons"] == 24 and headline["n_items_without_irt"] == 0
+        placed = enem.place_among_candidates(ab, enem.candidate_scores(enem_microdata, "MT")).set_index(
+            list(measure.GROUP_BY))
+        assert headline["enem_percentile"]["model-b / enem_4shot / en"] == pytest.approx(
+            placed.loc[("model-b", "enem_4shot", "en"), "percentile"], abs=1e-4)
+    if name == "12_language_gap":
+        diff = measure.language_differences(records, "en", "kappa", n_boot=50).set_index(list(measure.GROUP_BY))
+        assert headline["difference"]["model-a / S1 / pt"] == pytest.approx(diff.loc[("model-a", "S1", "pt"), "diff"],
+                                                                          abs=1e-4)
+    if name == "18_dif":   # 12 patterns per language: the persons are simulated, and the notebook says so
+        rep = dif_report(records, load_demo(), "en")
+        assert headline["source"] == "simulated" and headline["n_persons"] == {"en": 500, "pt": 500}
+        assert headline["classes"] == {f"pt / {k}": v for k, v in rep.table["ets_class"].value_counts().items()}
+        assert "SIMULATED" in (tmp_path / f"{name}.ipynb").read_text()
+        assert (tmp_path / "latex" / "dif_classes.csv").exists()
     if name == "14_contamination":
         assert headline["has_min_k"] and all(r < 0 for r in headline["pearson_r"].values())
     if name == "15_adaptive":
@@ -130,13 +166,15 @@ def degenerate(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize("name", ["12_language_gap", "14_contamination"])
+@pytest.mark.parametrize("name", ["12_language_gap", "14_contamination", "18_dif"])
 def test_notebooks_report_what_they_skip(name, degenerate, tmp_path):
     headline = _execute(name, degenerate, tmp_path)
     nb = (tmp_path / f"{name}.ipynb").read_text()
     if name == "12_language_gap":
-        assert headline["gap_pct"] == {} and "gaps skipped" in nb
+        assert headline["gap_pct"] == {} and headline["difference"] == {} and "gaps skipped" in nb
         assert (tmp_path / "figures" / "gap_scores_by_language.png").exists()
+    elif name == "18_dif":
+        assert headline["has_dif"] is False and headline["classes"] == {} and "DIF skipped" in nb
     else:
         assert headline == {"has_min_k": False, "pearson_r": {}, "pearson_p": {}}
         assert "Contamination analysis skipped" in nb

@@ -301,6 +301,9 @@ def test_html_report_renders_sorts_and_is_self_contained(html_report, page):
         img.scroll_into_view_if_needed()
         assert img.evaluate("i => i.complete && i.naturalWidth > 0")
     assert page.locator("table.sortable").count() >= 10  # runs, headline, notebook headlines, saved tables
+    dif = page.locator("#sec-dif")   # 18_dif: the sample runs hold 11 patterns per language, so simulated persons
+    assert dif.count() == 1 and "SIMULATED" in page.locator("#sec-dif + p").inner_text()
+    assert page.locator("table#dif-items tbody tr").count() >= 1
     page.locator("#sec-figures").evaluate("h => h.scrollIntoView()")  # the heading at the top of the view
     _shot(page, "report_3_figures")
     assert page.errors == [], "errors in the browser console:\n" + "\n".join(page.errors)

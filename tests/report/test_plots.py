@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import matplotlib
+import matplotlib.text
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -76,6 +77,8 @@ def test_response_patterns_heatmap_sorted_by_difficulty(data):
     assert np.ma.getmaskarray(image).sum() == 2 * 4                 # the 4 shot items of the 2 enem_4shot rows
     assert [t.get_text() for t in panels[0].get_yticklabels()][0] == "model-a · S1"
     assert len(fig.axes) == 3                                       # + colorbar
+    few = shares[shares["parallel_id"].isin(sorted(shares["parallel_id"].unique())[:12])]   # the demo's 12
+    assert len(_check_figure(plots.response_patterns(few), 2)[0].get_xticks()) <= 6      # labels ~0.5 in apart
     uncalibrated = plots.response_patterns(measure.share_correct(data["records"]))   # no items: b unknown
     assert _check_figure(uncalibrated, 2)[-1].get_xlabel().startswith("Items (no IRT difficulty")
     assert len(uncalibrated.axes[0].get_xticks()) == 0
@@ -99,12 +102,40 @@ def test_discrimination_distributions_faceted(data):
     _check_figure(plots.discrimination_distributions(di[di["strategy"] == "S1"]), 1)
 
 
-def test_language_scores_bars_ci_and_gap_labels(data):
-    fig = plots.language_scores(data["kappa"], data["gaps"])
-    for ax in _check_figure(fig, 2):
-        assert len(ax.patches) == 2 * 2                             # 2 models x 2 languages
-        assert len([t for t in ax.texts if t.get_text().endswith("%")]) == 2   # pt bar of each model
+def test_language_scores_bars_ci_and_differences(data):
+    """Bars per language (CI whiskers) over a panel of differences from English with their CIs; no gap %."""
+    diffs = measure.language_differences(data["records"], "en", "kappa", n_boot=50)
+    fig = plots.language_scores(data["kappa"], diffs)
+    panels = _check_figure(fig, 4)                                  # 2 strategies x (scores, differences)
+    for top, bottom in ((panels[0], panels[2]), (panels[1], panels[3])):
+        assert len(top.patches) == 2 * 2                            # 2 models x 2 languages
+        assert len(bottom.containers) == 1                          # pt - en, one point per model
+        assert len(bottom.containers[0].lines[0].get_xdata()) == 2
+    assert panels[2].get_ylabel() == "κ(language) −\nκ(English)"
+    assert not [t for t in fig.findobj(matplotlib.text.Text) if t.get_text().endswith("%")]
+    assert "> 0: better than English" in fig.legends[0].get_title().get_text()
     _check_figure(plots.language_scores(data["kappa"]), 2)
+    two = diffs[diffs["strategy"] == "S1"]
+    ax = _check_figure(plots.quality_gap(diffs, measure.gap_correlations(diffs, gap="diff"), gap="diff"), 1)[0]
+    assert "> 0: better" in ax.get_ylabel() and len(ax.collections) >= 2 and "n = 4" in ax.get_title()
+    assert "r undefined (n = 2)" in _check_figure(plots.quality_gap(two, measure.gap_correlations(two, gap="diff"),
+                                                                    gap="diff"), 1)[0].get_title()
+
+
+def test_facet_titles_and_ticks_of_many_long_strategies_do_not_overlap(data):
+    """The demo's eight strategies (enem_4shot beside enem_4shot_cat): the position grids go in blocks of
+    rows, titles break at ' · ', long tick labels slant (figure_checks fails on any two overlapping texts)."""
+    names = [("S1", "S2", "S3", "S4"), ("enem_4shot", "enem_4shot_cat", "enem_1shot", "enem_1shot_cat")]
+    many = pd.concat([data["records"].assign(strategy=data["records"]["strategy"].map(
+        {"S1": a, "enem_4shot": b})) for a, b in zip(*names)], ignore_index=True)
+    dist = measure.position_distribution(many, by=("model", "strategy"))
+    assert len(_check_figure(plots.position_distributions(dist), 16)) == 16          # 8 strategies x k = 4, 5
+    _check_figure(plots.accuracy_by_position(measure.accuracy_by_position(many, by=("model", "strategy"))), 16)
+    _check_figure(plots.shuffle_consistency(measure.shuffle_consistency(many, by=("model", "strategy"))), 1)
+    kappa = measure.kappa(many, by=("model", "strategy", "language"), n_boot=0)
+    _check_figure(plots.language_scores(kappa, measure.language_differences(many, n_boot=20)), 16)
+    gaps = measure.language_gap(kappa, by=("model", "strategy"))
+    _check_figure(plots.quality_gap(gaps, measure.gap_correlations(gaps)), 1)
 
 
 def test_quality_gap_reports_r_or_why_not(data):

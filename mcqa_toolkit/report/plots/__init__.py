@@ -1,6 +1,7 @@
-"""Paper figures: the ENEM paper's Figures 1-5 (`plots.irt`), the language-gap, position-bias and
-contamination plots (`plots.exam`), the ENEM score validation (`plots.enem`), the adaptive-testing figures
-(`plots.adaptive`) and the course-exam comparison with the students (`plots.course_exam`), all importable from
+"""Paper figures: the ENEM paper's Figures 1-5 (`plots.irt`), the language gap (`plots.language`), the
+position-bias and contamination plots (`plots.exam`), the ENEM score validation and a model among the
+candidates (`plots.enem`), the DIF deltas (`plots.dif`), the adaptive-testing figures (`plots.adaptive`) and
+the course-exam comparison with the students (`plots.course_exam`), all importable from
 `mcqa_toolkit.report.plots`.
 
 Every function takes tidy frames made by `measure` (or `irt`) and returns a matplotlib
@@ -17,9 +18,11 @@ from mcqa_toolkit.report.plots._layout import COLUMN_WIDTH, PAGE_WIDTH, STYLE, s
 from mcqa_toolkit.report.plots.adaptive import (adaptive_savings, anchor_error, bank_error, cat_agreement,
                                                 cat_length, model_cat_vs_full)
 from mcqa_toolkit.report.plots.course_exam import student_comparison
-from mcqa_toolkit.report.plots.enem import score_agreement
-from mcqa_toolkit.report.plots.exam import (accuracy_by_position, language_scores, min_k_accuracy, position_distributions,
-                                     quality_gap, shuffle_consistency)
+from mcqa_toolkit.report.plots.dif import dif_deltas
+from mcqa_toolkit.report.plots.enem import among_candidates, score_agreement
+from mcqa_toolkit.report.plots.exam import (accuracy_by_position, min_k_accuracy, position_distributions,
+                                            shuffle_consistency)
+from mcqa_toolkit.report.plots.language import language_scores, quality_gap
 from mcqa_toolkit.report.plots.irt import (accuracy_theta, discrimination_distributions, information_theta, lz_theta,
                                     response_patterns)
 
@@ -27,4 +30,5 @@ __all__ = ["COLUMN_WIDTH", "PAGE_WIDTH", "STYLE", "save", "accuracy_theta", "res
            "information_theta", "discrimination_distributions", "language_scores", "quality_gap",
            "position_distributions", "accuracy_by_position", "shuffle_consistency", "min_k_accuracy",
            "score_agreement", "cat_length", "cat_agreement", "model_cat_vs_full", "adaptive_savings",
-           "anchor_error", "bank_error", "student_comparison"]
+           "anchor_error", "bank_error", "student_comparison", "dif_deltas",
+           "among_candidates"]

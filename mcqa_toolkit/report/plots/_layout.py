@@ -6,6 +6,7 @@ Figures are built with `matplotlib.figure.Figure` (no pyplot), so loops over str
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -29,7 +30,7 @@ LANGUAGE_NAMES = {"pt": "Portuguese", "es": "Spanish", "it": "Italian", "en": "E
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<")
 HUMAN_CMAP = LinearSegmentedColormap.from_list("humans", ["#eef3f8", "#9db4cf"])
 HUMAN_COLOR = "#b9cbe0"
-MISSING_COLOR = "#e69f00"  # colour-blind palette orange: items a system did not take (few-shot examples)
+MISSING_COLOR = "#e69f00"  # colour-blind palette orange: items a system did not take (few-shot examples, CAT)
 THETA_LABEL = "Ability θ (EAP, logit scale)"
 ACCURACY_LABEL = "Accuracy (proportion correct)"
 
@@ -106,28 +107,34 @@ class _Panel:
 def _facets(frame: pd.DataFrame, col=None, row=None, panel=(2.3, 2.0), wrap: int = 4, sharex=True,
             sharey=True, width: float | None = None) -> tuple[Figure, list[_Panel]]:
     """A constrained-layout grid with one panel per row x col level; without `row`, more than `wrap` col
-    levels are spread over balanced rows (4 -> 2 x 2, 6 -> 2 x 3)."""
+    levels are spread over balanced rows (4 -> 2 x 2, 6 -> 2 x 3); with `row`, col levels that would not fit
+    the page width at `panel[0]` inches each are spread over blocks of rows (8 strategies x 2 -> 2 blocks of
+    4 x 2). Panel titles longer than a panel is wide are broken into lines at " · "."""
     ck, rk = _levels(frame, col), _levels(frame, row)
     if row is None and len(ck) > wrap:
         nrows = math.ceil(len(ck) / wrap)
         ncols = math.ceil(len(ck) / nrows)
-        cells = [(i // ncols, i % ncols, (), c) for i, c in enumerate(ck)]
+        cells = [(i // ncols, i % ncols, (), c, i % ncols == ncols - 1) for i, c in enumerate(ck)]
     else:
-        ncols, nrows = len(ck), len(rk)
-        cells = [(i, j, r, c) for i, r in enumerate(rk) for j, c in enumerate(ck)]
+        fit = len(ck) if row is None or width else max(1, int((PAGE_WIDTH - 0.7) // panel[0]))
+        blocks = math.ceil(len(ck) / fit)
+        ncols = math.ceil(len(ck) / blocks)            # balanced blocks: 5 columns -> 3 + 2, not 4 + 1
+        nrows = len(rk) * blocks
+        cells = [(b * len(rk) + i, j, r, c, j == len(ck[b * ncols:(b + 1) * ncols]) - 1)
+                 for b in range(blocks) for i, r in enumerate(rk) for j, c in enumerate(ck[b * ncols:(b + 1) * ncols])]
     w = width or min(PAGE_WIDTH, panel[0] * ncols + 0.7)
     fig = Figure(figsize=(w, panel[1] * nrows + 0.9), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, sharex=sharex, sharey=sharey)
     panels = []
-    for i, j, r, c in cells:
+    for i, j, r, c, last in cells:
         sub = _select(_select(frame, row, r), col, c)
         ax = axes[i, j]
-        # a grid of rows x cols gets margin titles (col on top, row at the right) so that long keys of
-        # neighbouring panels never run into each other
-        title = _title(col, c) if row is None or i == 0 else ""
+        # a grid of rows x cols gets margin titles (col on top of each block, row at the right) so that long
+        # keys of neighbouring panels never run into each other
+        title = _title(col, c) if row is None or i % len(rk) == 0 else ""
         if title:
-            ax.set_title(title)
-        if row is not None and j == ncols - 1:
+            ax.set_title(_fit(title, _panel_width(fig, ncols)))
+        if row is not None and last:
             ax.annotate(_title(row, r), (1.04, 0.5), xycoords="axes fraction", rotation=-90, ha="left",
                         va="center")
         if sub.empty:
@@ -143,6 +150,38 @@ def _facets(frame: pd.DataFrame, col=None, row=None, panel=(2.3, 2.0), wrap: int
             if (i, j) not in used:
                 axes[i, j].set_visible(False)
     return fig, panels
+
+
+def _panel_width(fig: Figure, ncols: int) -> float:
+    """About how wide (inches) each of `ncols` panels of `fig` is: the figure less ~0.7 in of y labels."""
+    return max(0.5, (fig.get_figwidth() - 0.7) / max(ncols, 1))
+
+
+def _fit(text: str, width: float, sep: str = " · ") -> str:
+    """`text` broken into lines at `sep` (then at spaces) so that each fits `width` inches at 9 pt (0.6 em a
+    character, a little more than DejaVu Sans' average), so titles of neighbouring panels never overlap. A
+    line broken at a comma keeps it; one broken at " · " drops the dot."""
+    room = max(6, int(width * 72 / (9 * 0.6)))
+    if len(text) <= room:
+        return text
+    lines: list[str] = []
+    for part in text.split(sep):
+        if lines and len(lines[-1]) + len(sep) + len(part) <= room:
+            lines[-1] += sep + part
+        else:
+            if lines and sep.strip() == ",":
+                lines[-1] += ","
+            lines.append(part)
+    return "\n".join(textwrap.fill(ln, room, break_long_words=False, break_on_hyphens=False) for ln in lines)
+
+
+def _corr_title(row: pd.Series | None, with_n: bool = True) -> str:
+    """'r = 0.41, p = 0.03, n = 12' (Pearson, from a correlation row), or why r is undefined."""
+    if row is None or not np.isfinite(row.get("pearson_r", np.nan)):
+        n = "" if row is None else f" (n = {int(row['n'])})"
+        return f"r undefined{n}"
+    text = f"r = {_num(row['pearson_r'])}, p = {_num(row['pearson_p'], '.2g')}"
+    return f"{text}, n = {int(row['n'])}" if with_n else text
 
 
 def _label_outer(fig: Figure, panels: list[_Panel], xlabel: str, ylabel: str) -> None:

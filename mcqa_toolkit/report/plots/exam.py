@@ -1,4 +1,5 @@
-"""Figures of the language-gap, position-bias and contamination analyses. Data: `mcqa_toolkit.measure`."""
+"""Figures of the position-bias and contamination analyses (the language gap: `plots.language`). Data:
+`mcqa_toolkit.measure`."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -8,110 +9,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from mcqa_toolkit.report.plots._layout import (ACCURACY_LABEL, PAGE_WIDTH, _check, _facets, _hue_handles, _label_outer,
-                                        _legend, _levels, _markers, _nice, _num, _palette, _select, _styled)
-
-
-def _score_label(score: str) -> str:
-    return {"kappa": "Cohen's κ", "accuracy": ACCURACY_LABEL}.get(score, score)
-
-
-@_styled
-def language_scores(scores: pd.DataFrame, gaps: pd.DataFrame | None = None, score: str = "kappa",
-                    x: str = "model", hue: str = "language", col: str | Sequence[str] | None = "strategy",
-                    reference: str = "en") -> Figure:
-    """Score per model and language as bars (`measure.kappa` / `measure.accuracy`, CI whiskers when present),
-    each non-reference bar labelled with its gap % (`measure.language_gap`: > 0 = worse than `reference`)."""
-    _check(scores, [x, hue, score], "scores")
-    levels = sorted(scores[hue].unique(), key=lambda v: (v != reference, v))
-    colors = _palette(levels)
-    xs = sorted(scores[x].unique())
-    names = [_nice(v) for v in xs]
-    slanted = len(xs) > 2 or (len(xs) == 2 and max(len(n) for n in names) * 0.07 > 0.2 * len(levels))
-    fig, panels = _facets(scores, col=col, panel=(max(1.5, 0.5 + 0.22 * len(xs) * len(levels)), 2.4), wrap=4)
-    width = 0.8 / len(levels)
-    has_ci = {"ci_low", "ci_high"} <= set(scores.columns)
-    highest = 0.0
-    for p in panels:
-        gp = _select(gaps, col, p.key)
-        top = []
-        for k, lv in enumerate(levels):
-            g = p.frame[p.frame[hue] == lv].set_index(x).reindex(xs)
-            pos = np.arange(len(xs)) + (k - (len(levels) - 1) / 2) * width
-            vals = g[score].to_numpy(float)
-            p.ax.bar(pos, vals, width=width * 0.92, color=colors[lv])
-            hi = vals
-            if has_ci:
-                lo_e, hi_e = (vals - g["ci_low"].to_numpy(float)), (g["ci_high"].to_numpy(float) - vals)
-                p.ax.errorbar(pos, vals, yerr=np.nan_to_num(np.vstack([lo_e, hi_e]).clip(min=0)), fmt="none",
-                              ecolor="0.2", lw=0.8, capsize=1.5)
-                hi = np.fmax(vals, g["ci_high"].to_numpy(float))
-            top.append(np.nanmax(np.append(hi, 0.0)))
-            if gp is not None and lv != reference:
-                gap = gp[gp[hue] == lv].set_index(x)["gap_pct"].reindex(xs)
-                for px, h, gv in zip(pos, hi, gap.to_numpy(float)):
-                    if np.isfinite(gv) and np.isfinite(h):
-                        p.ax.annotate(_num(gv, "+.0f") + "%", (px, max(h, 0)), xytext=(0, 3),
-                                      textcoords="offset points", rotation=90, ha="center", va="bottom")
-        p.ax.axhline(0, color="0.3", lw=0.8)
-        p.ax.set_xticks(range(len(xs)), names, rotation=30 if slanted else 0, ha="right" if slanted else "center",
-                        rotation_mode="anchor")
-        highest = max(highest, *top)
-    # shared y axis: head room above the highest bar of any panel for the rotated gap labels
-    panels[0].ax.set_ylim(top=highest * (1.35 if gaps is not None else 1.08) + 0.02)
-    _label_outer(fig, panels, x.capitalize(), _score_label(score))
-    title = f"bar labels: gap % vs {_nice(reference)}" if gaps is not None else None
-    _legend(fig, _hue_handles(levels, colors, {}, kind="patch"), title=title)
-    return fig
-
-
-def _corr_title(row: pd.Series | None, with_n: bool = True) -> str:
-    """'r = 0.41, p = 0.03, n = 12' (Pearson, from a correlation row), or why r is undefined."""
-    if row is None or not np.isfinite(row.get("pearson_r", np.nan)):
-        n = "" if row is None else f" (n = {int(row['n'])})"
-        return f"r undefined{n}"
-    text = f"r = {_num(row['pearson_r'])}, p = {_num(row['pearson_p'], '.2g')}"
-    return f"{text}, n = {int(row['n'])}" if with_n else text
-
-
-@_styled
-def quality_gap(gaps: pd.DataFrame, correlations: pd.DataFrame | None = None, quality: str = "score_ref",
-                col: str | Sequence[str] | None = "language", hue: str = "model",
-                style: str | None = "strategy", score: str = "kappa") -> Figure:
-    """Model quality (reference-language score) vs gap % (`measure.language_gap`), one panel per language with
-    Pearson r and p (`measure.gap_correlations`, same `col`) in its title."""
-    _check(gaps, [quality, "gap_pct", hue], "gaps")
-    levels = sorted(gaps[hue].unique())
-    colors = _palette(levels)
-    styles = sorted(gaps[style].unique()) if style else [None]
-    markers = _markers(styles)
-    n_panels = min(len(_levels(gaps, col)), 4)
-    legend_width = 1.4 if style and len(styles) > 1 else 0.0   # the two-block legend sits at the right
-    fig, panels = _facets(gaps, col=col, panel=(2.3, 2.2), width=min(PAGE_WIDTH, 2.3 * n_panels + 0.7 + legend_width))
-    for p in panels:
-        for (lv, st), g in p.frame.groupby([hue, style] if style else [hue, lambda _: None], sort=True):
-            p.ax.scatter(g[quality], g["gap_pct"], color=colors[lv], marker=markers[st], s=28, zorder=3)
-        p.ax.axhline(0, color="0.5", lw=0.8, ls=":")
-        p.ax.margins(0.12)
-        corr = _select(correlations, col, p.key)
-        row = corr.iloc[0] if corr is not None and len(corr) else None
-        p.ax.set_title(f"{p.ax.get_title()}\n{_corr_title(row)}" if correlations is not None else p.ax.get_title())
-    ref = gaps["reference"].iloc[0] if "reference" in gaps.columns else "reference"
-    _label_outer(fig, panels, f"{_score_label(score)} in {_nice(ref)} (model quality)",
-                 f"Gap % vs {_nice(ref)} (> 0: worse)")
-    handles = _hue_handles(levels, colors, {lv: "o" for lv in levels})
-    if not (style and len(styles) > 1):
-        _legend(fig, handles)
-        return fig
-    # colour = hue, marker = style: one column with a bold header per block, to the right of the panels
-    headers = [hue.capitalize(), style.capitalize()]
-    handles = [Line2D([], [], ls="", label=headers[0]), *handles, Line2D([], [], ls="", label=headers[1]),
-               *[Line2D([], [], ls="", marker=markers[s], color="0.3", label=str(s)) for s in styles]]
-    legend = fig.legend(handles=handles, loc="outside right upper", frameon=False, handletextpad=0.3)
-    for text in legend.get_texts():
-        if text.get_text() in headers:
-            text.set_fontweight("bold")
-    return fig
+from mcqa_toolkit.report.plots._layout import (COLUMN_WIDTH, PAGE_WIDTH, _check, _corr_title, _facets, _fit,
+                                               _hue_handles, _label_outer, _legend, _markers, _palette, _select,
+                                               _styled)
 
 
 # ---- position bias ---------------------------------------------------------------------------------------------
@@ -175,7 +75,11 @@ def shuffle_consistency(consistency: pd.DataFrame, x: str = "strategy", hue: str
     levels = sorted(consistency[hue].unique())
     colors = _palette(levels)
     n_x = max(data[x].nunique(), 1)
-    fig = Figure(figsize=(min(PAGE_WIDTH, 1.6 + 0.5 * n_x * len(levels)), 2.8), layout="constrained")
+    longest = max((len(str(v)) for v in data[x].unique()), default=0) * 0.075   # inches at 9 pt
+    # wide enough for each box group and for its name written flat (up to the page width)
+    fig_w = COLUMN_WIDTH if data.empty else min(PAGE_WIDTH, max(1.6 + 0.5 * n_x * len(levels),
+                                                                1.0 + n_x * (longest + 0.15)))
+    fig = Figure(figsize=(fig_w, 2.8), layout="constrained")
     ax = fig.subplots()
     if data.empty:
         ax.text(0.5, 0.5, "no strategy has more than one shuffle:\nconsistency is undefined", ha="center",
@@ -183,19 +87,24 @@ def shuffle_consistency(consistency: pd.DataFrame, x: str = "strategy", hue: str
         ax.set_xticks([])
     else:
         xs = sorted(data[x].unique())
-        width = 0.8 / len(levels)
+        box_w = 0.8 / len(levels)
         for j, lv in enumerate(levels):
             vals = [data.loc[(data[x] == xv) & (data[hue] == lv), "consistency"].to_numpy() for xv in xs]
             keep = [i for i, v in enumerate(vals) if len(v)]
-            pos = np.arange(len(xs)) + (j - (len(levels) - 1) / 2) * width
-            box = ax.boxplot([vals[i] for i in keep], positions=pos[keep], widths=width * 0.85, patch_artist=True,
+            pos = np.arange(len(xs)) + (j - (len(levels) - 1) / 2) * box_w
+            box = ax.boxplot([vals[i] for i in keep], positions=pos[keep], widths=box_w * 0.85, patch_artist=True,
                              manage_ticks=False, flierprops={"markersize": 2}, medianprops={"color": "0.1"})
             for patch in box["boxes"]:
                 patch.set_facecolor(colors[lv])
-        ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+        # a name wider than its slot (about 0.075 in a character at 9 pt) slants, or stands when even slanted
+        # it would reach the next one
+        slot = (fig_w - 1.0) / len(xs)
+        angle = 0 if longest < slot * 0.9 else 30 if longest * 0.87 < slot * 0.9 else 90
+        ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=angle, ha="center" if angle in (0, 90)
+                      else "right", rotation_mode="anchor" if angle == 30 else "default")
     ax.set_ylim(0, 1.05)
-    ax.set_xlabel(x.capitalize() if not single else f"{x.capitalize()} (one shuffle, not shown: "
-                  f"{', '.join(map(str, single))})")
+    ax.set_xlabel(x.capitalize() if not single else f"{x.capitalize()}\n" + _fit(
+        f"(one shuffle, not shown: {', '.join(map(str, single))})", fig_w - 0.8, sep=", "))
     ax.set_ylabel("Share of shuffles choosing\nthe modal option")
     _legend(fig, _hue_handles(levels, colors, {}, kind="patch"))
     return fig

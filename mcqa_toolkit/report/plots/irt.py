@@ -89,7 +89,9 @@ def response_patterns(shares: pd.DataFrame, rows: str | Sequence[str] = ("model"
         im = ax.imshow(grid.to_numpy(float), aspect="auto", cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
         ax.set_yticks(range(len(grid.index)), grid.index)
         b = order["b"].to_numpy(float)
-        ticks = np.unique(np.linspace(0, len(order) - 1, min(len(order), 9)).round().astype(int))
+        # at most 9 tick labels, evenly stepped and ~0.5 in apart (few items: adjacent labels would collide)
+        room = max(2, int((PAGE_WIDTH - 0.1 * max(len(str(r)) for r in grid.index) - 1.2) / 0.5))
+        ticks = np.arange(0, len(order), max(1, int(np.ceil((len(order) - 1) / (min(len(order), 9, room) - 1 or 1)))))
         ticks = ticks[np.isfinite(b[ticks])]
         ax.set_xticks(ticks, [_num(v, ".1f") for v in b[ticks]])
         ax.tick_params(length=2)
@@ -106,7 +108,8 @@ def response_patterns(shares: pd.DataFrame, rows: str | Sequence[str] = ("model"
         axes[0].set_ylabel(row_label)
     fig.colorbar(im, ax=list(axes), label="Share of shuffles correct", shrink=0.9, aspect=25, pad=0.01)
     if missing:
-        _legend(fig, [Patch(facecolor=MISSING_COLOR, label="not administered (few-shot example)")])
+        _legend(fig, [Patch(facecolor=MISSING_COLOR, label="not administered (a few-shot example, or not reached by "
+                                                             "an adaptive test)")])
     return fig
 
 

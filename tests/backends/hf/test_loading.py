@@ -1,0 +1,75 @@
+"""backends.hf.loading's dequantised cache under concurrency (several Ray workers of one node loading the embedded
+model at once): one process writes the copy while the others wait and read it, the copy appears whole or not at
+all, and a writer killed mid-copy leaves nothing the next load would take for a complete copy. The dequantising
+itself is replaced by a slow fake writer (forked processes; the real one takes ~50 s)."""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from mcqa_toolkit.backends.hf import loading
+
+CTX = multiprocessing.get_context("fork")  # the children run only file operations: no torch, no threads
+
+
+def _slow_writer(log: Path, die: bool = False):
+    def write(gguf: Path, out: Path) -> None:
+        out.mkdir(parents=True)
+        (out / "config.json").write_text("{}")
+        if die:
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(0.3)  # a slow copy: the others arrive while it is being written
+        (out / "model.safetensors").write_bytes(b"w" * 4096)
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()}\n")
+    return write
+
+
+def _load(gguf: str, cache: str, barrier, results) -> None:
+    barrier.wait(timeout=30)
+    target, digest = loading.dequantised_dir(Path(gguf), Path(cache))
+    results.put((str(target), digest, sorted(p.name for p in target.iterdir())))
+
+
+@pytest.fixture
+def gguf(tmp_path):
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"GGUF" + bytes(range(256)) * 8)
+    return path
+
+
+def test_concurrent_first_loads_write_the_copy_once_and_all_read_it(gguf, tmp_path, monkeypatch):
+    cache, log = tmp_path / "cache", tmp_path / "writers.log"
+    monkeypatch.setattr(loading, "_write_dequantised", _slow_writer(log))
+    barrier, results = CTX.Barrier(3), CTX.Queue()
+    children = [CTX.Process(target=_load, args=(str(gguf), str(cache), barrier, results)) for _ in range(3)]
+    for c in children:
+        c.start()
+    got = [results.get(timeout=60) for _ in children]
+    for c in children:
+        c.join(timeout=60)
+    assert [c.exitcode for c in children] == [0, 0, 0]
+    assert len({g[:2] for g in got}) == 1  # one copy, one digest for everybody
+    assert all(g[2] == ["config.json", "mcqa_cache.json", "model.safetensors"] for g in got)  # always whole
+    assert len(log.read_text().splitlines()) == 1  # dequantised once
+    assert not list((cache / "dequantised").glob(".*.tmp")) and json.loads((cache / "sha256.json").read_text())
+
+
+def test_a_writer_killed_mid_copy_leaves_nothing_taken_for_a_copy(gguf, tmp_path, monkeypatch):
+    cache, log = tmp_path / "cache", tmp_path / "writers.log"
+    monkeypatch.setattr(loading, "_write_dequantised", _slow_writer(log, die=True))
+    child = CTX.Process(target=loading.dequantised_dir, args=(gguf, cache))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == -signal.SIGKILL
+    assert [p.name for p in (cache / "dequantised").iterdir()][0].endswith(".tmp")  # only its temporary folder
+    monkeypatch.setattr(loading, "_write_dequantised", _slow_writer(log))
+    target, _ = loading.dequantised_dir(gguf, cache)  # the lock died with its holder: the next load goes on
+    assert sorted(p.name for p in target.iterdir()) == ["config.json", "mcqa_cache.json", "model.safetensors"]
+    assert [p.name for p in (cache / "dequantised").iterdir()] == [target.name]  # the leftover is gone
