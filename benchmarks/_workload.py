@@ -57,6 +57,32 @@ def add_arguments(ap: argparse.ArgumentParser, *, items: int, shuffles: int) -> 
     ap.add_argument("--shuffles", type=int, default=shuffles)
     ap.add_argument("--scorings", choices=("letters", "options", "both"), default="letters")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
+    ap.add_argument("--budget", default=None, help="engine budget of a device type (engine.BUDGETS: cpu, cuda); "
+                    "default: the model's device's")
+    ap.add_argument("--items-per-call", type=int, default=None, help="items per engine call (default: the budget's)")
+    ap.add_argument("--max-batch-tokens", type=int, default=None, help="slots per forward call (default: the budget's)")
+    ap.add_argument("--max-batch-rows", type=int, default=None, help="rows per forward call (default: the budget's)")
+
+
+def engine_options(args: argparse.Namespace) -> dict[str, int]:
+    """PrefixScorer options from --budget / --items-per-call / --max-batch-tokens / --max-batch-rows (unset: the
+    device's budget)."""
+    from mcqa_toolkit.backends.hf.engine import BUDGETS
+
+    out: dict[str, int] = {}
+    if args.budget:
+        b = BUDGETS[args.budget]
+        out = {"max_batch_tokens": b.max_batch_tokens, "max_batch_rows": b.max_batch_rows,
+               "items_per_call": b.items_per_call}
+    for key in ("items_per_call", "max_batch_tokens", "max_batch_rows"):
+        if getattr(args, key) is not None:
+            out[key] = getattr(args, key)
+    return out
+
+
+def blocks(seq: Sequence, size: int) -> list:
+    """`seq` cut into consecutive blocks of `size` (the runner's blocks of items)."""
+    return [seq[i:i + size] for i in range(0, len(seq), size)]
 
 
 def scorings(args: argparse.Namespace) -> list[str]:
@@ -74,6 +100,21 @@ def _load_exam(args: argparse.Namespace):
     return load(args.dataset, **kwargs)
 
 
+def workload_items(args: argparse.Namespace) -> tuple[Any, Any, str]:
+    """(few-shot pool, evaluated items (all of them), a description of the source), without loading a model.
+
+    Sets `args.rule` / `args.shot_ids` for `render_item`."""
+    if args.workload == "enem-long":
+        pool, evaluated, args.shot_ids, used = enem_long(args.formats_dir, args.shots)
+        args.rule = "ids"
+        real = used or "none found, our passages only"
+        return pool, evaluated, f"enem-long (shots {args.shot_ids}; real files: {real})"
+    items = _load_exam(args)
+    args.rule, args.shot_ids = args.shot_rule, None
+    pool, evaluated = split_shots(items, args.shots, args.rule) if args.shots else (items, items)
+    return pool, evaluated, f"{args.dataset}:{args.data_path or args.language}"
+
+
 def setup(args: argparse.Namespace) -> tuple[Any, list, list]:
     """(lm, few-shot pool, evaluated items), after applying --threads and one warm-up forward; prints the
     workload header.
@@ -85,15 +126,7 @@ def setup(args: argparse.Namespace) -> tuple[Any, list, list]:
         lm = random_model(args.random_shape, args.tokenizer, device=args.device, dtype=args.dtype, attn=args.attn)
     else:
         lm = load_model(args.model, device=args.device, dtype=args.dtype)
-    if args.workload == "enem-long":
-        pool, evaluated, args.shot_ids, used = enem_long(args.formats_dir, args.shots)
-        args.rule = "ids"
-        source = f"enem-long (shots {args.shot_ids}; real files: {used or 'none found, our passages only'})"
-    else:
-        items = _load_exam(args)
-        args.rule, args.shot_ids = args.shot_rule, None
-        pool, evaluated = split_shots(items, args.shots, args.rule) if args.shots else (items, items)
-        source = f"{args.dataset}:{args.data_path or args.language}"
+    pool, evaluated, source = workload_items(args)
     evaluated = evaluated[: args.items]
     print(f"model={lm.name} {lm.dtype} on {lm.device} ({type(lm.model).__name__}, attention "
           f"{lm.model.config._attn_implementation}) workload={source} items={len(evaluated)} shots={args.shots} "

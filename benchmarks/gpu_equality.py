@@ -3,7 +3,8 @@
 For each `--random-shape` (published shapes with random weights, _shapes.py) an fp32 master model is built on
 the device; every (dtype, attention) variant is that model's weights cast to the dtype. On the `enem-long`
 workload (real-length ENEM prompts, 4 shots, `--shuffles` option orders; letters and options) it prints, per
-variant and layout (packed trie rows / unpacked rows):
+variant and layout (packed trie rows one item per call / unpacked rows / every item in one block sharing calls /
+that block on static shapes, captured as CUDA graphs on CUDA):
   engine_vs_naive  max |ours - naive| in that dtype;
   naive_noise      max |naive - naive in another layout| (right-padded batches: precision.naive_padded_scores),
                    the rounding noise of the naive path itself in that dtype;
@@ -39,6 +40,9 @@ except ModuleNotFoundError:
     from benchmarks._limit import device_facts
     from benchmarks._shapes import random_model
     from benchmarks._workload import SCORINGS, build
+
+
+LAYOUTS = ("packed", "unpacked", "block", "graphs")
 
 
 def variant(master, dtype: str, attn: str):
@@ -92,9 +96,13 @@ def main() -> None:
                     padded = [naive_padded_scores(lm, reqs, args.padded_batch) for reqs, _ in items]
                     noise = max(max_delta(a, b) for a, b in zip(naive, padded))
                     naive_err = max(max_delta(a, b) for a, b in zip(naive, ref[method]))
-                    for pack in (True, False):
+                    for layout in LAYOUTS:
                         t0 = time.perf_counter()
-                        got = [PrefixScorer(lm, pack=pack).score(reqs, shared) for reqs, shared in items]
+                        if layout in ("packed", "unpacked"):
+                            got = [PrefixScorer(lm, pack=layout == "packed").score(reqs, shared)
+                                   for reqs, shared in items]
+                        else:
+                            got = PrefixScorer(lm, graphs=layout == "graphs").score_block(items)
                         seconds = time.perf_counter() - t0
                         finite = all(np.isfinite(x).all() for g in got for x in g)
                         same = n = 0
@@ -102,8 +110,8 @@ def main() -> None:
                             s, k = choice_agreement(per_prompt(nv, it.n_options, method),
                                                     per_prompt(g, it.n_options, method), noise)
                             same, n = same + s, n + k
-                        row = dict(shape=shape, dtype=dtype, attn=attn, scoring=method, layout="packed" if pack
-                                   else "unpacked", engine_vs_naive=max(max_delta(a, b) for a, b in zip(got, naive)),
+                        row = dict(shape=shape, dtype=dtype, attn=attn, scoring=method, layout=layout,
+                                   engine_vs_naive=max(max_delta(a, b) for a, b in zip(got, naive)),
                                    naive_noise=noise, engine_err=max(max_delta(a, b) for a, b in zip(got, ref[method])),
                                    naive_err=naive_err, same_choices=same, compared=n, finite=finite,
                                    seconds=round(seconds, 3), device=facts["device"])

@@ -1,17 +1,23 @@
-"""Where the engine's time goes: a phase breakdown of one item's scoring on the benchmark workload.
+"""Where the engine's time goes: a phase breakdown of one block's scoring on the benchmark workload.
 
 Scores `--warm-items` items first (so the run prefix is cached and allocations are warm, as in a long run),
-then scores the next item under torch.profiler. Phases: rendering and tokenisation (timed around the
-workload's `build`, which uses the helpers HFBackend uses), then the engine's own `record_function` ranges
-(engine.py): `mcqa::cache` (shared cache views), `mcqa::plan` (trie layout and rows), `mcqa::masks` (row
-inputs and 4D masks), `mcqa::body` (forward calls of the model body: item prefix and packed rows), `mcqa::head`
-(LM head + log-softmax at scored positions), and the rest of `score` (Python glue). The body is split further
-by operator: matmul (linear layers), attention (sdpa/eager kernels), cat/copy (the cache rows are concatenated
-with each call's new keys/values inside the cache update) and other element-wise ops. Profiling adds some
-overhead; the percentages, not the absolute seconds, are the result. Keep it short on a shared machine: it
-profiles one item.
+then scores the next block (the engine's `items_per_call` items, `--budget` / `--items-per-call` as in
+_workload.py) under torch.profiler. Phases, per item: rendering and tokenisation (timed around the workload's
+`build`, which uses the helpers HFBackend uses), then the engine's own `record_function` ranges (engine.py,
+block.py): `mcqa::cache` (cache views), `mcqa::plan` (trie layout, rows and calls), `mcqa::masks` (row inputs and
+4D masks), `mcqa::body` (forward calls of the model body: item prefixes and packed rows), `mcqa::head` (LM head +
+log-softmax at scored positions), and the rest of `score_block` (Python glue). The body is split further by
+operator: matmul (linear layers), attention (sdpa/eager kernels), cat/copy (each row's copy of its item's cached
+keys/values, concatenated with the call's new ones) and other element-wise ops.
 
-    python benchmarks/profile_scoring.py [--scorings letters] [--warm-items 1] [--row-tokens 256] [--rows 0]
+Host work on a GPU: every operator the body runs is at least one kernel launch, which costs the host ~36 us on
+the H100 measured (0.16 s for ~4,400 launches per item, docs/performance.md) whatever the tensor sizes; the
+operators per forward call depend on the model, not on the tokens. So the operator count per item (printed per
+forward call and per item) times `--launch-us`, plus the host phases (rendering, tokenisation, plan, masks,
+cache, glue), predicts the host time per item on a GPU at this budget (`predicted GPU host ms/item`). Profiling
+adds some overhead; the percentages, not the absolute seconds, are the result. Keep it short on a shared machine.
+
+    python benchmarks/profile_scoring.py [--scorings letters] [--warm-items 1] [--budget cuda] [--rows 0]
 """
 from __future__ import annotations
 
@@ -24,14 +30,21 @@ from torch.profiler import ProfilerActivity, profile
 from mcqa_toolkit.backends.hf.engine import PrefixScorer
 
 try:  # run as a script or as a module
-    from _workload import SCORINGS, add_arguments, build, render_item, scorings, setup
+    from _workload import SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings, setup
 except ModuleNotFoundError:
-    from benchmarks._workload import SCORINGS, add_arguments, build, render_item, scorings, setup
+    from benchmarks._workload import (SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings,
+                                      setup)
 
 PHASES = ("mcqa::cache", "mcqa::plan", "mcqa::masks", "mcqa::body", "mcqa::head")
 OPS = {"matmul": ("aten::mm", "aten::bmm", "aten::addmm", "aten::matmul", "aten::linear"),
        "attention": ("attention", "aten::_scaled_dot_product", "aten::softmax", "aten::_softmax"),
        "cat/copy": ("aten::cat", "aten::copy_", "aten::clone", "aten::contiguous", "aten::index", "aten::repeat")}
+# operators that only make a view (no kernel on a GPU)
+VIEWS = ("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::t", "aten::transpose", "aten::expand",
+         "aten::slice", "aten::select", "aten::unsqueeze", "aten::squeeze", "aten::as_strided", "aten::permute",
+         "aten::alias", "aten::detach", "aten::lift_fresh", "aten::empty", "aten::resolve_conj", "aten::resolve_neg",
+         "aten::split", "aten::chunk", "aten::unbind", "aten::narrow", "aten::_reshape_alias", "aten::result_type",
+         "aten::is_nonzero", "aten::empty_like", "aten::empty_strided")
 
 
 def op_group(name: str) -> str:
@@ -53,31 +66,48 @@ def body_breakdown(events) -> dict[str, float]:
     return out
 
 
+def launches(events) -> tuple[int, int]:
+    """(inside `mcqa::body`, in all) operators that would each launch at least one kernel on a GPU: aten operators
+    without aten children, views left out."""
+    spans = [(e.time_range.start, e.time_range.end, e.thread) for e in events if e.name == "mcqa::body"]
+    body = every = 0
+    for e in events:
+        leaf = not any(c.name.startswith("aten::") for c in e.cpu_children)
+        if not e.name.startswith("aten::") or e.name in VIEWS or not leaf:
+            continue
+        every += 1
+        body += any(s <= e.time_range.start and e.time_range.end <= t and e.thread == th for s, t, th in spans)
+    return body, every
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(ap, items=2, shuffles=30)
+    add_arguments(ap, items=17, shuffles=30)  # a warm item, then a block of up to 16
     ap.add_argument("--warm-items", type=int, default=1)
     ap.add_argument("--row-tokens", type=int, default=None, help="engine row width (default: the engine's)")
+    ap.add_argument("--launch-us", type=float, default=36.0, help="host cost of one kernel launch on the GPU to "
+                    "predict (default: the H100 measurement, 0.16 s / ~4,400 launches)")
     ap.add_argument("--rows", type=int, default=0, help="also print the top operators table (rows)")
     args = ap.parse_args()
     lm, pool, evaluated = setup(args)
-    options = {} if args.row_tokens is None else {"row_tokens": args.row_tokens}
+    options = {**engine_options(args), **({} if args.row_tokens is None else {"row_tokens": args.row_tokens})}
     for scoring in scorings(args):
         scorer = PrefixScorer(lm, **options)
-        for reqs, shared in build(lm, evaluated[: args.warm_items], pool, args, SCORINGS[scoring]):
-            scorer.score(reqs, shared)
-        item = evaluated[args.warm_items: args.warm_items + 1]
+        for block in blocks(list(evaluated[: args.warm_items]), scorer.items_per_call):
+            scorer.score_block(build(lm, block, pool, args, SCORINGS[scoring]))
+        items = evaluated[args.warm_items: args.warm_items + scorer.items_per_call]
         t0 = time.perf_counter()
-        render_item(item[0], pool, args)
+        for it in items:
+            render_item(it, pool, args)
         t_render = time.perf_counter() - t0
         t0 = time.perf_counter()
-        (reqs, shared), = build(lm, item, pool, args, SCORINGS[scoring])
+        work = build(lm, items, pool, args, SCORINGS[scoring])
         t_tok = time.perf_counter() - t0 - t_render
         before = dict(scorer.stats.__dict__)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])
         t0 = time.perf_counter()
         with profile(activities=activities) as prof:
-            scorer.score(reqs, shared)
+            scorer.score_block(work)
         t_score = time.perf_counter() - t0
         d = {k: v - before[k] for k, v in scorer.stats.__dict__.items()}
         events = prof.events()
@@ -85,18 +115,28 @@ def main() -> None:
         for e in events:
             if e.name in PHASES:
                 phase[e.name] += e.cpu_time_total / 1e6
+        n = len(items)
         total = t_render + t_tok + t_score
         rows = [("rendering", t_render), ("tokenisation", t_tok)] + [(p, phase[p]) for p in PHASES]
         rows.append(("other (Python glue in score)", t_score - sum(phase.values())))
-        print(f"[{scoring}] item {item[0].item_id}: {len(reqs)} requests, forward calls={d['calls']} tokens "
+        in_body, ops = launches(events)
+        host = total - phase["mcqa::body"] - phase["mcqa::head"]
+        print(f"[{scoring}] {n} item(s) ({', '.join(it.item_id for it in items)}), items_per_call="
+              f"{scorer.items_per_call} max_batch_tokens={scorer.max_batch_tokens} "
+              f"max_batch_rows={scorer.max_batch_rows}: "
+              f"{sum(len(r) for r, _ in work)} requests, forward calls={d['calls']} ({d['calls'] / n:.2f}/item) tokens "
               f"forwarded={d['forwarded']} unique={d['unique']} padded={d['padded']} scored positions="
-              f"{d['scored_positions']} | wall {total:.2f}s (score {t_score:.2f}s profiled)")
+              f"{d['scored_positions']} | wall {total:.2f}s ({total / n:.2f} s/item; score {t_score:.2f}s profiled)")
         for name, sec in rows:
-            print(f"[{scoring}]   {name:<30s} {sec:7.3f} s  {100 * sec / total:5.1f}%")
+            print(f"[{scoring}]   {name:<30s} {sec / n:7.3f} s/item  {100 * sec / total:5.1f}%")
         body = body_breakdown(events)
         body_total = sum(body.values()) or 1.0
         print(f"[{scoring}]   inside mcqa::body (self CPU): " + ", ".join(
             f"{g} {100 * t / body_total:.1f}%" for g, t in sorted(body.items(), key=lambda kv: -kv[1])))
+        predicted = 1000 * host / n + ops / n * args.launch_us / 1000
+        print(f"[{scoring}]   kernel-launching ops: {in_body / max(d['calls'], 1):.0f} per forward call, {ops / n:.0f} "
+              f"per item ({in_body / n:.0f} in the body); host phases {1000 * host / n:.0f} ms/item; predicted GPU "
+              f"host ms/item at {args.launch_us:.0f} us/launch: {predicted:.0f}")
         if args.rows:
             print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.rows,
                                             max_name_column_width=48))

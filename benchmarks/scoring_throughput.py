@@ -3,7 +3,10 @@ measured in one run.
 
 Workload (see _workload.py): by default `enem-long`, real-length ENEM prompts (4 shots, ~1,500 tokens), N
 seeded option shuffles per item; `--workload exam --dataset ...` takes any exam the loaders read. Per scoring
-(`--scorings letters|options|both`): the engine scores every item (time includes rendering and tokenising);
+(`--scorings letters|options|both`): the engine scores every item, in blocks of `items_per_call` items as the
+runner brings them (`--budget cpu|cuda`, `--items-per-call`, `--max-batch-tokens`, `--max-batch-rows`; default:
+the device's budget, engine.BUDGETS), time including rendering and tokenising; forward calls per item are
+printed (`calls_per_item`, the run prefix's call included);
 the naive path forwards every sequence alone with full-vocabulary logits (what a plain loop, or lm-eval's HF
 backend per request, does), timed on the first `--naive-items` items and compared per item, and the same
 items' log-probs are compared for equality (max |delta|) and identical choices. The raw limit is one plain
@@ -11,10 +14,12 @@ batched forward of the model body over our unique token count (_limit.py); frac_
 tokens/s over it.
 
     python benchmarks/scoring_throughput.py [--items 8] [--shuffles 30] [--naive-items 1] [--scorings both]
+        [--budget cuda] [--json out.json]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import numpy as np
@@ -23,21 +28,21 @@ from mcqa_toolkit.backends.hf.engine import PrefixScorer, naive_scores
 
 try:  # run as a script (python benchmarks/scoring_throughput.py) or as a module (python -m benchmarks...)
     from _limit import SHORT_ROW, SHORT_ROW_TOKENS, raw_forward_rate
-    from _workload import SCORINGS, add_arguments, build, scorings, setup
+    from _workload import SCORINGS, add_arguments, blocks, build, engine_options, scorings, setup
 except ModuleNotFoundError:
     from benchmarks._limit import SHORT_ROW, SHORT_ROW_TOKENS, raw_forward_rate
-    from benchmarks._workload import SCORINGS, add_arguments, build, scorings, setup
+    from benchmarks._workload import SCORINGS, add_arguments, blocks, build, engine_options, scorings, setup
 
 
 def bench(lm, pool, evaluated, args, method, naive_items):
-    scorer = PrefixScorer(lm)
+    scorer = PrefixScorer(lm, **engine_options(args))
     t_ours, work, got = 0.0, [], []
-    for it in evaluated:
+    for block in blocks(list(evaluated), scorer.items_per_call):
         t0 = time.perf_counter()
-        (reqs, shared), = build(lm, [it], pool, args, method)
-        got.append(scorer.score(reqs, shared))
+        built = build(lm, block, pool, args, method)
+        got += scorer.score_block(built)
         t_ours += time.perf_counter() - t0
-        work.append(reqs)
+        work += [reqs for reqs, _ in built]
     t0 = time.perf_counter()
     naive_res = [naive_scores(lm, reqs) for reqs in work[:naive_items]]
     t_naive = time.perf_counter() - t0
@@ -56,13 +61,16 @@ def bench(lm, pool, evaluated, args, method, naive_items):
             "s_per_item_naive": s_naive, "speedup": s_naive / s_ours, "max_delta": delta, "same_choices": same,
             "tokens_ratio": st.forwarded / st.unique, "ours_tok_s": st.unique / t_ours, "limit_tok_s": limit,
             "limit_shape": shape, "frac_of_limit": st.unique / t_ours / limit, "short_tok_s": short,
-            "frac_of_short_rows": st.unique / t_ours / short}
+            "frac_of_short_rows": st.unique / t_ours / short, "calls_per_item": st.calls / len(work),
+            "items_per_call": scorer.items_per_call, "max_batch_tokens": scorer.max_batch_tokens,
+            "max_batch_rows": scorer.max_batch_rows}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(ap, items=8, shuffles=30)
     ap.add_argument("--naive-items", type=int, default=1)
+    ap.add_argument("--json", default=None, help="also write the results to this file")
     args = ap.parse_args()
     lm, pool, evaluated = setup(args)
     results = {}
@@ -71,7 +79,8 @@ def main() -> None:
         results[scoring] = r
         print(f"[{scoring}] sequences={r['sequences']} mean_len={r['mean_len']:.0f} tokens naive={r['tokens_naive']} "
               f"forwarded={r['tokens_forwarded']} unique={r['tokens_unique']} padded={r['padded']} "
-              f"calls={r['calls']} | ours {r['ours_s']:.1f}s ({r['s_per_item_ours']:.2f} s/item) naive "
+              f"calls={r['calls']} calls_per_item={r['calls_per_item']:.2f} (items_per_call={r['items_per_call']} "
+              f"max_batch_tokens={r['max_batch_tokens']} max_batch_rows={r['max_batch_rows']}) | ours {r['ours_s']:.1f}s ({r['s_per_item_ours']:.2f} s/item) naive "
               f"{r['naive_s']:.1f}s on {args.naive_items} items ({r['s_per_item_naive']:.1f} s/item) | speedup "
               f"{r['speedup']:.1f}x max_delta {r['max_delta']:.2e} same_choices={r['same_choices']} tokens_ratio="
               f"{r['tokens_ratio']:.3f} | ours {r['ours_tok_s']:.0f} unique tok/s, raw forward "
@@ -81,7 +90,11 @@ def main() -> None:
     head = results.get("letters") or next(iter(results.values()))
     print(f"RESULT speedup_vs_naive={head['speedup']:.1f} speedup_vs_lm_eval=see_vs_lm_eval.py "
           f"max_delta={max(r['max_delta'] for r in results.values()):.2e} tokens_ratio={head['tokens_ratio']:.3f} "
-          f"frac_of_limit={head['frac_of_limit']:.2f} same_choices={all(r['same_choices'] for r in results.values())}")
+          f"frac_of_limit={head['frac_of_limit']:.2f} same_choices={all(r['same_choices'] for r in results.values())} "
+          f"calls_per_item={head['calls_per_item']:.2f}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"args": vars(args), "results": results}, f, indent=1, default=str)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ takes any exam the loaders read. Scorings (`--scorings letters|options|both`):
            of (prompt, letter), which it computes from one forward per prompt via its one-token logits cache);
   options  log-likelihood (sum) of each option's text as the continuation of the prompt.
 lm-eval gets `HFLM(pretrained=<the loaded model object>, tokenizer=<its tokenizer>, batch_size=...)` and
-`Instance("loglikelihood", ...)` requests, one `loglikelihood` call per item. lm-eval costs ~4 minutes per item
+`Instance("loglikelihood", ...)` requests, one `loglikelihood` call per item; ours scores blocks of the engine's
+`items_per_call` items for the device (engine.BUDGETS; `--budget`, `--items-per-call` to choose), one call per
+block, whose time is shared equally by its items. lm-eval costs ~4 minutes per item
 at this length (30 shuffles, letters), so it runs on the first `--lm-eval-items` items only (default 1); the
 naive path (every sequence forwarded alone with full-vocabulary logits: engine.naive_scores) on the first
 `--naive-items` (default 1); ours on all `--items` (default 8), timed including rendering and tokenisation,
@@ -44,10 +46,11 @@ from mcqa_toolkit.backends.hf.tokens import prompt_text  # noqa: E402
 
 try:  # run as a script (python benchmarks/vs_lm_eval.py) or as a module (python -m benchmarks.vs_lm_eval)
     from _limit import SHORT_ROW, SHORT_ROW_TOKENS, device_facts, mfu, raw_forward_rate
-    from _workload import SCORINGS, add_arguments, build, render_item, scorings, setup
+    from _workload import SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings, setup
 except ModuleNotFoundError:
     from benchmarks._limit import SHORT_ROW, SHORT_ROW_TOKENS, device_facts, mfu, raw_forward_rate
-    from benchmarks._workload import SCORINGS, add_arguments, build, render_item, scorings, setup
+    from benchmarks._workload import (SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings,
+                                      setup)
 
 
 def import_lm_eval():
@@ -97,52 +100,61 @@ def compare(mine, other, acc, key):
 
 
 def run_scoring(lm, hflm, Instance, pool, evaluated, args, scoring):
-    """Interleaved per item: lm-eval (first items), naive (first items), ours (all); returns the accumulators."""
-    scorer = PrefixScorer(lm)
+    """Interleaved per block of items: lm-eval (first items), naive (first items), ours (all, one engine call per
+    block of the engine's `items_per_call` items, its time shared equally by them); returns the accumulators."""
+    scorer = PrefixScorer(lm, **engine_options(args))
     a = {k: 0.0 for k in ("t_lm", "t_naive", "t_ours", "t_ours_lm_items", "t_ours_naive_items", "delta_lm",
                           "delta_naive")}
     a.update({k: 0 for k in ("same_lm", "n_lm", "same_naive", "n_naive", "tok_same", "tok_all", "n_items_lm",
                              "n_items_naive", "tokens_len", "n_seqs")})
-    for i, it in enumerate(evaluated):
-        prompts = render_item(it, pool, args)
-        sizes = [len(p.letter_continuations if scoring == "letters" else p.continuations) for p in prompts]
-        line = [f"[{scoring}] item {it.item_id}:"]
-        theirs = None
-        if i < args.lm_eval_items:
-            pairs = lm_eval_pairs(lm, prompts, scoring)
-            inst = [Instance(request_type="loglikelihood", doc={}, arguments=pr, idx=k) for k, pr in enumerate(pairs)]
-            t0 = time.perf_counter()
-            flat = [ll for ll, _greedy in hflm.loglikelihood(inst, disable_tqdm=True)]
-            dt = time.perf_counter() - t0
-            a["t_lm"] += dt
-            a["n_items_lm"] += 1
-            theirs = np.split(np.asarray(flat, dtype=float), np.cumsum(sizes)[:-1])
-            line.append(f"lm-eval {dt:.1f}s")
+    i = 0
+    for block in blocks(list(evaluated), scorer.items_per_call):
+        lines, theirs = [], {}
+        for k, it in enumerate(block):
+            lines.append([f"[{scoring}] item {it.item_id}:"])
+            if i + k < args.lm_eval_items:
+                prompts = render_item(it, pool, args)
+                sizes = [len(p.letter_continuations if scoring == "letters" else p.continuations) for p in prompts]
+                pairs = lm_eval_pairs(lm, prompts, scoring)
+                inst = [Instance(request_type="loglikelihood", doc={}, arguments=pr, idx=j)
+                        for j, pr in enumerate(pairs)]
+                t0 = time.perf_counter()
+                flat = [ll for ll, _greedy in hflm.loglikelihood(inst, disable_tqdm=True)]
+                dt = time.perf_counter() - t0
+                a["t_lm"] += dt
+                a["n_items_lm"] += 1
+                theirs[k] = (pairs, np.split(np.asarray(flat, dtype=float), np.cumsum(sizes)[:-1]))
+                lines[-1].append(f"lm-eval {dt:.1f}s")
         t0 = time.perf_counter()
-        (reqs, shared), = build(lm, [it], pool, args, SCORINGS[scoring])
-        ours = scorer.score(reqs, shared)
-        dt_ours = time.perf_counter() - t0
-        a["t_ours"] += dt_ours
-        a["tokens_len"] += sum(len(r.tokens) for r in reqs)
-        a["n_seqs"] += len(reqs)
-        mine = by_prompt(ours, sizes, scoring)
-        if theirs is not None:
-            a["t_ours_lm_items"] += dt_ours
-            compare(mine, theirs, a, "lm")
-            for (ctx, cont), ids in zip(pairs, our_pairs(reqs, scoring)):  # token ids, untimed
-                a["tok_same"] += list(hflm._encode_pair(ctx, cont)) == list(ids)
-                a["tok_all"] += 1
-        if i < args.naive_items:
-            t0 = time.perf_counter()
-            ref = naive_scores(lm, reqs)
-            dt = time.perf_counter() - t0
-            a["t_naive"] += dt
-            a["t_ours_naive_items"] += dt_ours
-            a["n_items_naive"] += 1
-            compare(mine, by_prompt(ref, sizes, scoring), a, "naive")
-            line.append(f"naive {dt:.1f}s")
-        line.append(f"ours {dt_ours:.2f}s")
-        print(" ".join(line), flush=True)
+        built = build(lm, block, pool, args, SCORINGS[scoring])
+        results = scorer.score_block(built)
+        dt_ours = (time.perf_counter() - t0) / len(block)
+        a["t_ours"] += dt_ours * len(block)
+        for k, (it, (reqs, _), ours) in enumerate(zip(block, built, results)):
+            prompts = render_item(it, pool, args)  # untimed: each prompt's number of options
+            sizes = [len(p.letter_continuations if scoring == "letters" else p.continuations) for p in prompts]
+            a["tokens_len"] += sum(len(r.tokens) for r in reqs)
+            a["n_seqs"] += len(reqs)
+            mine = by_prompt(ours, sizes, scoring)
+            if k in theirs:
+                pairs, other = theirs[k]
+                a["t_ours_lm_items"] += dt_ours
+                compare(mine, other, a, "lm")
+                for (ctx, cont), ids in zip(pairs, our_pairs(reqs, scoring)):  # token ids, untimed
+                    a["tok_same"] += list(hflm._encode_pair(ctx, cont)) == list(ids)
+                    a["tok_all"] += 1
+            if i + k < args.naive_items:
+                t0 = time.perf_counter()
+                ref = naive_scores(lm, reqs)
+                dt = time.perf_counter() - t0
+                a["t_naive"] += dt
+                a["t_ours_naive_items"] += dt_ours
+                a["n_items_naive"] += 1
+                compare(mine, by_prompt(ref, sizes, scoring), a, "naive")
+                lines[k].append(f"naive {dt:.1f}s")
+            lines[k].append(f"ours {dt_ours:.2f}s" + (f" (block of {len(block)})" if len(block) > 1 else ""))
+            print(" ".join(lines[k]), flush=True)
+        i += len(block)
     a["stats"] = scorer.stats
     return a
 
@@ -192,7 +204,7 @@ def main() -> None:
               f"{a['delta_lm']:.2e} vs naive {a['delta_naive']:.2e} | same choices vs lm-eval "
               f"{a['same_lm']}/{a['n_lm']} vs naive {a['same_naive']}/{a['n_naive']}")
         print(f"[{scoring}] tokens forwarded={st.forwarded} unique={st.unique} padded={st.padded} "
-              f"calls={st.calls} naive={st.naive} tokens_ratio={a['tokens_ratio']:.3f} | ours "
+              f"calls={st.calls} calls_per_item={st.calls / len(evaluated):.2f} naive={st.naive} tokens_ratio={a['tokens_ratio']:.3f} | ours "
               f"{st.unique / a['t_ours']:.0f} unique tok/s, raw forward {limit:.0f} tok/s ({shape[0]}x{shape[1]} "
               f"tokens, body only) | frac_of_limit {a['frac']:.2f} | body on {SHORT_ROW}-token rows without context "
               f"{short:.0f} tok/s (stricter reference) | frac_of_short_rows {a['frac_short']:.2f} | MFU "

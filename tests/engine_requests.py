@@ -44,3 +44,22 @@ def long_requests(lm) -> list[Request]:
             ctx, cont = context_continuation(lm, text[: -len(" (")], " " + o)
             long_reqs.append(Request(ctx + cont, len(ctx)))
     return long_reqs
+
+
+def short_prefix_item(lm, stem: str) -> list[Request]:
+    """Letter requests whose options start right after `stem`: the item prefix is `stem` plus a few tokens, shorter
+    than the tiny Gemma's 16-token sliding window (so its rows need the run prefix's last keys on sliding layers)."""
+    out = []
+    for perm in (("red", "blue", "green"), ("blue", "green", "red"), ("green", "red", "blue")):
+        text = PREFIX + stem + "".join(f"({x}) {o}\n" for x, o in zip("ABC", perm)) + "Answer: ("
+        ids = encode(lm, text)
+        out.append(Request(ids, len(ids), next_token_candidates(lm, ids, text, list("ABC"))[0]))
+    return out
+
+
+def block_items(lm) -> list[list[Request]]:
+    """Four items for one block: item prefixes of different lengths, two shorter than the sliding window, one
+    with long options (rows past the window), letters and options mixed."""
+    return [short_prefix_item(lm, ""), short_prefix_item(lm, "Q: ok\n"),
+            requests_for(lm, stems=("What colour is the sky above the capital of Brazil at noon in the summer?",)),
+            long_requests(lm)]

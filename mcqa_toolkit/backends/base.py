@@ -15,7 +15,9 @@ What a backend can do is declared in `capabilities`; the table of methods (scori
 method needs, and `scoring.methods.check_method` turns a strategy that needs a missing capability into one
 sentence before any work starts. Token accounting (`usage()`), caching and retries
 are the backend's business. Records are computed from these calls only, so two backends serving the
-same weights give comparable records.
+same weights give comparable records. A backend may declare `items_per_call` (an int, read by
+`items_per_call()`): how many items the runner should bring in one log-prob scoring call (the local engine fills
+its forward calls with several items on a GPU); one otherwise.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Capabilities", "LetterLogprobs", "Continuation", "ContinuationLogprobs", "Generation", "Backend",
-    "BatchBackend", "CapabilityError",
+    "BatchBackend", "CapabilityError", "items_per_call",
 ]
 
 
@@ -143,3 +145,10 @@ class BatchBackend(Protocol):
 
 class CapabilityError(ValueError):
     """A strategy asks for something the backend cannot do; raised before any request is made."""
+
+
+def items_per_call(backend: Any) -> int:
+    """How many items one log-prob scoring call to `backend` should carry: its declared `items_per_call` (an
+    execution detail that changes float rounding, never what is asked), else 1."""
+    n = getattr(backend, "items_per_call", 1)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1

@@ -14,7 +14,8 @@ Short answers are graded in the same block by the judges (`judge` route). Items 
 shuffle would show the same prompt. Few-shot examples are single-answer and precede single-answer questions
 only. `check_plan` refuses, before any request, a run that could not give every item a record.
 
-A *block* is the items asked in one backend call (one item, or several for padded greedy generation).
+A *block* is the items asked in one backend call (one item; several for padded greedy generation, or for log-prob
+methods when the backend declares `items_per_call`, e.g. the local engine on a GPU).
 """
 from __future__ import annotations
 
@@ -154,7 +155,8 @@ def _judge(pairs: list[Pair], by_id: dict[str, Item], judges: Sequence[LLMJudge]
 def ask(backend: Backend, block: Sequence[Item], strategy: Strategy, shots: dict[str, list], *,
         judges: Sequence[LLMJudge] = (), combine: str = "mean") -> list[Pair]:
     """(prompt, Scored) for every record of a block, every route, short answers judged: letters first (every
-    shuffle of an item in one call, so its stem is shared), then generated answers, then yes/no questions."""
+    shuffle of the block's items in one call, so each stem is shared and forward calls can carry several items),
+    then generated answers, then yes/no questions."""
     routes = {it.item_id: route(it, strategy) for it in block}
     letters = [it for it in block if routes[it.item_id] == "letters"]
     prompts = [letters_prompt(it, strategy, shots[it.item_id], p, k)

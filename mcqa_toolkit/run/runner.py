@@ -2,8 +2,8 @@
 
 Every question type is asked as run.dispatch routes it: single-answer items by the strategy's method, the
 others by generation or yes/no log-probs, short answers graded by the judges in the same block. Records are
-appended to the run folder's records.jsonl after each block (one item, or several items for padded greedy
-generation); a re-run with the same folder skips finished records, and refuses (records.state) to mix a
+appended to the run folder's records.jsonl after each block (one item; several for padded greedy generation, and
+for log-prob methods as many as the backend's `items_per_call`); a re-run with the same folder skips finished records, and refuses (records.state) to mix a
 different strategy, model, dataset or judging into it. One writer at a time: the folder is locked (records.lock)
 while run() writes it. The finished run is compacted to Parquet with its
 provenance. Same seed => identical records (timing fields aside). A strategy the backend cannot serve is
@@ -26,7 +26,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from mcqa_toolkit import __version__
-from mcqa_toolkit.backends.base import Backend
+from mcqa_toolkit.backends.base import Backend, items_per_call
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.prompts import select_shots, split_shots
 from mcqa_toolkit.run.adaptive import run_adaptive
@@ -209,7 +209,8 @@ def administer(folder: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str,
 
         run_adaptive(plan.items, strategy, store, prompt_for, record_of, progress)
     else:
-        _fixed_form(plan.items, strategy, store, score_blocks, f"{strategy.name} {backend.name}", progress)
+        _fixed_form(plan.items, strategy, store, score_blocks, f"{strategy.name} {backend.name}", progress,
+                    items_per_call(backend))
     prov["usage"] = _usage_delta(usage_start, backend.usage())
     if hasattr(backend, "pool_info"):  # the Ray pool that scored it: workers, nodes, loads, retries (run.pool)
         prov["pool"] = backend.pool_info()
@@ -217,16 +218,21 @@ def administer(folder: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str,
 
 
 def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, score_blocks: Any, label: str,
-                progress: bool) -> None:
+                progress: bool, scoring_items: int = 1) -> None:
     """Every item x shuffle, block by block, skipping finished records.
 
-    A block (one item, or `Strategy.block_size` items for padded greedy generation) is always computed whole,
-    even when a killed run already wrote some of its records, so float rounding never depends on where the kill
-    happened; only the missing records are written. `score_blocks(blocks)` gives each block's records in block
-    order (lazily: here one block at a time; a pool's workers several at once).
+    A block (one item; `Strategy.block_size` items for padded greedy generation; `scoring_items` items, the
+    backend's `items_per_call`, for log-prob methods) is always computed whole, even when a killed run already
+    wrote some of its records, so float rounding never depends on where the kill happened; only the missing
+    records are written. Blocks are cut from the item list in order, so a resumed run cuts the same blocks.
+    `score_blocks(blocks)` gives each block's records in block order (lazily: here one block at a time; a pool's
+    workers several at once).
     """
     done = store.done_keys()
-    size = strategy.block_size if generates(strategy.method) and strategy.temperature == 0 else 1
+    if generates(strategy.method):
+        size = strategy.block_size if strategy.temperature == 0 else 1
+    else:
+        size = scoring_items
     seq = list(items)  # once: slicing list(items) per block copied the whole set per block (quadratic)
     blocks = [seq[i:i + size] for i in range(0, len(seq), size)]
     todo = [b for b in blocks

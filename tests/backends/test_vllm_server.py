@@ -113,11 +113,16 @@ from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.run import run, strategy
 args = json.loads(sys.argv[1])
 backend = load_backend({"backend": "vllm", "model": args["model_dir"], "name": "gemma-3-270m", "dtype": "float32",
-                        "enforce_eager": True, "kv_cache_memory_bytes": 512 * 2**20, "max_model_len": 2048})
+                        "enforce_eager": True, "kv_cache_memory_bytes": 512 * 2**20, "max_model_len": 2048,
+                        "block_size": 16})
 items = ItemSet([it for lang in args["languages"] for it in load("demo", language=lang) if it.item_id in args["ids"]], "x")
+usage = {}
 for name, spec in args["strategies"].items():
+    before = backend.usage()
     run(items, backend, strategy(spec), args["out"] + "/" + name, progress=False)
-print(json.dumps(backend.provenance()["letters_by_token_id"]))
+    usage[name] = {k: v - before[k] for k, v in backend.usage().items()}
+prov = backend.provenance()
+print(json.dumps([prov["letters_by_token_id"], prov["continuations_read_prefix_cache"], usage]))
 """
 
 
@@ -127,18 +132,25 @@ def _only(frame: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
 
 
 def test_in_process_vllm_backend_gives_the_server_path_records(server_url, items, tmp_path):
-    """One engine start in .venv-vllm runs letters, cloze and generation with backends/vllm.py; the records must be
-    the server path's. Letters are read there by token id and over the API by the decoded letter among the top 20:
-    with every letter visible both ways, `letters_seen` agrees and the log-probs are the same numbers."""
-    specs = {"letters": {"base": "enem_0shot", "shuffles": 2}, "cloze": "S5", "generate": {"base": "S1", "max_new_tokens": 6}}
+    """One engine start in .venv-vllm runs letters, option log-likelihoods and generation with backends/vllm.py;
+    the records must be the server path's. Letters are read there by token id and over the API by the decoded
+    letter among the top 20: with every letter visible both ways, `letters_seen` agrees and the log-probs are the
+    same numbers. Option log-likelihoods read vLLM's prefix cache in-process (vLLM 0.32 has the switch; the server
+    path's echo recomputes every prompt): a shuffle's options share its context's whole blocks (16 tokens, rounded
+    up to 32 by vLLM's CPU backend, so the demo's short prompts have some), and the numbers are still the server's."""
+    specs = {"letters": {"base": "enem_0shot", "shuffles": 2},
+             "loglik": {"base": "S5", "method": "loglik", "normalization": "sum", "style": "default"},
+             "generate": {"base": "S1", "max_new_tokens": 6}}
     args = {"model_dir": str(embedded_model_dir()), "languages": list(LANGUAGES), "ids": list(items.ids),
             "strategies": specs, "out": str(tmp_path / "inproc")}
     env = {**os.environ, **ENV, "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO)}
     done = subprocess.run([str(vllm_python()), "-c", INPROCESS, json.dumps(args)], capture_output=True, text=True,
                           timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) is True  # this vLLM reads letters by token id
-    keep = {"letters": ("letters_seen",), "cloze": ("loglik_sum", "n_tokens", "n_chars", "n_bytes"),
+    by_id, reads_cache, usage = json.loads(done.stdout.strip().splitlines()[-1])
+    assert by_id is True and reads_cache is True  # this vLLM reads letters by token id, and has the cache switch
+    assert usage["loglik"]["cached_tokens"] > 0 and usage["loglik"]["requests"] > usage["loglik"]["rescored"]
+    keep = {"letters": ("letters_seen",), "loglik": ("loglik_sum", "n_tokens", "n_chars", "n_bytes"),
             "generate": ("n_generated_tokens",)}
     for name, spec in specs.items():
         inproc = pd.read_parquet(tmp_path / "inproc" / name / "records.parquet")

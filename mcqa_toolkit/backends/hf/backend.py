@@ -1,10 +1,11 @@
 """HFBackend: a local transformers model behind the Backend protocol, scored with the KV-prefix engine.
 
-Every call takes all the prompts of one block (one item's shuffles, or several items for padded greedy
-generation) so the engine shares the item's stem across shuffles and options; the run prefix
-(instruction + few-shot block) comes from each prompt's declared `shared_prefix` and its KV cache is kept
-in the engine's LRU. Token accounting (`usage()`) counts real tokens forwarded for every call, generation
-included.
+Every call takes all the prompts of one block: one item's shuffles, or several items (the runner brings
+`items_per_call` items per scoring call, the engine's device budget: one on CPU, several on a GPU so forward calls
+can be filled; several for padded greedy generation). Prompts are grouped by item (`item_id`) so the engine
+shares each item's stem across its shuffles and options; the run prefix (instruction + few-shot block) comes from
+each item's first prompt's declared `shared_prefix` and its KV cache is kept in the engine's LRU. Token
+accounting (`usage()`) counts real tokens forwarded for every call, generation included.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class HFBackend:
         self.name = lm.name
         self.engine = PrefixScorer(lm, **engine_options)
         self._engine_options = engine_options
+        self.items_per_call = self.engine.items_per_call  # base.items_per_call: what the runner brings per call
         self._generated = {"generated_tokens": 0, "generation_padded": 0}
 
     def renew(self) -> "HFBackend":
@@ -63,7 +65,9 @@ class HFBackend:
         for ids, cands, exact in letter_requests(self.lm, prompts):
             reqs.append(Request(ids, len(ids), cands))
             extras.append({"letter_token_ids": list(cands), "letter_token_exact": list(exact)})
-        logps = self.engine.score(reqs, shared_prefix_ids(self.lm, prompts[0]))
+        groups = _by_item([getattr(p, "item_id", None) for p in prompts])
+        logps = self._score(reqs, groups, [shared_prefix_ids(self.lm, prompts[g[0]], reqs[g[0]].tokens)
+                                           for g in groups])
         return [LetterLogprobs(lp, len(r.tokens), ex) for lp, r, ex in zip(logps, reqs, extras)]
 
     def loglikelihoods(self, requests: Sequence[Continuation]) -> list[ContinuationLogprobs]:
@@ -72,10 +76,20 @@ class HFBackend:
             return []
         split = continuation_requests(self.lm, requests)
         reqs = [Request(ids, n_context) for ids, n_context, _ in split]
-        first = requests[0].context
-        shared = () if isinstance(first, str) else shared_prefix_ids(self.lm, first)
-        logps = self.engine.score(reqs, shared)
+        contexts = [r.context for r in requests]
+        groups = _by_item([None if isinstance(c, str) else getattr(c, "item_id", None) for c in contexts])
+        shared = [() if isinstance(contexts[g[0]], str) else shared_prefix_ids(self.lm, contexts[g[0]]) for g in groups]
+        logps = self._score(reqs, groups, shared)
         return [ContinuationLogprobs(lp, text, r.n_context) for lp, (_, _, text), r in zip(logps, split, reqs)]
+
+    def _score(self, reqs: list[Request], groups: list[list[int]], shared: list[tuple[int, ...]]) -> list[Any]:
+        """The engine's results for `reqs`, scored as one block of items (`groups`: each item's request indices)."""
+        out: list[Any] = [None] * len(reqs)
+        for idx, values in zip(groups, self.engine.score_block([([reqs[i] for i in g], s)
+                                                                for g, s in zip(groups, shared)])):
+            for i, v in zip(idx, values):
+                out[i] = v
+        return out
 
     def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0,
                  stop: Sequence[str] = DEFAULT_STOP, seeds: Sequence[int] | None = None) -> list[Generation]:
@@ -103,9 +117,19 @@ class HFBackend:
         return gens
 
 
-def load(name_or_path: str = "gemma-3-270m", device: Any = None, dtype: Any = None, **kwargs: Any) -> HFBackend:
-    """Load a causal LM (embedded Gemma-3-270M, HF id, local directory or .gguf) as an HFBackend."""
+def _by_item(keys: Sequence[Any]) -> list[list[int]]:
+    """Indices grouped by item key, in order of first appearance (None: one group of requests without an item)."""
+    groups: dict[Any, list[int]] = {}
+    for i, k in enumerate(keys):
+        groups.setdefault(k, []).append(i)
+    return list(groups.values())
+
+
+def load(name_or_path: str = "gemma-3-270m", device: Any = None, dtype: Any = None,
+         engine: dict[str, Any] | None = None, **kwargs: Any) -> HFBackend:
+    """Load a causal LM (embedded Gemma-3-270M, HF id, local directory or .gguf) as an HFBackend; `engine` holds
+    PrefixScorer options (e.g. {"items_per_call": 8, "max_batch_tokens": 16384, "graphs": True})."""
     from mcqa_toolkit.backends.hf.loading import load_model
 
-    return HFBackend(load_model(name_or_path, device=device, dtype=dtype, **kwargs))
+    return HFBackend(load_model(name_or_path, device=device, dtype=dtype, **kwargs), **(engine or {}))
 

@@ -1,4 +1,4 @@
-"""Plan how an item's token trie is forwarded: packed rows of trie nodes, rows grouped into forward calls.
+"""Plan how a block's token tries are forwarded: packed rows of trie nodes, rows grouped into forward calls.
 
 Below the item prefix, an item's sequences (every shuffle, and for loglik every option of every shuffle) form
 a token trie. Each trie node must be forwarded once, attending to the cached prefix and to its own ancestors.
@@ -10,7 +10,9 @@ of one call per trie node.
 
 Row width is a trade-off: attention inside a row is computed densely under a mask, so every token pays for
 every key of its row (cost ~ width), while each row costs one copy of the cached keys/values and repeats the
-ancestors of its first node. No torch here: plans are plain lists, tested on their own.
+ancestors of its first node. Rows are planned per item (each item's trie hangs off its own cached prefix) and
+tagged with the item; `plan_batches` then fills each forward call with the rows of several items up to the token
+and row budgets. No torch here: plans are plain lists, tested on their own.
 """
 from __future__ import annotations
 
@@ -39,13 +41,15 @@ def unique_tokens(seqs: Sequence[Sequence[int]]) -> int:
 class Row:
     """Trie nodes in depth-first order. `depth[i]` is the node's offset past the item prefix (its position is
     prefix length + depth), `end[i]` is one past the last node of its subtree in the row, `parent[i]` its parent
-    (-1: the cached prefix), `paths[k]` the row indices of sequence k's tokens (k = the caller's index)."""
+    (-1: the cached prefix), `paths[k]` the row indices of sequence k's tokens (k = the caller's index), `item`
+    the item of the block whose cached prefix the row continues."""
 
     tokens: list[int] = field(default_factory=list)
     depth: list[int] = field(default_factory=list)
     end: list[int] = field(default_factory=list)
     parent: list[int] = field(default_factory=list)
     paths: dict[int, list[int]] = field(default_factory=dict)
+    item: int = 0
 
     @property
     def width(self) -> int:
@@ -102,14 +106,26 @@ def plan_rows(seqs: Sequence[Sequence[int]], row_tokens: int) -> list[Row]:
     first node (the only nodes above it any of its nodes needs). A sequence goes to the row of its last node.
     """
     whole = layout(list(enumerate(seqs)))
+    return _cut_rows(whole, _row_width(whole, row_tokens))
+
+
+def _row_width(whole: Row, row_tokens: int) -> int:
+    """The narrowest width that cuts the layout `whole` into no more rows than n_nodes / row_tokens (rounded up);
+    at least its deepest path."""
     depth = np.asarray(whole.depth)
-    n_nodes, longest = whole.width, max(len(s) for s in seqs)
+    n_nodes, longest = whole.width, int(depth.max(initial=-1)) + 1
     n_rows = max(1, -(-n_nodes // max(1, row_tokens)))
     lo, hi = max(longest, -(-n_nodes // n_rows)), max(longest, n_nodes)
-    while lo < hi:  # the narrowest width that needs no more than n_rows rows
+    while lo < hi:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if len(_cuts(depth, mid)) <= n_rows else (mid + 1, hi)
-    cuts = _cuts(depth, lo) + [n_nodes]
+    return lo
+
+
+def _cut_rows(whole: Row, width: int) -> list[Row]:
+    """The layout `whole` cut into rows of at most `width` slots (`_cuts`), each with its first node's ancestors."""
+    n_nodes = whole.width
+    cuts = _cuts(np.asarray(whole.depth), width) + [n_nodes]
     owner = np.searchsorted(cuts, [path[-1] for path in whole.paths.values()], side="right") - 1
     members: dict[int, list[int]] = {}
     for key, c in zip(whole.paths, owner):
@@ -140,6 +156,27 @@ def plan_chains(seqs: Sequence[Sequence[int]]) -> list[Row]:
         else:
             rows[t].paths[k] = list(range(len(t)))
     return list(rows.values())
+
+
+def plan_items(items: Sequence[Sequence[Sequence[int]]], row_tokens: int, packed: bool = True) -> list[Row]:
+    """Rows of several items' sequences (`plan_rows`, or `plan_chains` when not `packed`), each row tagged with
+    its item; path keys are numbered across the items in order (item 0's sequences first). Several items' rows
+    are cut to one width (the widest any of them would get alone), so rows of different items share a call with
+    little padding."""
+    out, offset = [], 0
+    wholes = [layout(list(enumerate(seqs))) for seqs in items] if packed else []
+    width = max((_row_width(w, row_tokens) for w in wholes), default=0)
+    for i, seqs in enumerate(items):
+        if not packed:
+            rows = plan_chains(seqs)
+        else:
+            rows = _cut_rows(wholes[i], width if len(items) > 1 else _row_width(wholes[i], row_tokens))
+        for row in rows:
+            row.item = i
+            row.paths = {k + offset: p for k, p in row.paths.items()}
+        out += rows
+        offset += len(seqs)
+    return out
 
 
 def plan_batches(rows: Sequence[Row], max_tokens: int, max_rows: int) -> list[list[Row]]:

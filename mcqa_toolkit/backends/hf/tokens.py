@@ -134,19 +134,20 @@ def letter_requests(lm: LM, prompts: Sequence[Any]) -> list[tuple[tuple[int, ...
     return out
 
 
-def shared_prefix_ids(lm: LM, prompt: Any, min_tokens: int = 16) -> tuple[int, ...]:
+def shared_prefix_ids(lm: LM, prompt: Any, ids: Sequence[int] | None = None, min_tokens: int = 16) -> tuple[int, ...]:
     """Token ids of the run-level prefix a prompt shares with the rest of its run (KV cache reused across items).
 
     Completion prompts declare it (`prompt.shared_prefix`: instruction + few-shot block). When it tokenises to
     a true prefix of the full prompt it is used whole; when the boundary merges into one token, the common
     token prefix of both is used if it has at least `min_tokens`. Chat prompts share nothing at this level.
-    Stateless, so the sharing (and its float rounding) never depends on which items ran before.
+    Stateless, so the sharing (and its float rounding) never depends on which items ran before. `ids`: the
+    prompt's own token ids when the caller has them (they are not encoded again).
     """
     declared = getattr(prompt, "shared_prefix", "")
     if not declared or getattr(prompt, "messages", None):
         return ()
     text, special = prompt_text(lm, prompt)
-    ids = encode(lm, text, special)
+    ids = tuple(ids) if ids is not None else encode(lm, text, special)
     pre = encode(lm, declared, special)
     if len(pre) < len(ids) and ids[: len(pre)] == pre:
         return pre

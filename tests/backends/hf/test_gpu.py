@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from engine_requests import PREFIX, long_requests, requests_for
+from engine_requests import PREFIX, block_items, long_requests, requests_for
 from tiny_models import tiny_model
 
 from mcqa_toolkit.backends.hf import wrap
@@ -66,6 +66,25 @@ def test_half_precision_on_cuda_within_twice_the_naive_error(tiny_tokenizer, gpu
         letters = [(a, b) for a, b, r in zip(naive, got, gpu_requests) if r.candidates is not None]
         same, compared = choice_agreement([a for a, _ in letters], [b for _, b in letters], 2 * noise)
         assert same == compared, (pack, same, compared)
+
+
+@pytest.mark.parametrize("arch", ["gemma3", "llama"])
+def test_several_items_per_call_and_graphs_on_cuda_equal_naive(tiny_tokenizer, arch):
+    """fp32 on CUDA: a block of items sharing calls (dynamic shapes, and static shapes captured as CUDA graphs)
+    = naive to 1e-4; a graph replayed on a second block of the same buckets gives that block's numbers."""
+    lm = _lm(arch, tiny_tokenizer, "sdpa", "float32")
+    items = block_items(lm)
+    shared = encode(lm, PREFIX)
+    naive = [naive_scores(lm, reqs) for reqs in items]
+    for graphs in (False, True):
+        scorer = PrefixScorer(lm, row_tokens=24, graphs=graphs)
+        got = scorer.score_block([(reqs, shared) for reqs in items])
+        assert max(max_delta(g, n) for g, n in zip(got, naive)) <= 1e-4
+        if graphs:
+            assert scorer.static.capture and not scorer.static.failed
+            assert any(c.graph is not None for c in scorer.static._calls.values())
+            again = scorer.score_block([(reqs, shared) for reqs in items])
+            assert max(max_delta(g, n) for g, n in zip(again, naive)) <= 1e-4
 
 
 def test_masks_and_cache_stay_on_the_device(tiny_tokenizer, gpu_requests):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from mcqa_toolkit.backends.hf.masks import batch_inputs, tree_masks
-from mcqa_toolkit.backends.hf.packing import layout, plan_batches, plan_chains, plan_rows, unique_tokens
+from mcqa_toolkit.backends.hf.packing import layout, plan_batches, plan_chains, plan_items, plan_rows, unique_tokens
 
 
 def _random_seqs(rng, n=40):
@@ -56,6 +56,23 @@ def test_plan_rows_covers_every_sequence(row_tokens):
     assert len(one) == 1 and one[0].width == unique_tokens(seqs)
 
 
+def test_plan_items_cuts_every_item_to_one_width():
+    rng = random.Random(5)
+    items = [_random_seqs(rng, 30), _random_seqs(rng, 8), [[1, 2, 3]]]
+    rows = plan_items(items, 16)
+    width = max(max(r.width for r in plan_rows(seqs, 16)) for seqs in items)
+    assert max(r.width for r in rows) <= width
+    offset = 0
+    for i, seqs in enumerate(items):
+        mine = [r for r in rows if r.item == i]
+        for r in mine:
+            r.paths = {k - offset: p for k, p in r.paths.items()}
+        _check_rows(mine, seqs)
+        offset += len(seqs)
+    alone = plan_items(items[:1], 16)  # one item: exactly plan_rows
+    assert [(r.tokens, r.paths) for r in alone] == [(r.tokens, r.paths) for r in plan_rows(items[0], 16)]
+
+
 def test_plan_chains_one_row_per_distinct_sequence():
     seqs = [[1, 2, 3], [1, 2], [1, 2, 3], [4]]
     rows = plan_chains(seqs)
@@ -94,9 +111,12 @@ def test_tree_masks_match_definition(implementation):
     seqs = _random_seqs(random.Random(7), 12)
     rows = plan_rows(seqs, 24)
     groups = {"full_attention": (None, 9), "sliding_attention": (6, 5)}
-    ids, pos, depth, end = batch_inputs(rows, 30, 0, "cpu")
-    assert (pos - depth == 30).all() and ids.shape == depth.shape
-    masks = tree_masks(groups, depth, end, implementation, torch.float32)
+    ids, pos, end = batch_inputs(rows, [30] * len(rows), 0, "cpu")
+    depth = pos - 30
+    assert ids.shape == depth.shape and all((depth[r, :row.width] == torch.tensor(row.depth)).all()
+                                            for r, row in enumerate(rows))
+    keys = {name: torch.arange(30 - n, 30)[None, :].expand(len(rows), -1) for name, (_, n) in groups.items()}
+    masks = tree_masks({k: w for k, (w, _) in groups.items()}, pos, end, keys, implementation, torch.float32)
     for name, (window, n) in groups.items():
         got = masks[name]
         assert got.shape == (len(rows), 1, depth.shape[1], n + depth.shape[1])
@@ -105,5 +125,22 @@ def test_tree_masks_match_definition(implementation):
             got = got == 0
         for r, row in enumerate(rows):
             assert torch.equal(got[r, 0], _brute_mask(row, depth.shape[1], window, n))
-    single = tree_masks({None: (None, 0)}, depth, end, "sdpa", torch.float32)
+    single = tree_masks({None: None}, pos, end, {None: None}, "sdpa", torch.float32)
     assert isinstance(single, torch.Tensor) and single.shape[-1] == depth.shape[1]
+
+
+def test_tree_masks_hide_empty_slots_and_use_each_rows_positions():
+    """Rows of two items in one call: each sees its own item's cached slots (-1 = an empty, left-padded slot), and
+    a sliding window counts positions, not slots."""
+    rows = plan_items([[[1, 2]], [[3]]], 8)
+    assert [r.item for r in rows] == [0, 1] and sorted(k for r in rows for k in r.paths) == [0, 1]
+    ids, pos, end = batch_inputs(rows, [5, 3], 0, "cpu")
+    assert pos.tolist() == [[5, 6], [3, 3]]
+    keys = torch.tensor([[0, 1, 2, 3, 4], [-1, -1, 0, 1, 2]])
+    m = tree_masks({"full_attention": None, "sliding_attention": 3}, pos, end,
+                   {"full_attention": keys, "sliding_attention": keys}, "sdpa", torch.float32)
+    full, sliding = m["full_attention"][:, 0], m["sliding_attention"][:, 0]
+    assert full[1, 0, :5].tolist() == [False, False, True, True, True]       # empty slots never seen
+    assert full[1, 1, 5:].tolist() == [False, True]                           # in its row, a pad sees itself only
+    assert sliding[0, 1, :5].tolist() == [False, False, False, False, True]   # position 6 sees 4..6 only
+    assert sliding[1, 0, :5].tolist() == [False, False, False, True, True]    # position 3 sees 1..3 only
