@@ -8,7 +8,8 @@ item the same area's second-application booklet (183-186) lists at that position
 is set "first" (the first application's items; where the adapted booklet replaces one, the replacement). It
 prints how each set compares with the regular booklets (positions, keys, parameters), then the development
 candidates' errors (score - NU_NOTA) under each set, with the first set's items laid out in each regular
-booklet's order (the candidates' answer strings follow some booklet's order, which the file does not say).
+booklet's order (the candidates' answer strings follow some booklet's order, which the file does not say), and
+what the errata search finds on the closest layout.
 2021 LC 897: the candidates' errors under 897's rows as published and under every other LC booklet's rows.
 Prints only; the numbers are in docs/enem.md.
 """
@@ -22,12 +23,14 @@ import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.enem.cases import read_cases
+from mcqa_toolkit.enem.greedy import K, discover_area
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
 from mcqa_toolkit.enem.official import score_answers
 
 REPO = Path(__file__).resolve().parents[1]
 ADAPTED_2013 = {187: ("CH", 184, (167, 168, 169, 170)), 188: ("CN", 183, (171, 172, 173, 174)),
                 189: ("LC", 185, (175, 176, 177, 178)), 190: ("MT", 186, (179, 180, 181, 182))}
+SAME_COLOUR = {187: 169, 188: 173, 189: 176, 190: 180}     # the regular booklet of the adapted one's colour
 P = ["NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C"]
 
 
@@ -93,6 +96,13 @@ def adapted_2013(inep: Path, cases: pd.DataFrame) -> None:
             laid = first.assign(CO_POSICAO=[pos[by_position[(p, lang)]] for p, lang in
                                             zip(first["CO_POSICAO"], first["TP_LINGUA"].fillna(-1))])
             print(show(f"first set, in booklet {b}'s order", errors(mine, laid, area, 2013)))
+            if b == SAME_COLOUR[co]:     # the closest layout: does the errata search explain the rest?
+                raw = read_itens_prova(inep / "ITENS_PROVA_2013.csv", year=2013, errata=False)
+                rows = pd.concat([raw[(raw["SG_AREA"] == area) & (raw["CO_PROVA"] != co)], raw.loc[laid.index]
+                                  .assign(CO_POSICAO=laid["CO_POSICAO"])], ignore_index=True)
+                found = discover_area(rows, mine, 2013, area)
+                print(f"    errata search on that layout: {found.exact_published} -> {found.exact_after} exact, "
+                      f"{len(found.found)} correction(s) with K = {K}")
 
 
 def libras_2021(inep: Path, cases: pd.DataFrame) -> None:
