@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.enem.cases import read_cases
-from mcqa_toolkit.enem.greedy import K, discover_area
+from mcqa_toolkit.enem.errata.greedy import K, discover_area
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
 from mcqa_toolkit.enem.official import score_answers
 

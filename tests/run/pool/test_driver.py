@@ -335,7 +335,7 @@ def _namespaces() -> bool:
 @pytest.mark.ray
 def test_a_head_registered_at_its_ip_is_reached_through_every_address(table, tmp_path):
     """`ray start --head` on a machine with one outward interface registers the head at that IP (10.201.0.1 in a
-    network namespace of the test's own, tests/run/ray_netns.py; stopped with the namespace whatever happens):
+    network namespace of the test's own, tests/run/pool/ray_netns.py; stopped with the namespace whatever happens):
     the toolkit joins it through 127.0.0.1:PORT (fails before issue 41: "Failed to connect to Ray cluster at
     127.0.0.1:PORT", the driver pinned to a loopback node that does not exist), through its IP, `auto`, and Ray
     Client's ray://127.0.0.1:10001 (failed too: a loopback driver address was passed to Ray Client), each run
@@ -348,7 +348,7 @@ def test_a_head_registered_at_its_ip_is_reached_through_every_address(table, tmp
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests"),
                                                         *filter(None, [os.environ.get("PYTHONPATH")])])}
     done = subprocess.run(["unshare", "--net", "--pid", "--fork", "--mount-proc", sys.executable,
-                           str(REPO / "tests" / "run" / "ray_netns.py"), str(tmp_path / "out"),
+                           str(REPO / "tests" / "run" / "pool" / "ray_netns.py"), str(tmp_path / "out"),
                            str(tmp_path / "table.json"), *addresses], env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -371,7 +371,8 @@ def test_a_loopback_address_joins_where_this_machines_nodes_registered(monkeypat
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
     import ray._raylet
 
-    from mcqa_toolkit.run.pool import PoolError, _node_ip
+    from mcqa_toolkit.run.pool import PoolError
+    from mcqa_toolkit.run.pool.driver import _node_ip
 
     class Node:
         def __init__(self, ip):

@@ -1,6 +1,6 @@
 """A Ray head registered at a non-loopback IP, driven through each address ray.init takes, all inside a network and
 PID namespace of its own (run as `unshare --net --pid --fork --mount-proc python ray_netns.py OUT TABLE ADDR...`
-by tests/run/test_pool.py).
+by tests/run/pool/test_driver.py).
 
 The namespace holds loopback and one veth pair whose end carries HEAD_IP, with the default route through it: what
 a machine with one outward interface looks like, so `ray start --head` registers the head at HEAD_IP as it does on
