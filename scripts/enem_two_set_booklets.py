@@ -8,8 +8,9 @@ item the same area's second-application booklet (183-186) lists at that position
 is set "first" (the first application's items; where the adapted booklet replaces one, the replacement). It
 prints how each set compares with the regular booklets (positions, keys, parameters), then the development
 candidates' errors (score - NU_NOTA) under each set, with the first set's items laid out in each regular
-booklet's order (the candidates' answer strings follow some booklet's order, which the file does not say), and
-what the errata search finds on the closest layout.
+booklet's order (the candidates' answer strings follow some booklet's order, which the file does not say), under
+the same-colour regular booklet's own rows, and what the errata search finds there with every candidate of the
+area (so that a correction must not break the regular booklets' candidates).
 2021 LC 897: the candidates' errors under 897's rows as published and under every other LC booklet's rows.
 Prints only; the numbers are in docs/enem.md.
 """
@@ -55,6 +56,15 @@ def split_by_second_application(items: pd.DataFrame, co: int, second: int,
     return rows[~is_second], rows[is_second]
 
 
+def _said(c) -> str:
+    """One correction of the search in a few words."""
+    where = f" in booklets {list(c.booklets)}" if c.booklets else ""
+    if c.kind == "zip":
+        return f"zip of booklet {c.reference_booklet} (not scored {list(c.not_scored)})"
+    return {"blank": "the blank-sheet rule", "annul": f"annul {c.co_item}{where}",
+            "key": f"key of {c.co_item} -> {c.key}{where}"}.get(c.kind, f"{c.kind} {c.co_item}")
+
+
 def errors(cases: pd.DataFrame, rows: pd.DataFrame, area: str, year: int) -> list[float]:
     out = []
     for c in cases.itertuples():
@@ -96,13 +106,17 @@ def adapted_2013(inep: Path, cases: pd.DataFrame) -> None:
             laid = first.assign(CO_POSICAO=[pos[by_position[(p, lang)]] for p, lang in
                                             zip(first["CO_POSICAO"], first["TP_LINGUA"].fillna(-1))])
             print(show(f"first set, in booklet {b}'s order", errors(mine, laid, area, 2013)))
-            if b == SAME_COLOUR[co]:     # the closest layout: does the errata search explain the rest?
-                raw = read_itens_prova(inep / "ITENS_PROVA_2013.csv", year=2013, errata=False)
-                rows = pd.concat([raw[(raw["SG_AREA"] == area) & (raw["CO_PROVA"] != co)], raw.loc[laid.index]
-                                  .assign(CO_POSICAO=laid["CO_POSICAO"])], ignore_index=True)
-                found = discover_area(rows, mine, 2013, area)
-                print(f"    errata search on that layout: {found.exact_published} -> {found.exact_after} exact, "
-                      f"{len(found.found)} correction(s) with K = {K}")
+        regular_rows = items[items["CO_PROVA"] == SAME_COLOUR[co]]        # no adapted replacement at all
+        print(show(f"booklet {SAME_COLOUR[co]}'s own rows", errors(mine, regular_rows, area, 2013)))
+        raw = read_itens_prova(inep / "ITENS_PROVA_2013.csv", year=2013, errata=False)
+        rows = pd.concat([raw[(raw["SG_AREA"] == area) & (raw["CO_PROVA"] != co)],
+                          raw[raw["CO_PROVA"] == SAME_COLOUR[co]].assign(CO_PROVA=co)], ignore_index=True)
+        everyone = cases[(cases["year"] == 2013) & (cases["area"] == area)]
+        found = discover_area(rows, everyone, 2013, area)          # every candidate: a fix may break none
+        mine_fixed = [i for f in found.found for i in f.fixed if i in set(mine["case"])]
+        print(f"    errata search on those rows with all {len(everyone)} candidates of 2013 {area} (K = {K}): "
+              f"{'; '.join(_said(c) for f in found.found for c in f.corrections) or 'nothing'}; "
+              f"{len(mine_fixed)} of booklet {co}'s candidates made exact")
 
 
 def libras_2021(inep: Path, cases: pd.DataFrame) -> None:
