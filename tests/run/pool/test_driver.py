@@ -347,19 +347,19 @@ def test_a_head_registered_at_its_ip_is_reached_through_every_address(table, tmp
     addresses = ["127.0.0.1:{port}", "{head}:{port}", "auto", "ray://127.0.0.1:{client}"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests"),
                                                         *filter(None, [os.environ.get("PYTHONPATH")])])}
-    done = subprocess.run(["unshare", "--net", "--pid", "--fork", "--mount-proc", sys.executable,
+    done = subprocess.run(["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", sys.executable,
                            str(REPO / "tests" / "run" / "pool" / "ray_netns.py"), str(tmp_path / "out"),
                            str(tmp_path / "table.json"), *addresses], env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     said = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert not [s for s in said if "error" in s], said
     assert [s["address"] for s in said] == ["127.0.0.1:6390", "10.201.0.1:6390", "auto", "ray://127.0.0.1:10001"]
-    ref = _in_process(table, Job("lookup", "demo", {}, "pt", "enem_1shot", tmp_path / "ref", shuffles=1,
+    ref = _in_process(table, Job("lookup", "demo", {}, "pt", "enem_1shot", tmp_path / "ref" / "run", shuffles=1,
                                  min_k=False))
     for s in said:
-        assert s["returncode"] == 0, f"{s['address']}: {s['error']}"
-        assert s["nodes"] == ["10.201.0.1"], s
-        assert _exactly_once_and_in_process_records(RunDir(s["run_dir"]), ref) == 12
+        assert s["nodes"] == ["10.201.0.1"], s                    # the head's node, registered at its IP
+        assert _exactly_once_and_in_process_records(RunDir(s["run_dir"]), ref) == len(_keys(ref)) > 0
 
 
 @pytest.mark.parametrize("registered,expected", [(["127.0.0.1"], "127.0.0.1"), ([], "127.0.0.1"),
