@@ -23,7 +23,10 @@ nothing for them.
 
 Resources per worker (`worker_resources`): the model entry's `resources` ({num_cpus, num_gpus, memory,
 resources, accelerator_type}, Ray's actor options), else `num_gpus` = tensor x pipeline parallel size for vLLM,
-1 GPU for a `device: cuda` model, else 1 CPU. A local cluster (`local`) is started here, bound to 127.0.0.1, with
+1 GPU for a `device: cuda` model, else as many CPUs as this process has torch threads (`in_process_threads`): Ray
+gives an actor one torch thread per CPU, and fp32 sums taken over another number of threads differ by a few 1e-5,
+so by default a worker computes as the in-process run would and its records equal that run's (1 CPU for a model
+given by a factory). A local cluster (`local`) is started here, bound to 127.0.0.1, with
 max(cores, workers) CPUs. Ray itself is imported only when a pool connects (`import mcqa_toolkit.run` does not).
 """
 from __future__ import annotations
@@ -33,6 +36,7 @@ import os
 import re
 import socket
 import sys
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -41,7 +45,7 @@ from mcqa_toolkit.run.pool_dispatch import PoolError
 from mcqa_toolkit.run.recipe import BackendCache
 
 __all__ = ["RayPool", "PoolError", "ClusterOptions", "cluster_options", "check_address", "worker_resources",
-           "require_ray", "INSTALL_HINT", "SERVED"]
+           "in_process_threads", "require_ray", "INSTALL_HINT", "SERVED"]
 
 INSTALL_HINT = "pip install 'mcqa_toolkit[ray]' (or: pip install 'ray[default]')"
 ADDRESS_HELP = "auto, local, HOST:PORT or ray://HOST:PORT"
@@ -106,8 +110,20 @@ def require_ray() -> None:
         raise ValueError(f"a Ray run needs the ray package, which is not installed: {INSTALL_HINT}")
 
 
-def worker_resources(entry: dict[str, Any]) -> dict[str, Any]:
-    """What each worker of this model asks of its node (Ray actor options; see the module docstring)."""
+def in_process_threads(entry: dict[str, Any]) -> int | None:
+    """The torch threads an in-process run of this model would compute with (this process's), for a local model
+    on the CPU without `resources`; None otherwise (a GPU, a server, resources given)."""
+    if entry.get("backend", "hf") != "hf" or entry.get("resources") is not None \
+            or str(entry.get("device") or "cpu").startswith("cuda"):
+        return None
+    from mcqa_toolkit.backends.hf.loading import torch_threads
+
+    return torch_threads()
+
+
+def worker_resources(entry: dict[str, Any], threads: int | None = None) -> dict[str, Any]:
+    """What each worker of this model asks of its node (Ray actor options; see the module docstring); `threads`:
+    the in-process run's torch threads (in_process_threads), which a CPU worker asks as CPUs."""
     given = entry.get("resources")
     if given is not None:
         if not isinstance(given, dict) or set(given) - set(_RESOURCE_KEYS):
@@ -123,7 +139,7 @@ def worker_resources(entry: dict[str, Any]) -> dict[str, Any]:
         return {"num_gpus": int(entry.get("tensor_parallel_size") or 1) * int(entry.get("pipeline_parallel_size") or 1)}
     if str(entry.get("device") or "").startswith("cuda"):
         return {"num_gpus": 1}
-    return {"num_cpus": 1}
+    return {"num_cpus": threads or 1}
 
 
 def _loopback(address: str) -> bool:
@@ -221,10 +237,24 @@ class RayPool:
             self._release()
             from mcqa_toolkit.run.pool_remote import WorkerGroup
 
+            threads = None if key in self._factories else in_process_threads(entries[0])
             self._group = WorkerGroup(self._ray, entries[0], self.workers, self._factories,
-                                      worker_resources(entries[0]), depth=self.depth,
+                                      worker_resources(entries[0], self._fitting(threads)), depth=self.depth,
                                       stall_seconds=self.stall_seconds, address=self.address)
         return self._group.start_run(entries)
+
+    def _fitting(self, threads: int | None) -> int | None:
+        """`threads` CPUs per worker, or as many as the largest node has when none has that many (warned: the
+        workers' scores may then differ from an in-process run's by a few 1e-5, docs/cluster.md)."""
+        if threads is None:
+            return None
+        largest = max((n["Resources"].get("CPU", 0) for n in self._ray.nodes() if n.get("Alive")), default=0)
+        if largest and threads > largest:
+            warnings.warn(f"the in-process run computes with {threads} torch threads, the largest node of the "
+                          f"cluster has {largest:g} CPUs: each worker asks {int(largest)}, and its scores may differ "
+                          "from an in-process run's past the equality rule's 1e-6 (docs/cluster.md)", stacklevel=3)
+            return max(1, int(largest))
+        return threads
 
     def backend(self, spec: Any) -> Any:
         """The backend of model `spec` for run(): on the workers (a RemoteBackend), or here for an API model."""
