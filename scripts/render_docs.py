@@ -24,7 +24,7 @@ for path in (HERE, REPO):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from pages import blocks, cluster, dif, enem, performance, readme  # noqa: E402
+from pages import blocks, cluster, dif, enem, invariance, performance, readme  # noqa: E402
 
 
 def _reliability() -> str:
@@ -40,6 +40,8 @@ PAGES: dict[str, tuple[Callable[[], dict[str, str]], dict[str, tuple[str, str]]]
     "docs/cluster.md": (cluster.blocks, {}),
     "docs/enem.md": (enem.blocks, enem.LEGACY),
     "docs/dif.md": (dif.blocks, {}),
+    "docs/invariance.md": (invariance.blocks, {}),
+    "docs/backends.md": (invariance.backends_blocks, {}),
     "README.md": (readme.blocks, {}),
 }
 

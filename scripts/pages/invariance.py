@@ -8,14 +8,13 @@ from pages.blocks import REPO, read_json, rel, table
 
 RESULTS = REPO / "benchmarks" / "results"
 CAUSES = {
-    "torch threads": "not ours: torch's CPU matrix products split their sums over the threads, so another thread "
-                     "count adds in another order",
-    "items-per-call budget": "ours, made exact: see below",
-    "rows per forward call (batch size)": "ours, made exact: see below",
+    "torch threads": "not ours: torch's CPU kernels may split a sum over the threads (below)",
+    "items-per-call budget": "ours, not made exact: other items' prefixes and rows share the forward call (below)",
+    "rows per forward call (batch size)": "ours, exact: a row computes the same in any call of its item (below)",
     "resume after SIGKILL mid-run": "none: the resumed items are computed as in the uninterrupted run",
     "Ray worker (default resources) vs in-process": "none: the worker computes with the in-process run's threads",
-    "Ray worker of 1 CPU vs in-process": "the thread count (row 1): Ray gives a worker one thread per CPU",
-    "llama.cpp server: warm vs fresh": "not ours: see below",
+    "Ray worker of 1 CPU vs in-process": "the thread count (the threads row): Ray gives a worker one thread per CPU",
+    "llama.cpp server: warm vs fresh": "not ours: llama.cpp (below)",
 }
 
 
@@ -31,7 +30,10 @@ def rows_of(path) -> list[list[str]]:
         rule = "yes" if r["equal_by_rule"] else "no"
         if r.get("ignored"):
             rule += f" ({', '.join(r['ignored'])} aside)"
-        out.append([r["choice"], r["scoring"], f"{r['baseline']} -> {r['variant']}", str(r["records"]),
+        w = raw.get("workload", {})
+        workload = (f"{w['name']}, {w['items']} items x {w['shuffles']} shuffles, {w['shots']} shots" if "items" in w
+                    else "see the raw file")
+        out.append([r["choice"], workload, r["scoring"], f"{r['baseline']} -> {r['variant']}", str(r["records"]),
                     _delta(r["max_abs_delta"]), same, rule, CAUSES.get(r["choice"], "not analysed"),
                     f"`{rel(path)}`"])
     return out
@@ -44,8 +46,8 @@ def invariance() -> str:
             rows += rows_of(path)
     if not rows:
         return "No raw file yet: run `benchmarks/invariance.py --json benchmarks/results/invariance_DATE.json`."
-    return table(["execution choice", "scoring", "baseline -> variant", "records", "max \\|delta\\|",
-                  "same choice", "equal by the 1e-6 rule", "cause", "raw file"], rows, "lllrrrlll")
+    return table(["execution choice", "workload", "scoring", "baseline -> variant", "records", "max \\|delta\\|",
+                  "same choice", "equal by the 1e-6 rule", "cause", "raw file"], rows, "llllrrrlll")
 
 
 def blocks() -> dict[str, str]:
