@@ -10,7 +10,7 @@ RESULTS = REPO / "benchmarks" / "results"
 CAUSES = {
     "torch threads": "not ours: torch's CPU kernels may split a sum over the threads (below)",
     "items-per-call budget": "ours, not made exact: other items' prefixes and rows share the forward call (below)",
-    "rows per forward call (batch size)": "ours, exact: a row computes the same in any call of its item (below)",
+    "rows per forward call (batch size)": "ours, exact while a row's padded width stays the same (below)",
     "resume after SIGKILL mid-run": "none: the resumed items are computed as in the uninterrupted run",
     "Ray worker (default resources) vs in-process": "none: the worker computes with the in-process run's threads",
     "Ray worker of 1 CPU vs in-process": "the thread count (the threads row): Ray gives a worker one thread per CPU",
@@ -31,9 +31,12 @@ def rows_of(path) -> list[list[str]]:
         if r.get("ignored"):
             rule += f" ({', '.join(r['ignored'])} aside)"
         w = raw.get("workload", {})
-        workload = (f"{w['name']}, {w['items']} items x {w['shuffles']} shuffles, {w['shots']} shots" if "items" in w
-                    else "see the raw file")
-        out.append([r["choice"], workload, r["scoring"], f"{r['baseline']} -> {r['variant']}", str(r["records"]),
+        variant = r["variant"]
+        if "items" in w:
+            workload = f"{w['name']}, {w['items']} items x {w['shuffles']} shuffles, {w['shots']} shots"
+        else:  # the server probe names each row's workload after the variant's last "; "
+            variant, _, workload = variant.rpartition("; ") if "; " in variant else (variant, "", "see the raw file")
+        out.append([r["choice"], workload, r["scoring"], f"{r['baseline']} -> {variant}", str(r["records"]),
                     _delta(r["max_abs_delta"]), same, rule, CAUSES.get(r["choice"], "not analysed"),
                     f"`{rel(path)}`"])
     return out
