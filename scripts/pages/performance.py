@@ -220,9 +220,30 @@ def ray() -> str:
     return table(["date", "benchmark", "result", "1-min load before / after", "raw file"], rows)
 
 
+def _min_s(seconds: float) -> str:
+    m, s = divmod(round(seconds), 60)
+    return (f"{m} min {s} s" if s else f"{m} min") if m else f"{s} s"
+
+
+def demo() -> str:
+    """`make demo` from a fresh clone, install included (benchmarks/results/make_demo_*.json)."""
+    rows = []
+    for path in sorted(RESULTS.glob("make_demo_*.json")):
+        r = read_json(path)
+        d = r["demo_parts"]
+        first = d["first_run_seconds_including_dequantisation_and_model_load"]
+        rows.append([r["date"], _min_s(r["total_seconds"]), _min_s(r["install_seconds"]), _min_s(r["demo_seconds"]),
+                     f"{d['runs']} runs {d['runs_seconds']} s (the first {first} s with the model's dequantisation), "
+                     f"notebooks {d['report_notebooks_seconds']} s",
+                     f"{r['load_1min_before']:.2f} / {r['load_1min_after']:.2f}",
+                     "yes" if r["goal_met"] else f"no (goal {_min_s(r['goal_seconds'])})", f"`{rel(path)}`"])
+    return table(["date", "in all", "install", "demo", "of the demo", "1-min load before / after", "goal met",
+                  "raw file"], rows, "lrrrlrll") if rows else "No raw file yet."
+
+
 def blocks() -> dict[str, str]:
     return {"perf-engine-cpu": engine_speed("cpu"), "perf-engine-calls": engine_calls(), "perf-profile": profile_lines(),
             "perf-vs-vllm": vs_vllm(), "perf-gpu-speed": engine_speed("cuda") + "\n\n" + gpu_tokens(),
             "perf-gpu-equality": gpu_equality(),
-            "perf-ray": ray()}
+            "perf-ray": ray(), "perf-demo": demo()}
 

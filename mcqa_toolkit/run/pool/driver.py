@@ -21,13 +21,8 @@ flight within the provider's limits and caches every answer on this machine's di
 workers would multiply the concurrency past those limits and scatter the cache over the nodes. Ray adds
 nothing for them.
 
-Resources per worker (`worker_resources`): the model entry's `resources` ({num_cpus, num_gpus, memory,
-resources, accelerator_type}, Ray's actor options), else `num_gpus` = tensor x pipeline parallel size for vLLM,
-1 GPU for a `device: cuda` model, else as many CPUs as this process has torch threads (`in_process_threads`): Ray
-gives an actor one torch thread per CPU, and fp32 sums taken over another number of threads differ by a few 1e-5,
-so by default a worker computes as the in-process run would and its records equal that run's (1 CPU for a model
-given by a factory). A local cluster (`local`) is started here, bound to 127.0.0.1, with
-max(cores, workers) CPUs. Ray itself is imported only when a pool connects (`import mcqa_toolkit.run` does not).
+Resources per worker: run.pool.resources (by default a CPU worker computes with the in-process run's
+threads). A local cluster (`local`) is started here, bound to 127.0.0.1, with max(cores, workers) CPUs. Ray itself is imported only when a pool connects (`import mcqa_toolkit.run` does not).
 """
 from __future__ import annotations
 
@@ -36,23 +31,21 @@ import os
 import re
 import socket
 import sys
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from mcqa_toolkit.backends import Backend, backend_entry, load_backend
 from mcqa_toolkit.backends.base import PooledBackend
+from mcqa_toolkit.run.pool.resources import fitting_threads, in_process_threads, worker_resources
 from mcqa_toolkit.run.pool.scheduler import PoolError
 from mcqa_toolkit.run.recipe import BackendCache
 
-__all__ = ["RayPool", "ClusterOptions", "cluster_options", "check_address", "worker_resources",
-           "in_process_threads", "require_ray", "INSTALL_HINT", "SERVED"]
+__all__ = ["RayPool", "ClusterOptions", "cluster_options", "check_address", "require_ray", "INSTALL_HINT", "SERVED"]
 
 INSTALL_HINT = "pip install 'mcqa_toolkit[ray]' (or: pip install 'ray[default]')"
 ADDRESS_HELP = "auto, local, HOST:PORT or ray://HOST:PORT"
 SERVED = ("hf", "vllm")  # backends whose model is loaded in the process: on a pool, the workers load it
 DEFAULT_WORKERS = 2
-_RESOURCE_KEYS = ("num_cpus", "num_gpus", "memory", "resources", "accelerator_type")
 _HOST_PORT = re.compile(r"^(?:ray://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
@@ -111,40 +104,38 @@ def require_ray() -> None:
         raise ValueError(f"a Ray run needs the ray package, which is not installed: {INSTALL_HINT}")
 
 
-def in_process_threads(entry: dict[str, Any]) -> int | None:
-    """The torch threads an in-process run of this model would compute with (this process's), for a local model
-    on the CPU without `resources`; None otherwise (a GPU, a server, resources given)."""
-    if entry.get("backend", "hf") != "hf" or entry.get("resources") is not None \
-            or str(entry.get("device") or "cpu").startswith("cuda"):
-        return None
-    from mcqa_toolkit.backends.hf.loading import torch_threads
-
-    return torch_threads()
-
-
-def worker_resources(entry: dict[str, Any], threads: int | None = None) -> dict[str, Any]:
-    """What each worker of this model asks of its node (Ray actor options; see the module docstring); `threads`:
-    the in-process run's torch threads (in_process_threads), which a CPU worker asks as CPUs."""
-    given = entry.get("resources")
-    if given is not None:
-        if not isinstance(given, dict) or set(given) - set(_RESOURCE_KEYS):
-            raise ValueError(f"model {entry.get('model')!r}: resources must be a mapping of {list(_RESOURCE_KEYS)}, "
-                             f"got {given!r}")
-        for key in ("num_cpus", "num_gpus", "memory"):
-            if key in given and (isinstance(given[key], bool) or not isinstance(given[key], (int, float))
-                                 or given[key] < 0):
-                raise ValueError(f"model {entry.get('model')!r}: resources.{key} must be a number >= 0, "
-                                 f"got {given[key]!r}")
-        return dict(given)
-    if entry.get("backend") == "vllm":
-        return {"num_gpus": int(entry.get("tensor_parallel_size") or 1) * int(entry.get("pipeline_parallel_size") or 1)}
-    if str(entry.get("device") or "").startswith("cuda"):
-        return {"num_gpus": 1}
-    return {"num_cpus": threads or 1}
-
-
 def _loopback(address: str) -> bool:
-    return address == "local" or (_HOST_PORT.match(address) or [None, ""])[1] in _LOOPBACK
+    """`local`, or HOST:PORT with a loopback host (a ray:// address goes through Ray Client: no local node)."""
+    return address == "local" or not address.startswith("ray://") and (_HOST_PORT.match(address)
+                                                                       or [None, ""])[1] in _LOOPBACK
+
+
+def _node_ip(address: str) -> str:
+    """The IP a driver here must register at to join the cluster whose GCS listens at loopback `address`: where
+    the cluster's nodes on this machine registered. 127.0.0.1 for a cluster started on loopback (`ray start --head
+    --node-ip-address 127.0.0.1` with RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, ray.cluster_utils); the machine's own
+    IP for a head that registered there (`ray start --head` does, even when told 127.0.0.1), which ray.init
+    reaches through 127.0.0.1 too. Asked of the GCS; 127.0.0.1 when it cannot tell (Ray then says why)."""
+    import ray._raylet
+    from ray.core.generated.gcs_pb2 import GcsNodeInfo
+
+    try:
+        nodes = ray._raylet.GcsClient(address=address).get_all_node_info(
+            timeout=10, state_filter=GcsNodeInfo.GcsNodeState.ALIVE).values()
+        ips = sorted({n.node_manager_address for n in nodes})
+    except Exception:                # an older Ray, a GCS that does not answer: keep to loopback
+        return "127.0.0.1"
+    if not ips or any(ip.startswith("127.") or ip == "::1" for ip in ips):
+        return "127.0.0.1"
+    for ip in ips:
+        try:                         # an address of this machine binds; another machine's does not
+            socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET).bind((ip, 0))
+            return ip
+        except OSError:
+            continue
+    raise PoolError(f"the Ray cluster at {address} has no node on this machine (its nodes registered at "
+                    f"{', '.join(ips)}): address its head as HEAD_IP:PORT from one of them, or use Ray Client "
+                    "(ray://HEAD:10001)")
 
 
 def _stay_on_loopback() -> None:
@@ -198,7 +189,7 @@ class RayPool:
         if self._ray is not None:
             return
         require_ray()
-        if _loopback(self.address):
+        if self.address == "local":
             _stay_on_loopback()
         import ray
 
@@ -211,8 +202,10 @@ class RayPool:
             else:
                 if self.address != "auto":  # Ray itself retries an unreachable address for minutes
                     _reachable(self.address)
-                if _loopback(self.address):
-                    options["_node_ip_address"] = "127.0.0.1"
+                if _loopback(self.address):     # join where this machine's nodes registered (_node_ip)
+                    options["_node_ip_address"] = _node_ip(self.address)
+                    if options["_node_ip_address"] == "127.0.0.1":
+                        _stay_on_loopback()
                 ray.init(address=self.address, **options)
             self._owns_connection = True
         self._ray = ray
@@ -239,23 +232,10 @@ class RayPool:
             from mcqa_toolkit.run.pool.remote import WorkerGroup
 
             threads = None if key in self._factories else in_process_threads(entries[0])
-            self._group = WorkerGroup(self._ray, entries[0], self.workers, self._factories,
-                                      worker_resources(entries[0], self._fitting(threads)), depth=self.depth,
+            resources = worker_resources(entries[0], fitting_threads(threads, self._ray.nodes))
+            self._group = WorkerGroup(self._ray, entries[0], self.workers, self._factories, resources, depth=self.depth,
                                       stall_seconds=self.stall_seconds, address=self.address)
         return self._group.start_run(entries)
-
-    def _fitting(self, threads: int | None) -> int | None:
-        """`threads` CPUs per worker, or as many as the largest node has when none has that many (warned: the
-        workers' scores may then differ from an in-process run's by a few 1e-5, docs/cluster.md)."""
-        if threads is None:
-            return None
-        largest = max((n["Resources"].get("CPU", 0) for n in self._ray.nodes() if n.get("Alive")), default=0)
-        if largest and threads > largest:
-            warnings.warn(f"the in-process run computes with {threads} torch threads, the largest node of the "
-                          f"cluster has {largest:g} CPUs: each worker asks {int(largest)}, and its scores may differ "
-                          "from an in-process run's past the equality rule's 1e-6 (docs/cluster.md)", stacklevel=3)
-            return max(1, int(largest))
-        return threads
 
     def backend(self, spec: Any) -> Any:
         """The backend of model `spec` for run(): on the workers (a RemoteBackend), or here for an API model."""

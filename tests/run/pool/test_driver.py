@@ -10,6 +10,7 @@ import importlib.util
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,8 +29,7 @@ from mcqa_toolkit.datasets import load
 from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.records.store import RunDir
 from mcqa_toolkit.run.jobs import Job, expand, load_params
-from mcqa_toolkit.run.pool import (ClusterOptions, RayPool, check_address, cluster_options, in_process_threads,
-                                   require_ray, worker_resources)
+from mcqa_toolkit.run.pool import ClusterOptions, RayPool, check_address, cluster_options, require_ray
 from mcqa_toolkit.run.recipe import BackendCache, run_job
 
 IGNORE = ["n_forwarded_tokens"]  # each worker encodes the run's shared prefix for itself
@@ -71,38 +71,6 @@ def test_the_command_line_wins_over_the_params_file_cluster_block():
         cluster_options(None, None, 4)
     with pytest.raises(ValueError, match=r"--workers must be a whole number >= 1, got -1"):
         cluster_options(block, None, -1)
-
-
-def test_resources_per_worker_come_from_the_model_entry():
-    assert worker_resources({"backend": "hf", "model": "m"}) == {"num_cpus": 1}
-    assert worker_resources({"backend": "hf", "model": "m"}, threads=3) == {"num_cpus": 3}
-    assert worker_resources({"backend": "hf", "model": "m", "device": "cuda:0"}) == {"num_gpus": 1}
-    assert worker_resources({"backend": "vllm", "model": "m", "tensor_parallel_size": 4}) == {"num_gpus": 4}
-    assert worker_resources({"backend": "vllm", "model": "m", "tensor_parallel_size": 2,
-                             "pipeline_parallel_size": 2}) == {"num_gpus": 4}
-    given = {"num_gpus": 1, "num_cpus": 8, "resources": {"A100": 1}}
-    assert worker_resources({"backend": "hf", "model": "m", "resources": given}) == given
-    for bad in ({"gpus": 1}, {"num_gpus": -1}, {"num_cpus": "two"}, [1]):
-        with pytest.raises(ValueError, match="model 'm': resources"):
-            worker_resources({"backend": "hf", "model": "m", "resources": bad})
-
-
-def test_a_cpu_worker_asks_as_many_cpus_as_the_in_process_run_has_threads(monkeypatch):
-    """By default a local model's CPU worker computes with the in-process run's torch threads (Ray gives an actor one
-    thread per CPU it asks), so its fp32 sums are taken as in-process; capped, with a warning, at the largest node."""
-    import torch
-
-    monkeypatch.setattr(torch, "get_num_threads", lambda: 6)
-    assert in_process_threads({"backend": "hf", "model": "m", "device": None}) == 6
-    for other in ({"backend": "hf", "model": "m", "device": "cuda:0"}, {"backend": "vllm", "model": "m"},
-                  {"backend": "hf", "model": "m", "resources": {"num_cpus": 1}}):
-        assert in_process_threads(other) is None
-    pool = RayPool("local", 2)
-    pool._ray = type("Ray", (), {"nodes": staticmethod(lambda: [{"Alive": True, "Resources": {"CPU": 4.0}},
-                                                                {"Alive": False, "Resources": {"CPU": 64.0}}])})
-    assert pool._fitting(None) is None and pool._fitting(4) == 4
-    with pytest.warns(UserWarning, match=r"computes with 6 torch threads, the largest node of the cluster has 4 CPUs"):
-        assert pool._fitting(6) == 4
 
 
 def test_a_pool_is_given_a_valid_address_and_worker_count_and_serves_local_models_only():
@@ -400,3 +368,75 @@ def test_a_worker_node_removed_mid_run_ends_with_every_record_once(ray_cluster, 
     assert removed_at and removed_at[0] < 120 and n == 120, (removed_at, pool_info)
     assert pool_info["workers_lost"] >= 1 and pool_info["sent"] > 60, pool_info  # the pool saw the loss
     figures.add("ray_node_lost", **_pool_figures(pool_info, n), records_before_the_loss=removed_at[0])
+
+
+def _namespaces() -> bool:
+    """Whether this process may make network and PID namespaces (root, or a kernel that lets users)."""
+    try:
+        return shutil.which("unshare") is not None and shutil.which("ip") is not None and subprocess.run(
+            ["unshare", "--net", "--pid", "--fork", "--mount-proc", "true"], capture_output=True, timeout=30
+        ).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.ray
+def test_a_head_registered_at_its_ip_is_reached_through_every_address(table, tmp_path):
+    """`ray start --head` on a machine with one outward interface registers the head at that IP (10.201.0.1 in a
+    network namespace of the test's own, tests/run/pool/ray_netns.py; stopped with the namespace whatever happens):
+    the toolkit joins it through 127.0.0.1:PORT (fails before issue 41: "Failed to connect to Ray cluster at
+    127.0.0.1:PORT", the driver pinned to a loopback node that does not exist), through its IP, `auto`, and Ray
+    Client's ray://127.0.0.1:10001 (failed too: a loopback driver address was passed to Ray Client), each run
+    giving the in-process records."""
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
+    if not _namespaces():
+        pytest.skip("needs network and PID namespaces (unshare; root)")
+    (tmp_path / "table.json").write_text(json.dumps(table))
+    addresses = ["127.0.0.1:{port}", "{head}:{port}", "auto", "ray://127.0.0.1:{client}"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests"),
+                                                        *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run(["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", sys.executable,
+                           str(REPO / "tests" / "run" / "pool" / "ray_netns.py"), str(tmp_path / "out"),
+                           str(tmp_path / "table.json"), *addresses], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert not [s for s in said if "error" in s], said
+    assert [s["address"] for s in said] == ["127.0.0.1:6390", "10.201.0.1:6390", "auto", "ray://127.0.0.1:10001"]
+    ref = _in_process(table, Job("lookup", "demo", {}, "pt", "enem_1shot", tmp_path / "ref" / "run", shuffles=1,
+                                 min_k=False))
+    for s in said:
+        assert s["nodes"] == ["10.201.0.1"], s                    # the head's node, registered at its IP
+        assert _exactly_once_and_in_process_records(RunDir(s["run_dir"]), ref) == len(_keys(ref)) > 0
+
+
+@pytest.mark.parametrize("registered,expected", [(["127.0.0.1"], "127.0.0.1"), ([], "127.0.0.1"),
+                                                 (["203.0.113.9"], "no node on this machine")])
+def test_a_loopback_address_joins_where_this_machines_nodes_registered(monkeypatch, registered, expected):
+    """The driver's node address for a loopback HOST:PORT comes from the GCS's list of alive nodes (a fake here):
+    loopback when a node registered there; a cluster with no node on this machine is one clear PoolError (nothing
+    is sent anywhere: an address is tried for binding only)."""
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
+    import ray._raylet
+
+    from mcqa_toolkit.run.pool import PoolError
+    from mcqa_toolkit.run.pool.driver import _node_ip
+
+    class Node:
+        def __init__(self, ip):
+            self.node_manager_address = ip
+
+    class FakeGcs:
+        def __init__(self, address):
+            assert address == "127.0.0.1:6390"
+
+        def get_all_node_info(self, timeout, state_filter):
+            return {i: Node(ip) for i, ip in enumerate(registered)}
+
+    monkeypatch.setattr(ray._raylet, "GcsClient", FakeGcs)
+    if expected.startswith("no node"):
+        with pytest.raises(PoolError, match=r"127.0.0.1:6390 has no node on this machine \(its nodes registered at "
+                                            r"203.0.113.9\).*ray://"):
+            _node_ip("127.0.0.1:6390")
+    else:
+        assert _node_ip("127.0.0.1:6390") == expected
