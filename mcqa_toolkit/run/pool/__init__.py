@@ -5,6 +5,7 @@ driver) writes every record.
                params file's `cluster` block and --ray / --workers), require_ray
     resources  worker_resources: what a worker asks of its node (a CPU worker asks the in-process run's torch
                threads: in_process_threads, capped at the largest node by fitting_threads)
+    joining    how a driver joins an existing cluster: the node address it registers at, this machine's Ray token
     remote     WorkerGroup (the actors of one model and the run they are on) and RemoteBackend, the driver's view
                of a model loaded on them: a backends.base.PooledBackend (items_per_call, score_blocks, pool_info)
     worker     PoolWorker, what one actor holds and does on its node (a plain class, made an actor by driver)
