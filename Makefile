@@ -96,11 +96,12 @@ test-fast: $(TEST_STAMP)
 test-gpu:
 	$(or $(PYTHON),$(BIN)/python) -m pytest -q -p no:cacheprovider -o addopts= -m gpu tests/backends/hf/test_gpu.py
 
-# the fault suite alone (tests/faults: kills, full disks, 429 storms, damaged files, fuzzed inputs, memory; part of
+# the fault suite alone (tests/faults: kills, full disks, 429 storms, damaged files, fuzzed inputs, memory; the Ray
+# pool's lost workers, nodes and driver in tests/run/pool/test_driver.py; part of
 # `make test`, which writes nothing into the checkout); `make reliability` runs it and, when it passes, keeps what it
 # measured as docs/reliability.json and renders docs/reliability.md from that JSON (scripts/reliability_table.py)
 test-faults: $(TEST_STAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m faults tests/faults
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m faults tests/faults tests/run/pool/test_driver.py
 
 reliability: $(TEST_STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python scripts/reliability_table.py

@@ -10,12 +10,10 @@ private temporary folder, apart from any other Ray on the machine; `save_json` w
 """
 from __future__ import annotations
 
-import json
 import random
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -82,7 +80,9 @@ def local_cluster_env() -> dict[str, str]:
 
 
 def save_json(path: str | None, result: dict[str, Any]) -> None:
-    """Write a benchmark's figures to `path` (benchmarks/results/...), when one is given."""
-    if path:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(result, indent=1) + "\n")
+    """Write a benchmark's figures to `path` (benchmarks/results/...), when one is given, without machine paths."""
+    try:
+        from _results import write_json
+    except ModuleNotFoundError:
+        from benchmarks._results import write_json
+    write_json(path, result)

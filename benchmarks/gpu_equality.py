@@ -17,7 +17,6 @@ Random weights give near-uniform distributions (near-tied options), hence the ma
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 
@@ -33,11 +32,13 @@ from mcqa_toolkit.backends.hf.precision import choice_agreement, max_delta, naiv
 try:
     from _enem_long import enem_long
     from _limit import device_facts
+    from _results import write_json
     from _shapes import random_model
     from _workload import SCORINGS, build
 except ModuleNotFoundError:
     from benchmarks._enem_long import enem_long
     from benchmarks._limit import device_facts
+    from benchmarks._results import write_json
     from benchmarks._shapes import random_model
     from benchmarks._workload import SCORINGS, build
 
@@ -130,9 +131,7 @@ def main() -> None:
                      f"max engine_err {top['engine_err']:.2e} vs naive_err {top['naive_err']:.2e}, same choices "
                      f"{sum(r['same_choices'] for r in mine)}/{sum(r['compared'] for r in mine)}")
     print("RESULT per dtype: " + "; ".join(parts))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"args": vars(args), "device": facts, "rows": rows}, f, indent=1, default=str)
+    write_json(args.json, {"args": vars(args), "device": facts, "rows": rows})
 
 
 if __name__ == "__main__":

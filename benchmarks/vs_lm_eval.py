@@ -31,7 +31,6 @@ Nothing is downloaded: HF_HUB_OFFLINE defaults to 1 here (set HF_HUB_OFFLINE=0 t
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -46,9 +45,11 @@ from mcqa_toolkit.backends.hf.tokens import prompt_text  # noqa: E402
 
 try:  # run as a script (python benchmarks/vs_lm_eval.py) or as a module (python -m benchmarks.vs_lm_eval)
     from _limit import SHORT_ROW, SHORT_ROW_TOKENS, device_facts, mfu, raw_forward_rate
+    from _results import write_json
     from _workload import SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings, setup
 except ModuleNotFoundError:
     from benchmarks._limit import SHORT_ROW, SHORT_ROW_TOKENS, device_facts, mfu, raw_forward_rate
+    from benchmarks._results import write_json
     from benchmarks._workload import (SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings,
                                       setup)
 
@@ -217,9 +218,7 @@ def main() -> None:
     print(f"RESULT speedup_vs_lm_eval={head['speedup_lm']:.1f} speedup_vs_naive={head['speedup_naive']:.1f} "
           f"max_delta={delta:.2e} tokens_ratio={head['tokens_ratio']:.3f} frac_of_limit={head['frac']:.2f} "
           f"same_choices={same} frac_of_short_rows={head['frac_short']:.2f} mfu={head['mfu']:.3f}")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"args": vars(args), "device": facts, "results": res}, f, indent=1, default=str)
+    write_json(args.json, {"args": vars(args), "device": facts, "results": res})
 
 
 if __name__ == "__main__":

@@ -42,9 +42,11 @@ from mcqa_toolkit.run import Strategy, run
 
 try:  # run as a script (python benchmarks/vs_vllm.py) or as a module (python -m benchmarks.vs_vllm)
     from _limit import device_facts
+    from _results import write_json
     from _workload import add_arguments, engine_options, scorings, setup
 except ModuleNotFoundError:
     from benchmarks._limit import device_facts
+    from benchmarks._results import write_json
     from benchmarks._workload import add_arguments, engine_options, scorings, setup
 
 HERE = Path(__file__).resolve().parent
@@ -194,11 +196,9 @@ def main() -> None:
           f"max_delta={max(v['max_delta'] for v in rows.values()):.2e}")
     if args.json:
         recorded = {k: (PATH_ARGS[k] if k in PATH_ARGS and v is not None else v) for k, v in vars(args).items()}
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"args": recorded, "device": device_facts(lm), "load_average": loads,
-                       "ours": {k: {**v, "records": f"OUT_DIR/ours_{k}"} for k, v in mine.items()},
-                       "vllm": {k: v for k, v in other.items() if k != "runs"}, "results": rows}, f, indent=1,
-                      default=str)
+        write_json(args.json, {"args": recorded, "device": device_facts(lm), "load_average": loads,
+                               "ours": {k: {**v, "records": f"OUT_DIR/ours_{k}"} for k, v in mine.items()},
+                               "vllm": {k: v for k, v in other.items() if k != "runs"}, "results": rows})
 
 
 if __name__ == "__main__":

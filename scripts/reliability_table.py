@@ -1,5 +1,5 @@
 """docs/reliability.json and docs/reliability.md from the fault suite's own output: run `pytest -m faults` with
-MCQA_RELIABILITY set (the tests write what they measured there, tests/faults/fault_figures.py), time it, keep the
+MCQA_RELIABILITY set (the tests write what they measured there, tests/fault_figures.py), time it, keep the
 figures as data (docs/reliability.json), and render the page from that data alone (`render`, a pure function):
 one table row per fault (what is injected, what is guaranteed, the test that shows it, the figures), then the
 suite's totals. No number is typed by hand, and tests/faults/test_reliability_table.py checks that the committed
@@ -21,13 +21,15 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "faults"))
+sys.path.insert(0, str(REPO / "tests"))
 
 from fault_figures import ENV, FAULTS, merged  # noqa: E402
 
 DOC = REPO / "docs" / "reliability.md"
 DATA = REPO / "docs" / "reliability.json"
 LOAD_EVERY = 5.0  # seconds between samples of the load average while the suite runs
+# the fault tests: tests/faults, and the Ray pool's lost worker, node and driver (marked `ray` too)
+SUITE = ("tests/faults", "tests/run/pool/test_driver.py")
 HEADER = """\
 # Reliability: what happens under faults
 
@@ -108,7 +110,7 @@ def run_suite() -> dict | None:
     with tempfile.TemporaryDirectory(prefix="mcqa_reliability_") as tmp:
         target = Path(tmp) / "figures.json"
         loads, t0 = [os.getloadavg()[0]], time.time()
-        command = [sys.executable, "-m", "pytest", "-q", "-m", "faults", "-p", "no:cacheprovider", "tests/faults"]
+        command = [sys.executable, "-m", "pytest", "-q", "-m", "faults", "-p", "no:cacheprovider", *SUITE]
         child = subprocess.Popen(command, cwd=REPO, env={**os.environ, ENV: str(target)})
         while child.poll() is None:  # how busy the machine was: other work on it lengthens every duration
             time.sleep(LOAD_EVERY)

@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 import tiny_models
+from fault_figures import Figures
 from paths import REPO
 from tiny_models import tiny_model
 
@@ -20,6 +21,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.notebooks)
         elif not any(item.get_closest_marker(t) for t in TIERS):
             item.add_marker(pytest.mark.unit)
+
+
+@pytest.fixture(scope="session")
+def figures():
+    """Where each fault test (marker `faults`) records what it measured; written to $MCQA_RELIABILITY at the end of
+    the session when that is set (scripts/reliability_table.py), else only collected."""
+    collected = Figures()
+    yield collected
+    collected.write()
 
 
 def _worktree_state() -> str | None:

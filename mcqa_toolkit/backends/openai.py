@@ -162,7 +162,10 @@ class OpenAIBackend(ApiBackend):
                              lambda r: parse_echo(r, head, tail).n_tokens >= 3)
 
     def _route_provenance(self) -> dict[str, Any]:
-        return {"base_urls": [public_url(u) for u in self.base_urls if u], "provider": self.provider.name}
+        route = {"base_urls": [public_url(u) for u in self.base_urls if u], "provider": self.provider.name}
+        if self.provider.history:  # the server's earlier requests can move this run's scores: say so
+            route["server_history"] = self.provider.history
+        return route
 
     def _own_provenance(self) -> dict[str, Any]:
         return {"prefill": self.prefill, "top_logprobs": self.capabilities.top_logprobs,

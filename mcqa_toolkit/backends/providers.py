@@ -59,6 +59,7 @@ class Provider:
     reasoning: tuple[ReasoningRule, ...] = ()
     logprobs_fallback: tuple[int, ...] = ()     # compatible servers: smaller top-k tried when the probe's is refused
     run_batch: bool = False
+    history: str | None = None                  # how earlier requests can move a response (run provenance says it)
 
 
 _OPENAI_REASONING = (
@@ -72,7 +73,9 @@ PROVIDERS: dict[str, Provider] = {p.name: p for p in (
              batch=BatchLimits(50_000, 200 * 1024 ** 2), reasoning=_OPENAI_REASONING),
     Provider("vllm", completions_logprobs_max=20, chat_logprobs_max=20, echo=True,    # --max-logprobs (default 20)
              run_batch=True),
-    Provider("llama_cpp", echo=None),           # llama-cpp-python echoes; upstream llama-server ignores echo
+    Provider("llama_cpp", echo=None,            # llama-cpp-python echoes; upstream llama-server ignores echo
+             history="the server evaluates only the part of a prompt that differs from the previous request's: a "
+                     "request's log-probs can differ from a fresh server's (docs/backends.md: conditions, bound)"),
     Provider("ollama", echo=False),             # logprobs since v0.12.11 (probed), echo never
     Provider("gemini_openai", ("generativelanguage.googleapis.com",), completions="none", echo=False, max_stop=5),
     Provider("maritaca", ("chat.maritaca.ai",), completions="none", echo=False),

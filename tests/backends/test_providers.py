@@ -59,6 +59,20 @@ def test_provider_is_named_or_inferred_from_the_host():
     assert profile(openai, "gpt-5-mini").rule.stop and profile(PROVIDERS["vllm"], "gpt-5-mini").rule is None
 
 
+def test_a_server_whose_history_moves_scores_says_so_in_the_provenance(tmp_path):
+    """llama.cpp evaluates only what differs from the previous prompt, and a request's log-probs can then differ
+    from a fresh server's (docs/backends.md, benchmarks/server_history.py): a run's provenance says so; servers
+    with nothing known to say have no such key."""
+    def provenance(provider):
+        return load_backend({"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1",
+                             "provider": provider, "probe": False, "cache_dir": str(tmp_path)}).provenance()
+
+    said = provenance("llama_cpp")
+    assert said["provider"] == "llama_cpp" and "previous request" in said["server_history"]
+    assert "docs/backends.md" in said["server_history"]
+    assert "server_history" not in provenance("vllm") and PROVIDERS["vllm"].history is None
+
+
 def test_stand_ins_reject_over_limit_requests_with_the_real_error_shape():
     with _served("openai") as openai_api, _served("vllm") as vllm_api:
         over = httpx.post(f"{openai_api.url}/v1/completions", json=letter_body("davinci-002", "Q:", 20))

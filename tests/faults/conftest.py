@@ -1,17 +1,9 @@
-"""Fixtures of the fault suite (marker `faults`): the figures collector, the reference lookup run every
-kill/resume case is compared with, and child processes that can be killed for real (faults_children)."""
+"""Fixtures of the fault suite (marker `faults`): the reference lookup run every kill/resume case is compared with,
+and child processes that can be killed for real (faults_children). The figures collector (`figures`) is in
+tests/conftest.py: the Ray pool's fault tests (tests/run/pool/test_driver.py) record theirs too."""
 from __future__ import annotations
 
 import pytest
-from fault_figures import Figures
-
-
-@pytest.fixture(scope="session")
-def figures():
-    """Where each fault test records what it measured; written to $MCQA_RELIABILITY at the end (if set)."""
-    collected = Figures()
-    yield collected
-    collected.write()
 
 
 @pytest.fixture(scope="session")

@@ -93,6 +93,13 @@ def _resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype:
         raise ValueError(f"dtype {dtype!r}: expected float32, float16 or bfloat16") from None
 
 
+def torch_threads() -> int:
+    """The threads torch computes with in this process: what an in-process run of a local model on the CPU uses,
+    and so what a Ray pool's CPU workers ask for (run.pool: fp32 sums taken over another number of threads
+    differ past the equality rule's 1e-6)."""
+    return torch.get_num_threads()
+
+
 def _resolve_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

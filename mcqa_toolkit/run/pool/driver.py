@@ -21,10 +21,9 @@ flight within the provider's limits and caches every answer on this machine's di
 workers would multiply the concurrency past those limits and scatter the cache over the nodes. Ray adds
 nothing for them.
 
-Resources per worker (`worker_resources`): the model entry's `resources` ({num_cpus, num_gpus, memory,
-resources, accelerator_type}, Ray's actor options), else `num_gpus` = tensor x pipeline parallel size for vLLM,
-1 GPU for a `device: cuda` model, else 1 CPU. A local cluster (`local`) is started here, bound to 127.0.0.1, with
-max(cores, workers) CPUs. Ray itself is imported only when a pool connects (`import mcqa_toolkit.run` does not).
+Resources per worker: run.pool.resources (by default a CPU worker computes with the in-process run's
+threads). A local cluster (`local`) is started here, bound to 127.0.0.1, with max(cores, workers) CPUs. Ray
+itself is imported only when a pool connects (`import mcqa_toolkit.run` does not).
 """
 from __future__ import annotations
 
@@ -37,16 +36,15 @@ from mcqa_toolkit.backends import Backend, backend_entry, load_backend
 from mcqa_toolkit.backends.base import PooledBackend
 from mcqa_toolkit.run.pool.joining import (HOST_PORT, auth_refused, loopback, node_ip, reachable,
                                            stay_on_loopback, use_local_token)
+from mcqa_toolkit.run.pool.resources import fitting_threads, in_process_threads, worker_resources
 from mcqa_toolkit.run.recipe import BackendCache
 
-__all__ = ["RayPool", "ClusterOptions", "cluster_options", "check_address", "worker_resources",
-           "require_ray", "INSTALL_HINT", "SERVED"]
+__all__ = ["RayPool", "ClusterOptions", "cluster_options", "check_address", "require_ray", "INSTALL_HINT", "SERVED"]
 
 INSTALL_HINT = "pip install 'mcqa_toolkit[ray]' (or: pip install 'ray[default]')"
 ADDRESS_HELP = "auto, local, HOST:PORT or ray://HOST:PORT"
 SERVED = ("hf", "vllm")  # backends whose model is loaded in the process: on a pool, the workers load it
 DEFAULT_WORKERS = 2
-_RESOURCE_KEYS = ("num_cpus", "num_gpus", "memory", "resources", "accelerator_type")
 
 
 @dataclass(frozen=True)
@@ -103,24 +101,6 @@ def require_ray() -> None:
         raise ValueError(f"a Ray run needs the ray package, which is not installed: {INSTALL_HINT}")
 
 
-def worker_resources(entry: dict[str, Any]) -> dict[str, Any]:
-    """What each worker of this model asks of its node (Ray actor options; see the module docstring)."""
-    given = entry.get("resources")
-    if given is not None:
-        if not isinstance(given, dict) or set(given) - set(_RESOURCE_KEYS):
-            raise ValueError(f"model {entry.get('model')!r}: resources must be a mapping of {list(_RESOURCE_KEYS)}, "
-                             f"got {given!r}")
-        for key in ("num_cpus", "num_gpus", "memory"):
-            if key in given and (isinstance(given[key], bool) or not isinstance(given[key], (int, float))
-                                 or given[key] < 0):
-                raise ValueError(f"model {entry.get('model')!r}: resources.{key} must be a number >= 0, "
-                                 f"got {given[key]!r}")
-        return dict(given)
-    if entry.get("backend") == "vllm":
-        return {"num_gpus": int(entry.get("tensor_parallel_size") or 1) * int(entry.get("pipeline_parallel_size") or 1)}
-    if str(entry.get("device") or "").startswith("cuda"):
-        return {"num_gpus": 1}
-    return {"num_cpus": 1}
 
 
 class RayPool:
@@ -201,8 +181,9 @@ class RayPool:
             self._release()
             from mcqa_toolkit.run.pool.remote import WorkerGroup
 
-            self._group = WorkerGroup(self._ray, entries[0], self.workers, self._factories,
-                                      worker_resources(entries[0]), depth=self.depth,
+            threads = None if key in self._factories else in_process_threads(entries[0])
+            resources = worker_resources(entries[0], fitting_threads(threads, self._ray.nodes))
+            self._group = WorkerGroup(self._ray, entries[0], self.workers, self._factories, resources, depth=self.depth,
                                       stall_seconds=self.stall_seconds, address=self.address)
         return self._group.start_run(entries)
 

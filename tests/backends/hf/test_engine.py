@@ -65,6 +65,22 @@ def test_packed_rows_equal_naive(tiny_lm, options):
         assert st.calls == 1 + 2 * 2  # run prefix, then per item: its prefix and one call for all its rows
 
 
+@pytest.mark.parametrize("options", [dict(max_batch_rows=8), dict(max_batch_rows=4), dict(max_batch_tokens=2048)])
+def test_scores_do_not_depend_on_how_many_rows_share_a_call(tiny_lm, options):
+    """With one item per call (the CPU budget), how many rows a forward call may hold decides which call computes a
+    row, not what it computes, as long as a row keeps its padded width (rows are grouped widest first, so calls of
+    a few rows or more pad alike): the scores are bit-identical, not just within TOL (docs/invariance.md: 0 on the
+    embedded model at real length, both scorings). What does move them, within TOL of the naive path: a row padded
+    to another width (calls of 1-2 rows), another LM-head chunk size (`head_rows`), several items per call (the
+    CUDA budget: other items' prefixes and rows beside an item's), all tested against naive above and in
+    test_block.py."""
+    reqs = requests_for(tiny_lm, stems=("What colour is the sky?",)) + long_requests(tiny_lm)
+    shared = encode(tiny_lm, PREFIX)
+    base = PrefixScorer(tiny_lm).score(reqs, shared)
+    got = PrefixScorer(tiny_lm, **options).score(reqs, shared)
+    assert all(np.array_equal(a, b) for a, b in zip(base, got))
+
+
 def test_packed_rows_with_eager_attention(tiny_tokenizer):
     """The eager implementation takes additive float masks; sliding and full layers, long suffixes."""
     from tiny_models import tiny_model

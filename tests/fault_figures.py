@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 ENV = "MCQA_RELIABILITY"  # where the suite writes its figures (JSON); unset: they are only checked, not kept
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
 class Fault:
     fault: str
     guarantee: str
-    test: str  # tests/faults/<module>.py::<test>
+    test: str  # tests/<folder>/<module>.py::<test>
 
 
 FAULTS: dict[str, Fault] = {
@@ -51,7 +51,8 @@ FAULTS: dict[str, Fault] = {
     "server_killed": Fault(
         "the llama-cpp-python server killed (SIGKILL) mid-run, then restarted",
         "the run stops with one clear line; the re-run sends only the requests never answered and ends with "
-        "zero missing and zero duplicated records, equal to an undisturbed run",
+        "zero missing and zero duplicated records, equal to an undisturbed run (one whose server was restarted at the "
+        "same point: `server history max delta` is how far a run without the restart is, docs/backends.md)",
         "tests/faults/test_server_killed.py::test_server_killed_mid_run_then_restarted"),
     "retry_storm": Fault(
         "429 / 503 for a while, with Retry-After in seconds, as an HTTP date, in milliseconds, or none",
@@ -98,6 +99,21 @@ FAULTS: dict[str, Fault] = {
         "mutated ENEM microdata files",
         "scored, or DatasetError naming file, row and field (strict), or counted as problems (lenient)",
         "tests/faults/test_fuzz_inputs.py::test_fuzzed_enem_microdata"),
+    "ray_worker_killed": Fault(
+        "a Ray pool's worker process killed (SIGKILL inside its 4th backend call) mid-run",
+        "its blocks are computed by the other worker (sent again once Ray reports the loss, or copied first by "
+        "the idle one); Ray restarts the worker; every record written once, in order, equal to an in-process run",
+        "tests/run/pool/test_driver.py::test_a_worker_killed_mid_run_ends_with_every_record_once"),
+    "ray_node_lost": Fault(
+        "a Ray worker node (its raylet and the worker on it) killed mid-run",
+        "the lost worker's blocks are computed on the other node; every record written once, equal to an "
+        "in-process run",
+        "tests/run/pool/test_driver.py::test_a_worker_node_removed_mid_run_ends_with_every_record_once"),
+    "ray_driver_killed": Fault(
+        "the Ray run's driver killed (SIGKILL) mid-run; its workers die with it",
+        "the records written are kept as they were; a new driver resumes and writes the others, each once, equal "
+        "to an in-process run",
+        "tests/run/pool/test_driver.py::test_the_driver_killed_mid_run_resumes_from_its_records"),
     "memory": Fault(
         "an MMLU-sized run: 14,042 items (MMLU's test split) x 4 options, loglik, Min-K%, lookup-table backend",
         "peak RSS under 1.5 GB (records stream to disk)",
@@ -142,3 +158,15 @@ def merged(entries: list[dict[str, Any]]) -> dict[str, Any]:
             elif isinstance(value, (int, float)) and not isinstance(value, bool):
                 out[key] += value
     return out
+
+
+def leaves(node: Any, path: tuple = ()) -> Any:
+    """(path, value) of every number and string inside a JSON value (the figures files' tests change each)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from leaves(value, path + (key,))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from leaves(value, path + (i,))
+    else:
+        yield path, node

@@ -1,0 +1,182 @@
+"""How far a record's scores move with the way they are computed: the raw data of docs/invariance.md.
+
+The same run is computed with one execution choice changed at a time and compared with the baseline (this
+process's torch threads, the device's engine budget, in-process, without interruption): enem-long's real-length
+ENEM prompts (4 shots, ~1,500 tokens), the embedded Gemma-3-270M in fp32 on the CPU, each scoring through the
+project's run() into its own run folder (letters: first_token; options: loglik with the sum). Per choice and
+scoring: records compared, max |delta| of any option score, the share of records with the same choice, and the
+equality rule's verdict (records.compare_runs; n_forwarded_tokens left out where the choice changes what is
+forwarded, said in `ignored`).
+
+Choices: torch threads (1 instead of the baseline's); the engine's items-per-call budget (CUDA's 16 items, 32,768
+slots, 128 rows, run on this CPU); the rows per forward call (8 instead of 64: the engine's batch size); a resume
+after the run's process was SIGKILLed mid-run; a Ray worker (default resources, and one of 1 CPU) instead of
+in-process; a llama-cpp-python server's history (benchmarks/_server_history.py).
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/invariance.py [--items 4 --shuffles 4]
+                                     [--json benchmarks/results/invariance_DATE.json]
+    # short prompts: the demo exam, 0-shot (where the issue saw 1 thread against 2 move the scores)
+    OPENBLAS_NUM_THREADS=1 python benchmarks/invariance.py --workload exam --dataset demo --shots 0 --items 12
+                                     --shuffles 2 --json benchmarks/results/invariance_demo_DATE.json
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from mcqa_toolkit.backends.hf import HFBackend
+from mcqa_toolkit.backends.hf.engine import BUDGETS
+from mcqa_toolkit.records.compare_runs import score_delta
+from mcqa_toolkit.records.equality import record_differences
+from mcqa_toolkit.records.store import RunDir
+from mcqa_toolkit.run import Strategy, run
+
+try:  # run as a script (python benchmarks/invariance.py) or as a module
+    from _results import write_json
+    from _workload import add_arguments, setup
+except ModuleNotFoundError:
+    from benchmarks._results import write_json
+    from benchmarks._workload import add_arguments, setup
+
+HERE = Path(__file__).resolve().parent
+SCORINGS = {"letters": dict(method="first_token"), "options": dict(method="loglik", normalization="sum")}
+
+
+def strategy(args: argparse.Namespace, scoring: str) -> Strategy:
+    return Strategy(name=f"invariance_{scoring}", style=args.style, shots=args.shots, shot_rule=args.rule,
+                    shot_ids=tuple(args.shot_ids or ()), shuffles=args.shuffles, **SCORINGS[scoring])
+
+
+def compared(base: Path, other: Path, ignore: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The rule's verdict (run_id aside: each run has its own folder) and how far the scores are apart."""
+    a, b = RunDir(base).load(), RunDir(other).load()
+    d = score_delta(a, b)
+    return {"records": d.records, "max_abs_delta": d.max_abs_delta, "same_choice": d.same_choice,
+            "equal_by_rule": not record_differences(a, b, ignore=("run_id", *ignore)), "ignored": list(ignore)}
+
+
+def in_process(lm, items, pool, st: Strategy, out: Path, threads: int | None = None, **engine: Any) -> Path:
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        run(items, HFBackend(lm, **engine), st, out, shot_pool=pool, dataset="enem-long", progress=False)
+    finally:
+        torch.set_num_threads(before)
+    return out
+
+
+CHILD = """
+import sys, torch
+sys.path.insert(0, {here!r})
+from mcqa_toolkit.backends.hf import HFBackend, load_model
+from mcqa_toolkit.run import run
+import pickle
+items, pool, st = pickle.load(open({spec!r}, "rb"))
+torch.set_num_threads({threads})
+run(items, HFBackend(load_model("gemma-3-270m", device="cpu", dtype="float32")), st, {out!r}, shot_pool=pool,
+    dataset="enem-long", progress=False)
+"""
+
+
+def killed_then_resumed(lm, items, pool, st: Strategy, out: Path, after: int) -> tuple[Path, int]:
+    """The run in a child process SIGKILLed once `after` records are on disk, then resumed here; (folder,
+    records the killed process had written)."""
+    import pickle
+
+    spec = out.parent / f"{out.name}.pickle"
+    spec.write_bytes(pickle.dumps((items, pool, st)))
+    code = CHILD.format(here=str(HERE), spec=str(spec), out=str(out), threads=torch.get_num_threads())
+    child = subprocess.Popen([sys.executable, "-c", code], env=os.environ.copy())
+    try:
+        deadline = time.monotonic() + 900
+        while len(RunDir(out).read_records()) < after:
+            if child.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the child ended (exit {child.returncode}) or stalled before {after} records")
+            time.sleep(0.05)
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    written = len(RunDir(out).read_records())
+    run(items, HFBackend(lm), st, out, shot_pool=pool, dataset="enem-long", progress=False)
+    return out, written
+
+
+def on_ray(items, pool, st: Strategy, out: Path, resources: dict[str, Any] | None) -> tuple[Path, dict]:
+    from mcqa_toolkit.run.pool import RayPool
+
+    entry = {"model": "gemma-3-270m", "device": "cpu", "dtype": "float32",
+             **({"resources": resources} if resources else {})}
+    with RayPool("local", workers=1) as ray_pool:
+        run(items, entry, st, out, shot_pool=pool, dataset="enem-long", progress=False, pool=ray_pool)
+    return out, RunDir(out).provenance()["pool"]["resources_per_worker"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(ap, items=4, shuffles=4)
+    ap.add_argument("--no-ray", action="store_true", help="leave the Ray rows out (no ray installed)")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    lm, pool, evaluated = setup(args)
+    threads = torch.get_num_threads()
+    load = {"before": os.getloadavg()[0]}
+    root = Path(tempfile.mkdtemp(prefix="invariance_"))
+    rows: list[dict[str, Any]] = []
+    for scoring in SCORINGS:
+        st = strategy(args, scoring)
+        base = in_process(lm, evaluated, pool, st, root / scoring / "baseline")
+        variants: list[tuple[str, str, str, Callable[[], Any], tuple[str, ...]]] = [
+            ("torch threads", f"{threads}", "1", lambda: in_process(lm, evaluated, pool, st, root / scoring / "t1",
+                                                                   threads=1), ()),
+            ("items-per-call budget", "CPU: 1 item, 8,192 slots, 64 rows", "CUDA: 16 items, 32,768 slots, 128 rows",
+             lambda: in_process(lm, evaluated, pool, st, root / scoring / "cuda", **BUDGETS["cuda"].__dict__),
+             ("n_forwarded_tokens",)),
+            ("rows per forward call (batch size)", "64", "8",
+             lambda: in_process(lm, evaluated, pool, st, root / scoring / "rows8", max_batch_rows=8),
+             ("n_forwarded_tokens",)),
+            ("resume after SIGKILL mid-run", "one uninterrupted run", "killed after 1 item, resumed",
+             lambda: killed_then_resumed(lm, evaluated, pool, st, root / scoring / "resumed", args.shuffles),
+             ("n_forwarded_tokens",)),
+        ]
+        if not args.no_ray:
+            variants += [
+                ("Ray worker (default resources) vs in-process", "in-process", "1 worker, default resources",
+                 lambda: on_ray(evaluated, pool, st, root / scoring / "ray", None), ("n_forwarded_tokens",)),
+                ("Ray worker of 1 CPU vs in-process", "in-process", "1 worker, resources {num_cpus: 1}",
+                 lambda: on_ray(evaluated, pool, st, root / scoring / "ray1", {"num_cpus": 1}),
+                 ("n_forwarded_tokens",))]
+        for choice, baseline, variant, make, ignore in variants:
+            t0 = time.perf_counter()
+            got = make()
+            folder, extra = got if isinstance(got, tuple) else (got, None)
+            row = {"choice": choice, "scoring": scoring, "baseline": baseline, "variant": variant,
+                   **compared(base, folder, ignore), "seconds": round(time.perf_counter() - t0, 1)}
+            if extra is not None:
+                row["detail"] = extra if isinstance(extra, dict) else {"records_before_the_kill": extra}
+            rows.append(row)
+            print(row, flush=True)
+    load["after"] = os.getloadavg()[0]
+    name = args.workload if args.workload == "enem-long" else f"{args.dataset} {args.language}"
+    result = {"date": datetime.date.today().isoformat(), "command": "python benchmarks/invariance.py "
+              + " ".join(sys.argv[1:]).replace(str(args.json or "\0"), "JSON"),
+              "model": "gemma-3-270m fp32 cpu", "torch": torch.__version__, "threads": threads,
+              "cpus": os.cpu_count(), "workload": {"name": name, "items": len(evaluated),
+                                                   "shuffles": args.shuffles, "shots": args.shots},
+              "load_1min": load, "rows": rows}
+    write_json(args.json, result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,249 @@
+"""docs/performance.md's tables, from the raw files under benchmarks/results/ (every row names its file).
+
+Raw files read (the fields each table uses are listed in its function):
+- `*/speed_*.json` with a CUDA device: benchmarks/vs_lm_eval.py --json (args, device, results.{letters,options});
+- `*/eq_*.json`: benchmarks/gpu_equality.py --json (rows);
+- `engine_calls_*/engine_*.json`: benchmarks/scoring_throughput.py --json; `before_one_item_per_call.txt`: that
+  script's printed lines (the old engine wrote no JSON); `profile_*.txt`: benchmarks/profile_scoring.py's lines;
+- `vs_vllm_*.json`: benchmarks/vs_vllm.py --json; `ray_scaling_*.json`, `ray_overhead_*.json`.
+MFU is recomputed here against the device's datasheet peak (PEAK_TFLOPS, keyed by the device name the raw file
+records), from the matrix-product FLOPs of the model shape the file names (benchmarks/_shapes.py): 2 x body
+weights per unique token + 2 x LM-head weights per scored position, over the run's seconds. The raw files of
+2026-11-24 computed the same FLOPs against 790 TFLOP/s; tests/test_render_docs.py checks that these FLOPs are
+theirs.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from pages.blocks import REPO, number, read_json, rel, table
+
+RESULTS = REPO / "benchmarks" / "results"
+# dense BF16 tensor-core peak (no sparsity) from each device's datasheet, keyed by the name torch reports
+PEAK_TFLOPS: dict[str, tuple[float, str]] = {
+    "NVIDIA H100 80GB HBM3": (989.0, "H100 SXM5 datasheet, dense BF16"),
+}
+VOCAB = 262_144  # the embedded Gemma tokenizer's, which every random shape was built with
+
+
+def _date(path: Path) -> str:
+    found = re.search(r"\d{4}-\d{2}-\d{2}", rel(path))
+    return found.group(0) if found else "n/a"
+
+
+def shape_weights(shape: str) -> tuple[int, int]:
+    """(body matrix weights, LM-head weights) of a published shape (embeddings, norms and biases left out, as
+    benchmarks/_limit.model_flops counts them)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from _shapes import SHAPES  # noqa: E402  (benchmarks/ is not a package)
+
+    c = SHAPES[shape]
+    head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+    attention = 2 * c["hidden_size"] * head_dim * (c["num_attention_heads"] + c["num_key_value_heads"])
+    layer = attention + 3 * c["hidden_size"] * c["intermediate_size"]
+    return layer * c["num_hidden_layers"], VOCAB * c["hidden_size"]
+
+
+def flops(shape: str, stats: dict[str, Any]) -> float:
+    body, head = shape_weights(shape)
+    return 2.0 * body * stats["unique"] + 2.0 * head * stats["scored_positions"]
+
+
+def mfu(raw: dict[str, Any], scoring: str) -> tuple[float | None, str]:
+    """(MFU against the datasheet peak, the peak's source) of one scoring of a vs_lm_eval GPU file."""
+    name = raw["device"]["device"]
+    if name not in PEAK_TFLOPS:
+        return None, f"no datasheet peak for {name!r}"
+    peak, source = PEAK_TFLOPS[name]
+    r = raw["results"][scoring]
+    return flops(raw["args"]["random_shape"], r["stats"]) / r["t_ours"] / (peak * 1e12), f"{peak:g} TFLOP/s, {source}"
+
+
+def engine_speed(device: str = "cuda") -> str:
+    """vs_lm_eval on `device` ("cuda" or "cpu"): s/item of lm-eval, the naive path and ours on the same items, the
+    ratios, unique tokens per second, the ratio to the body's own forward rate (full-length rows / 256-token
+    rows), MFU (GPUs with a datasheet peak)."""
+    rows, peaks = [], set()
+    for path in sorted(RESULTS.glob("*/speed_*.json")) + sorted(RESULTS.glob("vs_lm_eval_*.json")):
+        raw = read_json(path)
+        if raw["args"]["device"] != device:
+            continue
+        for scoring in ("letters", "options"):
+            r = raw["results"].get(scoring)
+            if r is None:
+                continue
+            value, peak = mfu(raw, scoring) if device == "cuda" else (None, "")
+            peaks.add(peak)
+            rows.append([_date(path), raw["device"]["device"], raw["args"]["random_shape"] or raw["args"]["model"],
+                         scoring,
+                         f"{r['s_lm']:.2f} / {r['s_naive']:.2f} / {r['s_ours']:.2f}", f"{r['speedup_lm']:.1f}x",
+                         f"{r['speedup_naive']:.1f}x", f"{r['unique_tok_s']:,.0f}",
+                         f"{r['frac']:.2f} / {r['frac_short']:.2f}", "n/a" if value is None else f"{value:.3f}",
+                         f"`{rel(path)}`"])
+    if not rows:
+        return f"No raw file on {device} yet (`benchmarks/vs_lm_eval.py --device {device} --json ...`)."
+    body = table(["date", "device", "model", "scoring", "s/item lm-eval / naive / ours", "vs lm-eval", "vs naive",
+                  "unique tok/s", "ours / body forward rate (full rows / 256-token rows)", "MFU", "raw file"], rows,
+                 "llllrrrrrrl")
+    peaks.discard("")
+    return body + ("\n\nMFU against " + "; ".join(sorted(peaks)) + " (recomputed from the shapes' FLOPs)."
+                   if peaks else "")
+
+
+def gpu_tokens() -> str:
+    """Tokens forwarded / unique per scoring, over the GPU files (same tokenizer: the same for every shape)."""
+    seen: dict[str, set[tuple[int, int]]] = {}
+    for path in sorted(RESULTS.glob("*/speed_*.json")):
+        raw = read_json(path)
+        if raw["args"]["device"] == "cuda":
+            for scoring, r in raw["results"].items():
+                seen.setdefault(scoring, set()).add((r["stats"]["forwarded"], r["stats"]["unique"]))
+    parts = [f"{scoring}: " + ", ".join(f"{f:,} forwarded for {u:,} unique ({f / u:.3f})" for f, u in sorted(v))
+             for scoring, v in seen.items()]
+    return "Tokens per scoring on those items (`stats` in the files): " + "; ".join(parts) + "."
+
+
+def gpu_equality() -> str:
+    """gpu_equality: per shape x dtype, maxima over attention, layout and scoring."""
+    rows = []
+    for path in sorted(RESULTS.glob("*/eq_*.json")):
+        raw = read_json(path)
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in raw["rows"]:
+            groups.setdefault((r["shape"], r["dtype"]), []).append(r)
+        for (shape, dtype), g in sorted(groups.items()):
+            rows.append([shape, dtype, f"{max(r['engine_vs_naive'] for r in g):.2g}",
+                         f"{max(r['naive_noise'] for r in g):.2g}", f"{max(r['engine_err'] for r in g):.3g}",
+                         f"{max(r['naive_err'] for r in g):.3g}",
+                         f"{sum(r['same_choices'] for r in g)}/{sum(r['compared'] for r in g)}", f"`{rel(path)}`"])
+    return table(["shape", "dtype", "max \\|ours - naive\\|", "naive layout noise", "ours vs fp32", "naive vs fp32",
+                  "same choices (margin > layout noise)", "raw file"], rows, "llrrrrrl")
+
+
+def _text_rows(path: Path) -> dict[str, dict[str, float]]:
+    """scoring_throughput's printed lines: calls, tokens and seconds per scoring."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\[(\w+)\] .*forwarded=(\d+) unique=(\d+) .*calls=(\d+) .*\| ours ([\d.]+)s", line)
+        if m:
+            out[m.group(1)] = {"tokens_forwarded": int(m.group(2)), "tokens_unique": int(m.group(3)),
+                               "calls": int(m.group(4)), "ours_s": float(m.group(5)), "max_delta": None, "items": 9}
+    return out
+
+
+def engine_calls() -> str:
+    """scoring_throughput per budget: forward calls per item, tokens, seconds, agreement with the naive path."""
+    rows = []
+    for folder in sorted(RESULTS.glob("engine_calls_*")):
+        sources: list[tuple[str, Path, dict[str, Any]]] = []
+        before = folder / "before_one_item_per_call.txt"
+        if before.exists():
+            sources.append(("before (one item per call, 8,192 / 64 on every device)", before, _text_rows(before)))
+        for path in sorted(folder.glob("engine_*.json")):
+            raw = read_json(path)
+            budget = raw["args"].get("budget")
+            sources.append((f"{budget.upper() if budget else 'default'} budget, on this CPU", path, raw["results"]))
+        for label, path, results in sources:
+            for scoring, r in results.items():
+                delta = r.get("max_delta")
+                agree = "not compared" if delta is None else f"{delta:.2g}"
+                rows.append([label, scoring, f"{r['calls']} ({r['calls'] / r['items']:.2f})",
+                             f"{r['tokens_forwarded']:,} / {r['tokens_unique']:,}", f"{r['ours_s']:.1f}", agree,
+                             f"`{rel(path)}`"])
+    return table(["engine", "scoring", "forward calls (per item)", "tokens forwarded / unique",
+                  "seconds (9 items)", "max \\|delta\\| vs naive", "raw file"], rows, "llrrrrl")
+
+
+def profile_lines() -> str:
+    """profile_scoring's kernel-launch counts and predicted host time per item, per profile file."""
+    lines = []
+    for path in sorted(RESULTS.glob("engine_calls_*/profile_*.txt")):
+        text = path.read_text(encoding="utf-8")
+        m = re.search(r"kernel-launching ops: (\d+) per forward call, (\d+) per item .*host phases (\d+) ms/item; "
+                      r"predicted GPU host ms/item at (\d+) us/launch: (\d+)", text)
+        calls = re.search(r"items_per_call=(\d+)", text)
+        tok = re.search(r"tokenisation\s+([\d.]+) s/item", text)
+        if m and calls:
+            lines.append(f"- `{rel(path)}` ({calls.group(1)} item(s) per call): {m.group(2)} kernel-launching "
+                         f"operators per item ({m.group(1)} per forward call), host phases {m.group(3)} ms/item "
+                         f"(tokenisation {float(tok.group(1)) * 1000:.0f} ms), predicted host time on a GPU at "
+                         f"{m.group(4)} us per launch: {m.group(5)} ms/item")
+    return "\n".join(lines)
+
+
+def vs_vllm() -> str:
+    """vs_vllm: ours and vLLM on the same items through run(), with vLLM's tokens computed and the agreement."""
+    rows = []
+    labels = {"letters": "letters", "options_nocache": "options, vLLM skipping its prefix cache",
+              "options_cache": "options, vLLM reading its prefix cache"}
+    for path in sorted(RESULTS.glob("vs_vllm_*.json")):
+        raw = read_json(path)
+        engine = raw["vllm"]["provenance"]["engine"]
+        compiled = "eager (torch.compile off)" if engine.get("enforce_eager") else "torch.compile on"
+        for key, r in raw["results"].items():
+            u = r["vllm_usage"]
+            computed = u["prompt_tokens"] - u["cached_tokens"]
+            rows.append([_date(path), labels.get(key, key), f"{r['records']}", f"{r['seconds_ours']:.1f} s",
+                         f"{r['seconds_vllm']:.1f} s", f"{r['speedup']:.2f}x", compiled,
+                         f"{computed:,} ({u['prompt_tokens']:,} - {u['cached_tokens']:,})",
+                         f"{r['same_choices']}/{r['records']}", f"{r['max_delta']:.3g}", f"`{rel(path)}`"])
+    return table(["date", "scoring", "records", "ours", "vLLM", "ours vs vLLM", "vLLM mode",
+                  "vLLM tokens computed (prompt - cached)", "same choices", "max \\|delta\\|", "raw file"], rows,
+                 "llrrrrlrrrl")
+
+
+def ray() -> str:
+    """ray_scaling (seconds and efficiency per pool size, in-process beside) and ray_overhead (medians)."""
+    rows = []
+    for path in sorted(RESULTS.glob("ray_scaling_*.json")):
+        raw = read_json(path)
+        sizes = sorted(raw["seconds"], key=int)
+        seconds = " / ".join(f"{raw['seconds'][n]:.2f}" for n in sizes)
+        eff = " / ".join(f"{raw['efficiency'][n]:.2f}" for n in sizes)
+        inproc = raw.get("seconds_inprocess")
+        rows.append([raw["date"], "scaling: latency-bound run, " f"{raw['items']} items x {raw['shuffles']} shuffles, "
+                     f"{raw['delay_s'] * 1000:g} ms per call", f"{' / '.join(sizes)} workers: {seconds} s, efficiency "
+                     f"{eff}; without Ray {number(inproc)} s", f"{raw['load_1min']['before']:.1f} / "
+                     f"{raw['load_1min']['after']:.1f}", f"`{rel(path)}`"])
+    for path in sorted(RESULTS.glob("ray_overhead_*.json")):
+        raw = read_json(path)
+        med = raw["median_seconds"]
+        rows.append([raw["date"], f"overhead: embedded model, {raw['records']} records, one worker of "
+                     f"{raw['threads']} CPUs, {raw['repeats']} interleaved repeats",
+                     f"median {med['inprocess']:.2f} s in-process, {med['pool']:.2f} s through the pool "
+                     f"({raw['overhead']:+.1%}); one-time: cluster start {raw['connect_s']:.1f} s, worker start and "
+                     f"model load {raw['worker_start_and_load_s']:.1f} s", f"{raw['load_1min']['before']:.1f} / "
+                     f"{raw['load_1min']['after']:.1f}", f"`{rel(path)}`"])
+    return table(["date", "benchmark", "result", "1-min load before / after", "raw file"], rows)
+
+
+def _min_s(seconds: float) -> str:
+    m, s = divmod(round(seconds), 60)
+    return (f"{m} min {s} s" if s else f"{m} min") if m else f"{s} s"
+
+
+def demo() -> str:
+    """`make demo` from a fresh clone, install included (benchmarks/results/make_demo_*.json)."""
+    rows = []
+    for path in sorted(RESULTS.glob("make_demo_*.json")):
+        r = read_json(path)
+        d = r["demo_parts"]
+        first = d["first_run_seconds_including_dequantisation_and_model_load"]
+        rows.append([r["date"], _min_s(r["total_seconds"]), _min_s(r["install_seconds"]), _min_s(r["demo_seconds"]),
+                     f"{d['runs']} runs {d['runs_seconds']} s (the first {first} s with the model's dequantisation), "
+                     f"notebooks {d['report_notebooks_seconds']} s",
+                     f"{r['load_1min_before']:.2f} / {r['load_1min_after']:.2f}",
+                     "yes" if r["goal_met"] else f"no (goal {_min_s(r['goal_seconds'])})", f"`{rel(path)}`"])
+    return table(["date", "in all", "install", "demo", "of the demo", "1-min load before / after", "goal met",
+                  "raw file"], rows, "lrrrlrll") if rows else "No raw file yet."
+
+
+def blocks() -> dict[str, str]:
+    return {"perf-engine-cpu": engine_speed("cpu"), "perf-engine-calls": engine_calls(), "perf-profile": profile_lines(),
+            "perf-vs-vllm": vs_vllm(), "perf-gpu-speed": engine_speed("cuda") + "\n\n" + gpu_tokens(),
+            "perf-gpu-equality": gpu_equality(),
+            "perf-ray": ray(), "perf-demo": demo()}
+

@@ -1,0 +1,51 @@
+"""The README's headline numbers, from the same raw files as the docs: the engine's speed-ups (vs_lm_eval files,
+benchmarks/results/*/speed_*.json: ratios on the same items), and the ENEM agreement with INEP (in-sample from
+mcqa_toolkit/enem/reproducibility.csv, held out from docs/enem_crossval.json, both on the same candidates)."""
+from __future__ import annotations
+
+import importlib.util
+
+from pages.blocks import REPO, read_json
+
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def engine() -> str:
+    """One clause per device kind with vs_lm_eval raw files: the range of our speed-up over lm-eval (same items)."""
+    by_device: dict[str, list[float]] = {}
+    shapes: dict[str, set[str]] = {}
+    for path in sorted(RESULTS.glob("*/speed_*.json")):
+        raw = read_json(path)
+        kind = raw["device"]["device"] if raw["args"]["device"] == "cuda" else "CPU"
+        for r in raw["results"].values():
+            by_device.setdefault(kind, []).append(r["speedup_lm"])
+        shapes.setdefault(kind, set()).add(raw["args"].get("random_shape") or raw["args"]["model"])
+    parts = [f"{min(v):.0f}-{max(v):.0f}x lm-evaluation-harness on real-length ENEM prompts on an {name} "
+             f"({', '.join(sorted(shapes[name]))}, bf16; `docs/performance.md`)" for name, v in by_device.items()]
+    return ("; ".join(parts) if parts else "its speed against lm-evaluation-harness: `docs/performance.md`") + "."
+
+
+def enem() -> str:
+    """The agreement with INEP's official scores on the development candidates, every figure on its basis."""
+    import pandas as pd
+
+    spec = importlib.util.spec_from_file_location("enem_errata_crossval", REPO / "scripts" / "enem_errata_crossval.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    t = script.totals(read_json(REPO / "docs" / "enem_crossval.json")["rows"])
+    every, outside = t["all"], t["outside 187-190"]
+    table = pd.read_csv(REPO / "mcqa_toolkit" / "enem" / "reproducibility.csv", dtype={"booklet": str},
+                        keep_default_na=False)
+    areas = table[table["booklet"] == "all"]
+    n, now, before = int(areas["n_cases"].sum()), int(areas["n_exact"].sum()), int(areas["n_exact_as_published"].sum())
+    if n != every["cases"]:
+        raise ValueError(f"the reproducibility table has {n} candidates, the cross-validation {every['cases']}")
+    return (f"On {n:,} real candidates of {areas['year'].nunique()} years, {now / n:.1%} of our scores equal INEP's to "
+            f"0.1 with the shipped errata ({before / n:.1%} with the item files as published; in-sample: the errata "
+            f"were found on those candidates); held out by 2-fold cross-validation, {every['exact_held_out'] / n:.1%} "
+            f"of the same {n:,} ({outside['exact_held_out'] / outside['cases']:.1%} of the {outside['cases']:,} "
+            "outside 2013's adapted two-set booklets).")
+
+
+def blocks() -> dict[str, str]:
+    return {"readme-engine": engine(), "readme-enem": enem()}

@@ -1,0 +1,160 @@
+"""scripts/render_docs.py: every generated part of the docs and the README is its committed raw data rendered, so a
+figure typed or edited in a page, or a raw file changed without rendering, fails here; the raw files hold no
+machine paths; a figure that compared nothing renders as such; the H100 MFU uses the raw files' own FLOPs against
+the device's datasheet peak. Cheap (no benchmark runs, no model, no ../shared): the `unit` tier."""
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import sys
+
+import pytest
+from fault_figures import leaves
+from paths import REPO
+
+sys.path.insert(0, str(REPO / "scripts"))
+render_docs = importlib.import_module("render_docs")
+blocks = importlib.import_module("pages.blocks")
+performance = importlib.import_module("pages.performance")
+RAW_DIRS = (REPO / "benchmarks" / "results", REPO / "docs")
+
+
+def test_every_page_is_its_data_rendered():
+    stale = [page for page, text in render_docs.rendered().items() if (REPO / page).read_text() != text]
+    assert not stale, f"{stale} differ from their data rendered: run `python scripts/render_docs.py`"
+
+
+def test_a_figure_edited_in_a_page_is_caught():
+    """Change one digit inside each generated block that shows figures: rendering the edited page gives it back as
+    the data says, so the check above would call the page stale."""
+    edited_blocks = 0
+    for page, (make, legacy) in render_docs.PAGES.items():
+        text = (REPO / page).read_text()
+        for name in make():
+            start, end = blocks.markers(name, legacy)
+            lo, hi = text.index(start) + len(start), text.index(end)
+            digit = next((i for i in range(lo, hi) if text[i].isdigit()), None)
+            if digit is None:  # a block without figures (e.g. "no raw file yet")
+                continue
+            edited = text[:digit] + str((int(text[digit]) + 1) % 10) + text[digit + 1:]
+            assert render_docs.render_page(page, edited) != edited, (page, name)
+            edited_blocks += 1
+    assert edited_blocks >= 10
+
+
+@pytest.mark.parametrize("name, path", [
+    ("docs/enem.md", "docs/enem_crossval.json"),
+    ("docs/dif.md", "docs/dif_2021.json"),
+    ("docs/performance.md", "benchmarks/results/vs_vllm_2026-11-25.json"),
+    ("docs/performance.md", "benchmarks/results/ray_overhead_2026-11-25.json"),
+])
+def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
+    """Every number of these raw files that a table shows moves the page when it moves (the check compares them)."""
+    raw = json.loads((REPO / path).read_text())
+    page = render_docs.rendered()[name]
+    real = blocks.read_json
+    moved = 0
+    numbers = [(p, v) for p, v in leaves(raw) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    for leaf, value in numbers[:60]:
+        changed = copy.deepcopy(raw)
+        node = changed
+        for key in leaf[:-1]:
+            node = node[key]
+        node[leaf[-1]] = value + 7 if isinstance(value, int) else value * 1.37 + 0.11
+        monkeypatch.setattr(blocks, "read_json", lambda p, c=changed, real=real: c if str(p).endswith(path)
+                            else real(p))
+        for module in ("pages.performance", "pages.enem", "pages.dif", "pages.cluster", "pages.readme",
+                       "pages.invariance"):
+            monkeypatch.setattr(importlib.import_module(module), "read_json", blocks.read_json, raising=False)
+        try:
+            moved += render_docs.rendered()[name] != page
+        except ValueError:  # a renderer's own consistency check refused the changed file: caught as well
+            moved += 1
+    assert moved >= 5
+
+
+def test_raw_files_hold_no_machine_paths(tmp_path):
+    found = []
+    for folder in RAW_DIRS:
+        for path in folder.rglob("*"):
+            if path.suffix in (".json", ".txt", ".csv") and path.is_file():
+                if blocks.MACHINE_PATH.search(path.read_text(errors="replace")):
+                    found.append(str(path.relative_to(REPO)))
+    assert not found, f"machine paths in {found}: write placeholders (benchmarks/_results.py)"
+    bad = tmp_path / "raw.json"
+    bad.write_text('{"source": "vllm:/root/.cache/mcqa_toolkit/dequantised/x"}')
+    with pytest.raises(ValueError, match="holds a machine path"):
+        blocks.read_json(bad)
+
+
+def test_fields_that_compared_nothing_render_as_such():
+    """scoring_throughput runs with --naive-items 0 compared nothing: null in the file, 'not compared' on the page."""
+    for path in (REPO / "benchmarks" / "results").glob("engine_calls_*/engine_*.json"):
+        raw = json.loads(path.read_text())
+        if raw["args"]["naive_items"] == 0:
+            for r in raw["results"].values():
+                assert r["max_delta"] is None and r["same_choices"] is None and r["speedup"] is None, path
+    assert "not compared" in performance.engine_calls()
+    assert blocks.number(None) == "n/a"
+
+
+def test_mfu_uses_the_raw_files_flops_against_the_datasheet_peak():
+    """The FLOPs recomputed from the shape the file names are the file's own (its MFU x the peak it used x its
+    seconds); the page's MFU divides them by the device's datasheet peak (989 TFLOP/s for the H100 SXM)."""
+    files = sorted((REPO / "benchmarks" / "results").glob("*/speed_*.json"))
+    assert files
+    for path in files:
+        raw = json.loads(path.read_text())
+        for scoring, r in raw["results"].items():
+            ours = performance.flops(raw["args"]["random_shape"], r["stats"])
+            theirs = r["mfu"] * raw["args"]["peak_tflops"] * 1e12 * r["t_ours"]
+            assert ours == pytest.approx(theirs, rel=1e-9), (path.name, scoring)
+            value, source = performance.mfu(raw, scoring)
+            assert value == pytest.approx(r["mfu"] * raw["args"]["peak_tflops"] / 989.0, rel=1e-9)
+            assert source.startswith("989 TFLOP/s")
+    assert performance.PEAK_TFLOPS["NVIDIA H100 80GB HBM3"][0] == 989.0
+
+
+def test_a_block_without_its_markers_is_one_clear_error():
+    with pytest.raises(ValueError, match="docs/x.md: block 'gone' needs one"):
+        blocks.replace("no markers here", {"gone": "text"}, page="docs/x.md")
+    text = f"a\n{blocks.begin('b')}\nold\n{blocks.end('b')}\nz"
+    assert blocks.replace(text, {"b": "new"}) == f"a\n{blocks.begin('b')}\nnew\n{blocks.end('b')}\nz"
+
+
+def test_benchmarks_write_their_raw_files_without_machine_paths(tmp_path, monkeypatch):
+    """benchmarks/_results.write_json: the model cache, temporary folders, the checkout and the home folder are
+    written as placeholders, whatever the figures' nesting; numbers and nulls are kept as they are."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    results = importlib.import_module("_results")
+    monkeypatch.setenv("MCQA_CACHE", "/root/.cache/mcqa_toolkit")
+    figures = {"source": "vllm:/root/.cache/mcqa_toolkit/dequantised/abc", "out": ["/tmp/bench/x.json"],
+               "here": str(REPO / "benchmarks"), "nested": {"max_delta": None, "seconds": 1.5}}
+    written = json.loads(results.write_json(tmp_path / "r.json", figures).read_text())
+    assert written == {"source": "vllm:MCQA_CACHE/dequantised/abc", "out": ["TMP/bench/x.json"],
+                       "here": "REPO/benchmarks", "nested": {"max_delta": None, "seconds": 1.5}}
+    assert not blocks.MACHINE_PATH.search(json.dumps(written)) and results.write_json(None, figures) is None
+
+
+def test_the_invariance_data_holds_what_the_pages_say():
+    """docs/invariance.md's claims, checked on its raw files: the choices said exact (rows per call, a resume, a Ray
+    worker with the default resources) moved no score and are equal by the rule; the rest stayed within the engine's
+    tested 1e-4 of the naive path with the same choices, except a llama.cpp server's history (not ours), which never
+    changed the best letter; every choice was measured on both scorings."""
+    exact = ("rows per forward call (batch size)", "resume after SIGKILL mid-run",
+             "Ray worker (default resources) vs in-process")
+    files = sorted((REPO / "benchmarks" / "results").glob("invariance_*.json"))
+    assert files
+    for path in files:
+        rows = json.loads(path.read_text())["rows"]
+        assert {r["scoring"] for r in rows} == {"letters", "options"}, path.name
+        for r in rows:
+            if r["choice"] in exact:
+                assert r["max_abs_delta"] == 0 and r["equal_by_rule"] and r["same_choice"] == 1, (path.name, r)
+            else:
+                assert r["max_abs_delta"] <= 1e-4 and r["same_choice"] == 1, (path.name, r)
+    for path in sorted((REPO / "benchmarks" / "results").glob("server_history_*.json")):
+        assert all(r["same_choice"] == 1 for r in json.loads(path.read_text())["rows"]), path.name
+    causes = importlib.import_module("pages.invariance").CAUSES
+    assert all(c.startswith("ours, exact") for k, c in causes.items() if k == exact[0])
