@@ -73,7 +73,7 @@ def engine_options(args: argparse.Namespace) -> dict[str, int]:
     if args.budget:
         b = BUDGETS[args.budget]
         out = {"max_batch_tokens": b.max_batch_tokens, "max_batch_rows": b.max_batch_rows,
-               "items_per_call": b.items_per_call}
+               "items_per_call": b.items_per_call, "attention": b.attention, "linear": b.linear}
     for key in ("items_per_call", "max_batch_tokens", "max_batch_rows"):
         if getattr(args, key) is not None:
             out[key] = getattr(args, key)

@@ -21,6 +21,7 @@ in fp32.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from dataclasses import dataclass
@@ -31,34 +32,18 @@ import torch
 from torch.profiler import record_function
 
 from mcqa_toolkit.backends.hf.block import forward_block, open_block
+from mcqa_toolkit.backends.hf.budget import ATTENTION, BUDGETS, Budget, device_budget
 from mcqa_toolkit.backends.hf.heads import head_logprobs, lm_head, request_logprobs
+from mcqa_toolkit.backends.hf.kernels import LINEAR, Packed, onednn_available, onednn_linears
 from mcqa_toolkit.backends.hf.loading import LM
-from mcqa_toolkit.backends.hf.masks import attention_kernels, layer_groups, upload
+from mcqa_toolkit.backends.hf.masks import attention_kernels, group_names, layer_groups, upload
 from mcqa_toolkit.backends.hf.packing import lcp, plan_batches, plan_items, unique_tokens
 from mcqa_toolkit.backends.hf.request import EngineStats, Request
 from mcqa_toolkit.backends.hf.static import StaticRows
+from mcqa_toolkit.backends.hf.tree import tree_implementation
 
-__all__ = ["Budget", "BUDGETS", "EngineStats", "PrefixScorer", "Request", "lm_head", "naive_scores",
+__all__ = ["Budget", "BUDGETS", "device_budget", "EngineStats", "PrefixScorer", "Request", "lm_head", "naive_scores",
            "request_logprobs"]
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What one forward call may carry on a device (rows x width slots, rows) and how many items a backend call
-    should bring (so calls can be filled)."""
-
-    max_batch_tokens: int
-    max_batch_rows: int
-    items_per_call: int
-
-
-# cpu: one item per call measured fastest on 2 cores (docs/performance.md); the others fill calls with several items
-BUDGETS = {"cpu": Budget(8192, 64, 1), "cuda": Budget(32768, 128, 16)}
-
-
-def device_budget(device: torch.device) -> Budget:
-    """The budget for `device`'s type (CPU's where none is set)."""
-    return BUDGETS.get(torch.device(device).type, BUDGETS["cpu"])
 
 
 @dataclass
@@ -101,7 +86,8 @@ class PrefixScorer:
 
     def __init__(self, lm: LM, max_batch_tokens: int | None = None, max_batch_rows: int | None = None,
                  max_prefixes: int = 8, row_tokens: int = 256, head_rows: int = 256, pack: bool = True,
-                 items_per_call: int | None = None, graphs: bool = False):
+                 items_per_call: int | None = None, graphs: bool = False, attention: str | None = None,
+                 linear: str | None = None, head_vocab: int | None = None):
         from transformers import DynamicCache  # local: keeps the import cost inside scoring
 
         budget = device_budget(lm.device)
@@ -110,6 +96,14 @@ class PrefixScorer:
         self.max_batch_tokens = max_batch_tokens or budget.max_batch_tokens
         self.max_batch_rows = max_batch_rows or budget.max_batch_rows
         self.items_per_call = items_per_call or budget.items_per_call
+        self.attention = attention or budget.attention
+        if self.attention not in ATTENTION:
+            raise ValueError(f"attention {self.attention!r}: expected one of {', '.join(ATTENTION)}")
+        self.linear = linear or budget.linear
+        if self.linear not in LINEAR:
+            raise ValueError(f"linear {self.linear!r}: expected one of {', '.join(LINEAR)}")
+        self.head_vocab = head_vocab
+        self._packed: Packed = {}  # the model's weights reordered for oneDNN (kernels.py)
         self.max_prefixes, self.row_tokens, self.head_rows, self.pack = max_prefixes, row_tokens, head_rows, pack
         self.stats = EngineStats()
         self._prefixes: dict[tuple[int, ...], object] = {}   # insertion-ordered LRU
@@ -130,6 +124,34 @@ class PrefixScorer:
         if self._masks_ok is None:
             self._masks_ok = layer_groups(self.lm.model, self.new_cache()) is not None
         return self.pack and self._masks_ok
+
+    def kernels(self) -> contextlib.AbstractContextManager:
+        """The context of the engine's model calls: the model's linear layers through oneDNN when `linear` is
+        "onednn" and the device and dtype allow it (kernels.py), else the model as it is."""
+        if self.linear == "onednn" and onednn_available(self.lm.device, self.dtype):
+            return onednn_linears(self.lm.model, self._packed)
+        return contextlib.nullcontext()
+
+    @property
+    def tree(self) -> bool:
+        """Whether packed rows' calls use tree attention (tree.py): asked for, rows packed, and no attention feature
+        it does not compute (logit soft-capping)."""
+        return self.attention == "tree" and self.packed and \
+            getattr(self.lm.model.config, "attn_logit_softcapping", None) is None
+
+    def groups(self, n_layers: int) -> list[str | None]:
+        """The layer group of each of the model's `n_layers` layers (masks.group_names)."""
+        return group_names(self.lm.model, n_layers)
+
+    def forward_tree(self, ids: torch.Tensor, positions: torch.Tensor, plan: Any) -> torch.Tensor:
+        """Final hidden states of one packed-rows call with tree attention (counted in `stats.calls`): no cache
+        object (each layer's new keys go to tree.tree_attention with the plan), a 4D placeholder mask that
+        transformers passes through unread."""
+        self.stats.calls += 1
+        placeholder = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=ids.device)
+        with record_function("mcqa::body"), tree_implementation(self.lm.model):
+            return self.lm.model.base_model(input_ids=ids, position_ids=positions, attention_mask=placeholder,
+                                            use_cache=False, mcqa_tree=plan).last_hidden_state
 
     def forward(self, ids: torch.Tensor, cache: Any, **kwargs: Any) -> torch.Tensor:
         """Final hidden states of one forward call of the model body on `cache` (counted in `stats.calls`)."""
@@ -173,6 +195,10 @@ class PrefixScorer:
         Items on the same run prefix share forward calls (block.py), up to the budgets; the result of a block
         depends only on the block (never on what was scored before), so the same block gives the same numbers.
         """
+        with self.kernels():
+            return self._score_block(items)
+
+    def _score_block(self, items: Sequence[tuple[Sequence[Request], Sequence[int]]]) -> list[list[np.ndarray]]:
         t0 = time.perf_counter()
         parts = []
         for requests, shared_prefix in items:
@@ -233,7 +259,7 @@ class PrefixScorer:
         reqs = [r for p in parts for r in p.reqs]
         hidden, scored = forward_block(self, block, batches, [r.n_scored for r in reqs])
         with record_function("mcqa::head"):
-            values = head_logprobs(self.lm.model, reqs, scored, hidden, self.head_rows, self.stats)
+            values = head_logprobs(self.lm.model, reqs, scored, hidden, self.head_rows, self.stats, self.head_vocab)
         out, k = [], 0
         for p in parts:
             out.append(values[k: k + len(p.reqs)])
