@@ -133,6 +133,47 @@ def useful_rate(lm: Any, stats: Any, seconds: float, gemm: dict[str, Any] | None
     return out
 
 
+def engine_references(lm: Any, stats: Any, seconds: float, mean_len: float, repeats: int,
+                      gemm: dict[str, Any] | None) -> dict[str, Any]:
+    """The engine's unique tokens/s against the body references and its useful FLOP rate against the GEMM rate
+    (the JSON fields the module docstring names)."""
+    rate = stats.unique / seconds
+    full = body_rate(lm, stats.unique, round(mean_len), repeats)
+    short = body_rate(lm, min(stats.unique, SHORT_ROW_TOKENS), SHORT_ROW, repeats)
+    return {"unique_tok_s": rate, "body_full_rows": full, "vs_body_full_rows": vs(rate, full),
+            "body_short_rows": short, "vs_body_short_rows": vs(rate, short), **useful_rate(lm, stats, seconds, gemm)}
+
+
+def references_line(r: dict[str, Any]) -> str:
+    """The engine against the references, one line."""
+    full, short = r["body_full_rows"], r["body_short_rows"]
+    out = (f"ours {r['unique_tok_s']:.0f} unique tok/s | body {full['tok_s']['best']:.0f} tok/s on {full['rows']}x"
+           f"{full['length']} rows (vs {r['vs_body_full_rows']['vs_best']:.2f}, {r['vs_body_full_rows']['vs_min']:.2f}"
+           f"-{r['vs_body_full_rows']['vs_max']:.2f} over repeats), {short['tok_s']['best']:.0f} tok/s on "
+           f"{short['rows']}x{short['length']} rows (vs {r['vs_body_short_rows']['vs_best']:.2f}) | useful "
+           f"{r['useful_gflops']:.0f} GFLOP/s = {r['useful_vs_torch_mm']:.2f} of torch.mm")
+    if r["useful_vs_onednn"] is not None:
+        out += f", {r['useful_vs_onednn']:.2f} of oneDNN"
+    if r["mfu"] is not None:
+        out += f" | MFU {r['mfu']:.3f} of {r['peak_tflops']:.0f} TFLOP/s ({r['peak_source']})"
+    if r["body_tok_s"] is not None:
+        out += f" | inside the body's calls {r['body_tok_s']:.0f} forwarded tok/s"
+    return out
+
+
+
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what `platform` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
 def datasheet_peak(lm: Any) -> tuple[float, str] | None:
     """(dense TFLOP/s, source) of the model's GPU in its dtype, from DATASHEET_TFLOPS; None on a CPU or for a
     device / dtype the table does not hold."""
@@ -145,7 +186,7 @@ def device_facts(lm: Any, **versions: str) -> dict[str, Any]:
     """Where a benchmark ran: device name, dtype, torch threads, torch / transformers / CUDA versions."""
     import transformers
 
-    name = torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else platform.processor() or "cpu"
+    name = torch.cuda.get_device_name(lm.device) if lm.device.type == "cuda" else cpu_name()
     out = {"device": name, "dtype": str(lm.dtype).removeprefix("torch."), "model": lm.name,
            "attention": lm.model.config._attn_implementation, "torch": torch.__version__,
            "torch_threads": torch.get_num_threads(), "transformers": transformers.__version__,

@@ -20,6 +20,7 @@ import torch
 
 from mcqa_toolkit.backends.hf import load_model
 from mcqa_toolkit.backends.hf.engine import Request
+from mcqa_toolkit.backends.hf.segments import TokenCache
 from mcqa_toolkit.backends.hf.tokens import context_continuations, letter_requests, prompt_text, shared_prefix_ids
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.prompts import load_template, render, select_shots, split_shots
@@ -144,24 +145,25 @@ def render_item(item: Any, pool: Sequence, args: argparse.Namespace) -> list:
             for k, p in enumerate(permutations(item.n_options, args.shuffles, seed=0, key=item.parallel_id))]
 
 
-def build(lm: Any, items: Sequence, pool: Sequence, args: argparse.Namespace, method: str
-          ) -> list[tuple[list[Request], tuple[int, ...]]]:
+def build(lm: Any, items: Sequence, pool: Sequence, args: argparse.Namespace, method: str,
+          cache: TokenCache | None = None) -> list[tuple[list[Request], tuple[int, ...]]]:
     """Per item: its requests and the shared-prefix ids (both methods use the same rendered prompts).
 
     first_token: one Request per shuffle (candidates = the letter tokens, in shown order);
     loglik: one Request per (shuffle, shown option), shuffle-major, split the lm-evaluation-harness way.
-    Tokenised by the same helpers HFBackend uses (backends.hf.tokens), so the timing includes what a run pays.
+    Tokenised by the same helpers HFBackend uses (backends.hf.tokens), through `cache` (a run's TokenCache, as
+    the backend keeps one) when given, so the timing includes what a run pays.
     """
     out = []
     for it in items:
         prompts = render_item(it, pool, args)
-        shared = shared_prefix_ids(lm, prompts[0])
+        shared = shared_prefix_ids(lm, prompts[0], cache=cache)
         if method == "first_token":
-            reqs = [Request(ids, len(ids), cands) for ids, cands, _ in letter_requests(lm, prompts)]
+            reqs = [Request(ids, len(ids), cands) for ids, cands, _ in letter_requests(lm, prompts, cache)]
         else:
             texts = [prompt_text(lm, p) for p in prompts]
             pairs = context_continuations(lm, [(t, c) for (t, _), p in zip(texts, prompts) for c in p.continuations],
-                                          texts[0][1])
+                                          texts[0][1], cache)
             reqs = [Request(ctx + c, len(ctx)) for ctx, c in pairs]
         out.append((reqs, shared))
     return out

@@ -149,16 +149,22 @@ class PrefixScorer:
         transformers passes through unread."""
         self.stats.calls += 1
         placeholder = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=ids.device)
+        t0 = time.perf_counter()
         with record_function("mcqa::body"), tree_implementation(self.lm.model):
-            return self.lm.model.base_model(input_ids=ids, position_ids=positions, attention_mask=placeholder,
-                                            use_cache=False, mcqa_tree=plan).last_hidden_state
+            out = self.lm.model.base_model(input_ids=ids, position_ids=positions, attention_mask=placeholder,
+                                           use_cache=False, mcqa_tree=plan).last_hidden_state
+        self.stats.body_seconds += time.perf_counter() - t0
+        return out
 
     def forward(self, ids: torch.Tensor, cache: Any, **kwargs: Any) -> torch.Tensor:
         """Final hidden states of one forward call of the model body on `cache` (counted in `stats.calls`)."""
         self.stats.calls += 1
+        t0 = time.perf_counter()
         with record_function("mcqa::body"), attention_kernels(ids.device):
-            return self.lm.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True,
-                                            **kwargs).last_hidden_state
+            out = self.lm.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True,
+                                           **kwargs).last_hidden_state
+        self.stats.body_seconds += time.perf_counter() - t0
+        return out
 
     @torch.inference_mode()
     def _prefix_cache(self, ids: tuple[int, ...]) -> Any:
