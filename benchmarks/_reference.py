@@ -75,7 +75,8 @@ def body_rate(lm: Any, n_tokens: int, row_len: int, repeats: int = 3) -> dict[st
     rows = max(1, round(n_tokens / row_len))
     length = math.ceil(n_tokens / rows)
     gen = torch.Generator().manual_seed(0)
-    ids = torch.randint(1000, min(lm.model.config.vocab_size, 30000), (rows, length), generator=gen).to(lm.device)
+    vocab = lm.model.config.vocab_size
+    ids = torch.randint(min(1000, vocab // 2), min(vocab, 30000), (rows, length), generator=gen).to(lm.device)
     body = lm.model.base_model
     seconds = _timed(lambda: body(input_ids=ids, use_cache=False), ids.device, repeats)
     return {"tok_s": _spread([rows * length / s for s in seconds]), "rows": rows, "length": length, "repeats": repeats}
