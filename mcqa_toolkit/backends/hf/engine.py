@@ -34,7 +34,7 @@ from torch.profiler import record_function
 from mcqa_toolkit.backends.hf.block import forward_block, open_block
 from mcqa_toolkit.backends.hf.budget import ATTENTION, BUDGETS, Budget, device_budget
 from mcqa_toolkit.backends.hf.heads import head_logprobs, lm_head, request_logprobs
-from mcqa_toolkit.backends.hf.kernels import LINEAR, Packed, onednn_available, onednn_linears
+from mcqa_toolkit.backends.hf.kernels import LINEAR, onednn_available, onednn_linear, onednn_linears
 from mcqa_toolkit.backends.hf.loading import LM
 from mcqa_toolkit.backends.hf.masks import attention_kernels, group_names, layer_groups, upload
 from mcqa_toolkit.backends.hf.packing import lcp, plan_batches, plan_items, unique_tokens
@@ -103,7 +103,6 @@ class PrefixScorer:
         if self.linear not in LINEAR:
             raise ValueError(f"linear {self.linear!r}: expected one of {', '.join(LINEAR)}")
         self.head_vocab = head_vocab
-        self._packed: Packed = {}  # the model's weights reordered for oneDNN (kernels.py)
         self.max_prefixes, self.row_tokens, self.head_rows, self.pack = max_prefixes, row_tokens, head_rows, pack
         self.stats = EngineStats()
         self._prefixes: dict[tuple[int, ...], object] = {}   # insertion-ordered LRU
@@ -129,7 +128,7 @@ class PrefixScorer:
         """The context of the engine's model calls: the model's linear layers through oneDNN when `linear` is
         "onednn" and the device and dtype allow it (kernels.py), else the model as it is."""
         if self.linear == "onednn" and onednn_available(self.lm.device, self.dtype):
-            return onednn_linears(self.lm.model, self._packed)
+            return onednn_linears(self.lm.model)
         return contextlib.nullcontext()
 
     @property
@@ -265,7 +264,10 @@ class PrefixScorer:
         reqs = [r for p in parts for r in p.reqs]
         hidden, scored = forward_block(self, block, batches, [r.n_scored for r in reqs])
         with record_function("mcqa::head"):
-            values = head_logprobs(self.lm.model, reqs, scored, hidden, self.head_rows, self.stats, self.head_vocab)
+            linear = onednn_linear if self.linear == "onednn" and onednn_available(self.lm.device, self.dtype) else \
+                torch.nn.functional.linear
+            values = head_logprobs(self.lm.model, reqs, scored, hidden, self.head_rows, self.stats, self.head_vocab,
+                                   linear)
         out, k = [], 0
         for p in parts:
             out.append(values[k: k + len(p.reqs)])

@@ -8,7 +8,7 @@ reference path (engine.naive_scores) and precision.naive_padded_scores.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -38,7 +38,7 @@ def lm_head(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
 
 
 def _lse_and_pick(model: torch.nn.Module, hidden: torch.Tensor, pairs: list[tuple[torch.Tensor, torch.Tensor,
-                  torch.Tensor, int]], picked: torch.Tensor, vocab_chunk: int | None) -> torch.Tensor:
+                  torch.Tensor, int]], picked: torch.Tensor, vocab_chunk: int | None, linear: Callable) -> torch.Tensor:
     """fp32 log-sum-exp of the logits at every row of `hidden`, writing the picked logits into `picked`: per
     vocabulary slice of `vocab_chunk` entries (None: the whole vocabulary at once), `pairs[c]` = (indices into
     `picked`, rows, targets - slice start) of the targets in slice c. The slices' running maximum and sum of
@@ -53,7 +53,7 @@ def _lse_and_pick(model: torch.nn.Module, hidden: torch.Tensor, pairs: list[tupl
             logits = lm_head(model, hidden).float()
         else:
             bias = head.bias[v0:v1] if head.bias is not None else None
-            logits = scale_logits(model, torch.nn.functional.linear(hidden, head.weight[v0:v1], bias)).float()
+            logits = scale_logits(model, linear(hidden, head.weight[v0:v1], bias)).float()
         where, rows, cols, _ = pairs[c]
         if where.numel():
             picked[where] = logits[rows, cols].to(picked.device)
@@ -68,14 +68,14 @@ def _lse_and_pick(model: torch.nn.Module, hidden: torch.Tensor, pairs: list[tupl
 
 
 def head_logprobs(model: torch.nn.Module, reqs: Sequence[Request], scored: Sequence[Sequence[int]],
-                  hidden: torch.Tensor, head_rows: int, stats: EngineStats, vocab_chunk: int | None = None
-                  ) -> list[np.ndarray]:
+                  hidden: torch.Tensor, head_rows: int, stats: EngineStats, vocab_chunk: int | None = None,
+                  linear: Callable = torch.nn.functional.linear) -> list[np.ndarray]:
     """Log-probs of every request's targets: logits - logsumexp(logits) at its scored positions (`scored[k]`:
     request k's rows of `hidden`), computed `head_rows` positions at a time, and over `vocab_chunk` vocabulary
     entries at a time when set (a plain linear head only; the slices' logits stay in the CPU's cache instead of a
     (positions x 262k) tensor going through memory several times). Logits are indexed on their own device (a model
     split over devices may run its head on another device than its last layer); the selections are made on the
-    host, so nothing waits for the device."""
+    host, so nothing waits for the device. `linear`: the product of a vocabulary slice (the engine's kernel)."""
     device = hidden.device
     at, target, spans = [], [], []
     for r, pos in zip(reqs, scored):
@@ -108,7 +108,7 @@ def head_logprobs(model: torch.nn.Module, reqs: Sequence[Request], scored: Seque
         lo, hi = layout[k]
         lse[lo:hi] = _lse_and_pick(model, hidden[lo:hi], [(w, r.to(hidden.device), c.to(hidden.device), 0)
                                                           for w, r, c, _ in pairs[k: k + per_chunk]],
-                                   picked, vocab_chunk).to(device)
+                                   picked, vocab_chunk, linear).to(device)
     stats.scored_positions += len(hidden)
     values = (picked - lse[at_t]).cpu().double().numpy()  # float64 on the host (MPS has no float64)
     return np.split(values, spans[:-1])
