@@ -165,7 +165,8 @@ def _forward_tree(engine: Any, rows: list[Row], block: BlockCache) -> torch.Tens
     with record_function("mcqa::masks"):
         ids, positions, end = row_arrays(rows, [block.bases[r.item] for r in rows], lm.tokenizer.pad_token_id or 0)
         plan = plan_call(block.cache, engine.groups(len(block.cache.layers)), block.windows, block.slots, positions,
-                         end, np.array([r.item for r in rows]), np.array(block.rows), engine.dtype, lm.device)
+                         end, np.array([r.item for r in rows]), np.array(block.rows), engine.dtype, lm.device,
+                         engine.linear_fn)
         ids_t, positions_t = upload([ids, positions], lm.device)
     hidden = engine.forward_tree(ids_t, positions_t, plan)
     real = sum(r.width for r in rows)

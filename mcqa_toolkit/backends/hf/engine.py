@@ -132,6 +132,13 @@ class PrefixScorer:
         return contextlib.nullcontext()
 
     @property
+    def linear_fn(self) -> Any:
+        """The matrix product x W^T (+ b) of the engine's own products (LM head slices, tree attention)."""
+        if self.linear == "onednn" and onednn_available(self.lm.device, self.dtype):
+            return onednn_linear
+        return torch.nn.functional.linear
+
+    @property
     def tree(self) -> bool:
         """Whether packed rows' calls use tree attention (tree.py): asked for, rows packed, and no attention feature
         it does not compute (logit soft-capping)."""
@@ -264,10 +271,8 @@ class PrefixScorer:
         reqs = [r for p in parts for r in p.reqs]
         hidden, scored = forward_block(self, block, batches, [r.n_scored for r in reqs])
         with record_function("mcqa::head"):
-            linear = onednn_linear if self.linear == "onednn" and onednn_available(self.lm.device, self.dtype) else \
-                torch.nn.functional.linear
             values = head_logprobs(self.lm.model, reqs, scored, hidden, self.head_rows, self.stats, self.head_vocab,
-                                   linear)
+                                   self.linear_fn)
         out, k = [], 0
         for p in parts:
             out.append(values[k: k + len(p.reqs)])

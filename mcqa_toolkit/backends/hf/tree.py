@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -39,6 +39,7 @@ from mcqa_toolkit.backends.hf.masks import upload
 
 IMPLEMENTATION = "mcqa_tree"
 QUERY_BLOCK = 64  # queries per block of a row's own part
+SCORE_CHUNK = 1 << 21  # fp32 scores per product of the cached part (8 MB: within the reference CPU's L3)
 
 
 @dataclass
@@ -75,6 +76,7 @@ class TreePlan:
     blocks: list[_RowBlock]
     rows: int
     width: int
+    linear: Callable = torch.nn.functional.linear     # the engine's matrix product (kernels.py) for the cached part
 
 
 class NewKeysOnly:
@@ -100,7 +102,8 @@ def _additive(visible: np.ndarray, dtype: torch.dtype, device: Any) -> torch.Ten
 
 def plan_call(cache: Any, groups: list[str | None], windows: dict[str | None, int | None],
               slot_positions: dict[str | None, np.ndarray], positions: np.ndarray, end: np.ndarray,
-              row_items: np.ndarray, item_entries: np.ndarray, dtype: torch.dtype, device: Any) -> TreePlan:
+              row_items: np.ndarray, item_entries: np.ndarray, dtype: torch.dtype, device: Any,
+              linear: Callable = torch.nn.functional.linear) -> TreePlan:
     """The plan of one call of packed rows. `slot_positions[g]` (items, slots): the position of every cached slot
     of group g's layers as each item sees it (-1: empty or another item's); `positions`, `end` (rows, width): each
     row slot's position and subtree end (masks.row_arrays); `row_items` (rows,): each row's item; `item_entries`
@@ -147,7 +150,7 @@ def plan_call(cache: Any, groups: list[str | None], windows: dict[str | None, in
             vis = tree if window is None else tree & (positions[:, a:b, None] - key_pos[:, None, :] < window)
             masks[g] = _additive(vis, dtype, device)[:, None]
         blocks.append(_RowBlock(a, b, upload([index], device)[0], masks))
-    return TreePlan(cache, groups, cached, blocks, n_rows, width)
+    return TreePlan(cache, groups, cached, blocks, n_rows, width, linear)
 
 
 def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
@@ -179,6 +182,42 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
     return out.masked_fill(blind[..., None], 0), lse
 
 
+def attend_cached(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float,
+                  linear: Callable) -> tuple[torch.Tensor, torch.Tensor]:
+    """The cached part: queries `q` (rows, width, heads, dim) against one entry's slots `k`, `v` (kv heads, slots,
+    dim) under `mask` (rows x width, slots) or none; (out (rows, width, heads, dim), lse (rows, width, heads)).
+
+    Two matrix products per KV head through `linear` (scores = Q K^T, out = P V with V^T as the weight), over
+    chunks of query positions whose fp32 scores stay within SCORE_CHUNK floats, the softmax in place between them.
+    The products run at the engine's GEMM rate (oneDNN on a CPU), which PyTorch's CPU flash kernel does not reach
+    (it calls MKL's GEMM: AVX2 on the reference machine)."""
+    rows, width, heads, dim = q.shape
+    kv, slots = k.shape[0], k.shape[1]
+    group = heads // kv
+    positions = rows * width
+    flat = q.reshape(positions, heads, dim)
+    out = torch.empty_like(flat)
+    lse = torch.empty((positions, heads), dtype=torch.float32, device=q.device)
+    step = max(1, SCORE_CHUNK // (heads * max(slots, 1)))
+    for g in range(kv):
+        kg, vt = k[g], v[g].t().contiguous()
+        qg = flat[:, g * group: (g + 1) * group]
+        for a in range(0, positions, step):
+            b = min(positions, a + step)
+            s = linear(qg[a:b].reshape(-1, dim), kg).float().mul_(scale).view(b - a, group, slots)
+            if mask is not None:
+                s.add_(mask[a:b, None, :])
+            m = s.amax(-1, keepdim=True)
+            s.sub_(m).exp_()
+            total = s.sum(-1, keepdim=True)
+            o = linear(s.view(-1, slots).to(vt.dtype), vt).view(b - a, group, dim)
+            out[a:b, g * group: (g + 1) * group] = o / total.to(o.dtype)
+            lse[a:b, g * group: (g + 1) * group] = (m + total.log()).squeeze(-1)
+    blind = lse <= torch.finfo(torch.float32).min / 2
+    lse = lse.masked_fill(blind, float("-inf"))
+    return out.masked_fill(blind[..., None], 0).view(rows, width, heads, dim), lse.view(rows, width, heads)
+
+
 def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Any,
                    scaling: float | None = None, dropout: float = 0.0, **kwargs: Any) -> tuple[torch.Tensor, None]:
     """The attention function of a tree call (AttentionInterface signature): query (rows, heads, width, dim), key /
@@ -189,20 +228,17 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
     rows, heads, width, dim = query.shape
     scale = scaling if scaling is not None else dim ** -0.5
     cache_layer = plan.cache.layers[layer]
-    lse_a = torch.full((rows, heads, width), float("-inf"), device=query.device)
-    out_a = torch.zeros_like(query)
+    by_position = query.transpose(1, 2)  # (rows, width, heads, dim): the projection's own memory layout
+    lse_a = torch.full((rows, width, heads), float("-inf"), device=query.device)
+    out_a = torch.zeros_like(by_position)
     for part in plan.cached[group]:
         if part.hi <= part.lo:
             continue
-        q = query if part.rows is None else query.index_select(0, part.rows)
-        n = q.shape[0]
+        q = by_position if part.rows is None else by_position.index_select(0, part.rows)
         e = part.entry
-        k = _heads(cache_layer.keys[e: e + 1, :, part.lo: part.hi], heads)
-        v = _heads(cache_layer.values[e: e + 1, :, part.lo: part.hi], heads)
-        folded = q.transpose(0, 1).reshape(1, heads, n * width, dim)
-        o, lse = attend(folded, k, v, part.mask, scale)
-        o = o.view(heads, n, width, dim).transpose(0, 1)
-        lse = lse.view(heads, n, width).transpose(0, 1)
+        mask = None if part.mask is None else part.mask[0, 0]
+        o, lse = attend_cached(q, cache_layer.keys[e, :, part.lo: part.hi], cache_layer.values[e, :, part.lo: part.hi],
+                               mask, scale, plan.linear)
         if part.rows is None:
             out_a, lse_a = o, lse
         else:
@@ -216,11 +252,11 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
                         block.mask[group], scale)
         outs.append(o)
         lses.append(lse)
-    out_b, lse_b = torch.cat(outs, 2), torch.cat(lses, 2)
+    out_b, lse_b = torch.cat(outs, 2).transpose(1, 2), torch.cat(lses, 2).transpose(1, 2)
     m = torch.maximum(lse_a, lse_b)
     wa, wb = (lse_a - m).exp(), (lse_b - m).exp()
     out = (out_a.float() * wa[..., None] + out_b.float() * wb[..., None]) / (wa + wb)[..., None]
-    return out.to(query.dtype).transpose(1, 2).contiguous(), None
+    return out.to(query.dtype), None
 
 
 def register() -> None:

@@ -1,7 +1,7 @@
 """Tree attention (backends/hf/tree.py) must equal the naive computation (max |delta log-prob| <= 1e-4, fp32) on
 both tiny architectures (Gemma 3's sliding layers with a 16-token window, Llama's full attention): one item with
-rows split many ways, query blocks of 4 (many blocks per row, ancestors gathered), several items per block, the
-CPU flash kernel and the plain matrix-product path other devices take; it computes fewer (query, key) pairs than
+rows split many ways, query blocks of 4 (many blocks per row, ancestors gathered) and the cached part in small
+chunks, several items per block, the CPU flash kernel and the plain matrix-product path other devices take; it computes fewer (query, key) pairs than
 the dense masks on a deep trie; the model's attention implementation is back after every call."""
 import numpy as np
 import pytest
@@ -38,6 +38,8 @@ def _delta(naive, lm, items, got):
                                             (dict(row_tokens=40), 4)])
 def test_tree_attention_equals_naive(tiny_lm, options, block, monkeypatch, naive):
     monkeypatch.setattr(tree, "QUERY_BLOCK", block)
+    if block == 4:  # the cached part in many products of a few query positions each
+        monkeypatch.setattr(tree, "SCORE_CHUNK", 256)
     items = [requests_for(tiny_lm, stems=("What colour is the sky?",)), long_requests(tiny_lm)]
     scorer = PrefixScorer(tiny_lm, attention="tree", **options)
     assert scorer.tree
@@ -110,3 +112,16 @@ def test_a_query_that_sees_nothing_in_a_part_has_no_weight_there():
         out, lse = tree.attend(q, k, v, mask, 0.5, flash=flash)
         assert torch.isneginf(lse[..., 1]).all() and (out[..., 1, :] == 0).all()
         assert torch.isfinite(lse[..., [0, 2]]).all()
+
+
+def test_tree_on_a_model_configured_for_eager_attention(tiny_tokenizer, naive):
+    from tiny_models import tiny_model
+
+    from mcqa_toolkit.backends.hf import wrap
+
+    lm = wrap(tiny_model("gemma3", tiny_tokenizer, attn="eager"), tiny_tokenizer, name="tiny-gemma3-eager")
+    items = [requests_for(lm, stems=("Why?",)), long_requests(lm)]
+    scorer = PrefixScorer(lm, attention="tree", row_tokens=12)
+    assert scorer.tree
+    assert _delta(naive, lm, items, [scorer.score(r, encode(lm, PREFIX)) for r in items]) <= TOL
+    assert lm.model.config._attn_implementation == "eager"
