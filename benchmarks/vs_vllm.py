@@ -60,7 +60,8 @@ except ModuleNotFoundError:
     from benchmarks._workload import add_arguments, engine_options, scorings, setup
 
 HERE = Path(__file__).resolve().parent
-WORKLOAD_KEYS = ("workload", "formats_dir", "dataset", "data_path", "item_params", "language", "shot_rule", "shots")
+WORKLOAD_KEYS = ("workload", "formats_dir", "dataset", "data_path", "item_params", "language", "shot_rule", "shots",
+                 "per_subject")
 PATH_ARGS = {"formats_dir": "FORMATS_DIR", "data_path": "DATA_PATH", "item_params": "ITEM_PARAMS",
              "tokenizer": "TOKENIZER_DIR", "vllm_python": "VLLM_PYTHON", "vllm_src": "VLLM_SRC", "out": "OUT_DIR",
              "json": "JSON"}
