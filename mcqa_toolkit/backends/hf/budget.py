@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 
 ATTENTION = ("masks", "tree")
+# packed rows' width per attention: dense masks pay for the width, tree attention for the ancestors (engine.py)
+ROW_TOKENS = {"masks": 256, "tree": 4096}
 
 
 @dataclass(frozen=True)

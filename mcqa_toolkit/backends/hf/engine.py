@@ -32,7 +32,7 @@ import torch
 from torch.profiler import record_function
 
 from mcqa_toolkit.backends.hf.block import forward_block, open_block
-from mcqa_toolkit.backends.hf.budget import ATTENTION, BUDGETS, Budget, device_budget
+from mcqa_toolkit.backends.hf.budget import ATTENTION, BUDGETS, ROW_TOKENS, Budget, device_budget
 from mcqa_toolkit.backends.hf.heads import head_logprobs, lm_head, request_logprobs
 from mcqa_toolkit.backends.hf.kernels import LINEAR, onednn_available, onednn_linear, onednn_linears
 from mcqa_toolkit.backends.hf.loading import LM
@@ -72,20 +72,25 @@ class PrefixScorer:
     each encoded once. An item whose requests do not start with its `shared_prefix` is still scored correctly,
     just without run-level sharing.
 
-    Options: `max_batch_tokens` / `max_batch_rows` bound one forward call (rows x width, rows) and
-    `items_per_call` is how many items a caller should bring per `score_block` (None: the device's `BUDGETS`);
-    `row_tokens` is the width packed trie rows are filled to (see packing.py; 256 was fastest of 48-512 on the
-    realistic ENEM workload with Gemma-3-270M on CPU: fewer repeated ancestors than 128, less masked attention
-    than 384+); `head_rows` the number of positions per LM-head call (bounds the (positions x vocabulary)
-    logits tensor); `pack=False` forces the unpacked layout (one right-padded row per sequence, one item per
-    block) that any attention implementation supports; `graphs=True` runs the packed rows' calls on bucketed
-    static shapes, captured as CUDA graphs on CUDA (static.py; elsewhere the same static calls run eagerly).
+    Options (None: the device's `BUDGETS`, budget.py): `max_batch_tokens` / `max_batch_rows` bound one forward
+    call (rows x width, rows) and `items_per_call` is how many items a caller should bring per `score_block`;
+    `attention` how packed rows attend ("tree": tree.py, each query against what it can see; "masks": dense 4D
+    masks for the model's own sdpa / eager attention); `linear` the kernel of the model's linear layers and of the
+    engine's own products ("onednn" on a CPU: kernels.py; "torch"); `head_vocab` the vocabulary slice of the LM
+    head's log-sum-exp (None: the whole vocabulary at once); `row_tokens` the width packed trie rows are filled to
+    (packing.py; None: ROW_TOKENS of the attention: with dense masks 256 was fastest of 48-512 on the ENEM
+    workload on CPU, fewer repeated ancestors than 128, less masked attention than 384+; with tree attention a
+    row costs its ancestors, not its width, and 4,096 (about one row per item) was fastest of 256-100,000);
+    `head_rows` the number of positions per LM-head call (bounds the (positions x vocabulary) logits tensor);
+    `pack=False` forces the unpacked layout (one right-padded row per sequence, one item per block) that any
+    attention implementation supports; `graphs=True` runs the packed rows' calls on bucketed static shapes,
+    captured as CUDA graphs on CUDA (static.py; elsewhere the same static calls run eagerly; dense masks only).
     On a GPU, `max_batch_tokens` and `items_per_call` also bound memory: while a layer runs, each row of a call
     holds its own copy of its item's cached keys/values, and a block keeps each of its items' caches.
     """
 
     def __init__(self, lm: LM, max_batch_tokens: int | None = None, max_batch_rows: int | None = None,
-                 max_prefixes: int = 8, row_tokens: int = 256, head_rows: int = 256, pack: bool = True,
+                 max_prefixes: int = 8, row_tokens: int | None = None, head_rows: int = 256, pack: bool = True,
                  items_per_call: int | None = None, graphs: bool = False, attention: str | None = None,
                  linear: str | None = None, head_vocab: int | None = None):
         from transformers import DynamicCache  # local: keeps the import cost inside scoring
@@ -140,9 +145,9 @@ class PrefixScorer:
 
     @property
     def tree(self) -> bool:
-        """Whether packed rows' calls use tree attention (tree.py): asked for, rows packed, and no attention feature
-        it does not compute (logit soft-capping)."""
-        return self.attention == "tree" and self.packed and \
+        """Whether packed rows' calls use tree attention (tree.py): asked for, rows packed, not on static shapes
+        (`graphs`: dense masks), and no attention feature it does not compute (logit soft-capping)."""
+        return self.attention == "tree" and self.packed and self.static is None and \
             getattr(self.lm.model.config, "attn_logit_softcapping", None) is None
 
     def groups(self, n_layers: int) -> list[str | None]:
@@ -265,7 +270,8 @@ class PrefixScorer:
         block = open_block(self, run_cache, len(run), [p.reqs[0].tokens[len(run):e] for p, e in zip(parts, ends)],
                            self.packed)
         with record_function("mcqa::plan"):
-            rows = plan_items([[r.tokens[e: r.needed] for r in p.reqs] for p, e in zip(parts, ends)], self.row_tokens,
+            width = self.row_tokens or ROW_TOKENS["tree" if self.tree else "masks"]
+            rows = plan_items([[r.tokens[e: r.needed] for r in p.reqs] for p, e in zip(parts, ends)], width,
                               packed=block.windows is not None)
             batches = plan_batches(rows, self.max_batch_tokens, self.max_batch_rows)
         reqs = [r for p in parts for r in p.reqs]
