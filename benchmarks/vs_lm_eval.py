@@ -1,5 +1,5 @@
-"""Our KV-prefix engine vs lm-evaluation-harness's HF backend vs naive forwards vs the raw forward limit, on the
-same in-memory model and the same prompts, in one run.
+"""Our KV-prefix engine vs lm-evaluation-harness's HF backend vs naive forwards, with the references of
+_reference.py beside them, on the same in-memory model and the same prompts, in one run.
 
 The workload is scoring_throughput.py's (see _workload.py): by default `enem-long`, real-length ENEM prompts
 (the ENEM paper's 4-shot block, ~1,500 tokens) with N option shuffles per item; `--workload exam --dataset ...`

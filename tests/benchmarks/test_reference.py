@@ -50,3 +50,23 @@ def test_datasheet_peaks_are_keyed_by_device_and_dtype():
     assert ref.DATASHEET_TFLOPS["NVIDIA H100 80GB HBM3", "bfloat16"][0] == 989.4
     assert all(v > 0 and "datasheet" in s for v, s in ref.DATASHEET_TFLOPS.values())
     assert ("NVIDIA H100 80GB HBM3", "float32") not in ref.DATASHEET_TFLOPS  # no fp32 tensor-core guess
+
+
+def test_engine_references_fields_and_line(tiny_gemma):
+    """The fields the scoring benchmarks write (scoring_throughput.py, vs_lm_eval.py): ratios over both body
+    references, the useful FLOP rate, null MFU on a CPU, JSON as is; the printed line with and without the body's
+    own timing (only scoring_throughput.py has it)."""
+    import json
+
+    g = ref.gemm_rate("cpu", torch.float32, repeats=1, side=64)
+    stats = SimpleNamespace(unique=48, scored_positions=6)
+    r = ref.engine_references(tiny_gemma, stats, 0.5, 16.0, 2, g)
+    assert r["unique_tok_s"] == 96
+    assert (r["body_full_rows"]["rows"], r["body_full_rows"]["length"]) == (3, 16)
+    assert (r["body_short_rows"]["rows"], r["body_short_rows"]["length"]) == (1, 48)  # capped at the unique tokens
+    for name in ("full", "short"):
+        assert r[f"vs_body_{name}_rows"]["vs_best"] == pytest.approx(96 / r[f"body_{name}_rows"]["tok_s"]["best"])
+    assert r["mfu"] is None and json.loads(json.dumps(r))["mfu"] is None
+    line = ref.references_line(r)
+    assert "ours 96 unique tok/s" in line and "of torch.mm" in line and "inside the body" not in line
+    assert "inside the body's calls 200 forwarded tok/s" in ref.references_line({**r, "body_tok_s": 200.0})
