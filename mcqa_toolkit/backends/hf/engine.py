@@ -5,19 +5,17 @@ Three levels of sharing, matching how exam prompts are built:
 2. the item prefix (longest common token prefix of all of an item's sequences: the stem, and for loglik the
    whole prompt) is encoded once per item on top of (1);
 3. below that, the token trie of the item's sequences (shuffles sharing their first options, a shuffle's prompt
-   shared by its options) is forwarded node by node exactly once: trie nodes are packed depth-first into rows,
-   each node attending to its item's cache and its ancestors through an explicit mask at its true position
-   (packing.py, masks.py), on a shared (not copied) view of the cache.
+   shared by its options) is forwarded node by node exactly once: trie nodes are packed depth-first into rows
+   (packing.py), each node attending to its item's cache and its ancestors at its true position, through dense
+   masks for the model's own attention (masks.py) or tree attention (tree.py), on a shared view of the cache.
 `score_block` takes several items at once (block.py): their item prefixes go through the model in one call and
-their trie rows fill each further call up to a token budget (`max_batch_tokens` slots, `max_batch_rows` rows), so
-a call carries the rows of several items. Few, large forward calls matter: on CPU every call streams all
-weights once; on a GPU every call launches a few thousand kernels, which cost more host time than a small call's
-GPU work (measured on an H100: an item in 2 calls, ~4,400 launches, ~0.16 s of host time for ~20 ms of GPU work).
-The budgets depend on the device (`BUDGETS`). Attention implementations that take no custom mask (flash-
-attention, flex) get one right-padded row per sequence instead, which causal attention handles unmasked, one
-item per block. Logits are computed only at scored positions, in one LM-head pass per block (heads.py).
-`naive_scores` is the reference: one full forward per sequence with full logits; tests assert both agree to 1e-4
-in fp32.
+their trie rows fill each further call up to a token budget (`max_batch_tokens` slots, `max_batch_rows` rows).
+Few, large calls matter: on CPU every call streams all weights once; on a GPU every call launches a few thousand
+kernels, which cost more host time than a small call's GPU work. Budgets, attention and linear kernel (oneDNN on
+CPU, kernels.py) depend on the device (`BUDGETS`, budget.py). Attention implementations that take no custom mask
+(flash-attention, flex) get one right-padded row per sequence instead, one item per block. Logits are computed
+only at scored positions, in one LM-head pass per block (heads.py). `naive_scores` is the reference: one full
+forward per sequence with full logits; tests assert both agree to 1e-4 in fp32.
 """
 from __future__ import annotations
 
