@@ -5,23 +5,28 @@ so both score exactly the same prompts: the ENEM-paper protocol (style `enem`), 
 evaluation, N seeded option shuffles per item. Two workloads:
   enem-long  real-length ENEM prompts (see _enem_long.py): the paper's fixed 4-shot block of real ENEM
              records plus our own passages, real 2022 natural-science items then our passages as targets;
-  exam       any exam the loaders read: `--dataset demo` (default) or e.g. `--dataset enem --data-path DIR
-             --item-params ITENS_PROVA.csv`, shots drawn from the loaded items by `--shot-rule` (the
-             strategies' usual `easiest`: lowest IRT b per subject, target's subject first).
+  exam       any exam the loaders read: `--dataset demo` (default) or e.g. `--dataset enem --data-path FILE [FILE
+             ...] --item-params ITENS_PROVA.csv` (several paths are loaded and joined: e.g. the four areas of one
+             real exam), shots drawn from the loaded items by `--shot-rule` (the strategies' usual `easiest`:
+             lowest IRT b per subject, target's subject first); `--per-subject N` evaluates the first N items of
+             each subject in the prompt's language (e.g. 3 per area of a real ENEM).
 Scorings: letters (first-token log-prob of each option letter) and options (log-likelihood of each option's
 text), `--scorings letters|options|both`.
 """
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
 
 from mcqa_toolkit.backends.hf import load_model
 from mcqa_toolkit.backends.hf.engine import Request
+from mcqa_toolkit.backends.hf.segments import TokenCache
 from mcqa_toolkit.backends.hf.tokens import context_continuations, letter_requests, prompt_text, shared_prefix_ids
 from mcqa_toolkit.datasets import load
+from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.prompts import load_template, render, select_shots, split_shots
 from mcqa_toolkit.prompts.permutations import permutations
 
@@ -47,7 +52,8 @@ def add_arguments(ap: argparse.ArgumentParser, *, items: int, shuffles: int) -> 
     ap.add_argument("--workload", choices=("enem-long", "exam"), default="enem-long")
     ap.add_argument("--formats-dir", default=None, help="enem-long: real ENEM records (default ../shared/formats)")
     ap.add_argument("--dataset", default="demo", help="exam: a loader name (demo, enem, mmlu, ...)")
-    ap.add_argument("--data-path", default=None, help="exam: the loader's path (file or directory)")
+    ap.add_argument("--data-path", default=None, nargs="+", help="exam: the loader's path(s) (files or directories)")
+    ap.add_argument("--per-subject", type=int, default=0, help="exam: the first N items of each subject (0: all)")
     ap.add_argument("--item-params", default=None, help="exam, enem: INEP ITENS_PROVA csv (IRT b for `easiest`)")
     ap.add_argument("--language", default="pt")
     ap.add_argument("--shot-rule", default="easiest", choices=("easiest", "random"), help="exam: shot rule")
@@ -73,7 +79,7 @@ def engine_options(args: argparse.Namespace) -> dict[str, int]:
     if args.budget:
         b = BUDGETS[args.budget]
         out = {"max_batch_tokens": b.max_batch_tokens, "max_batch_rows": b.max_batch_rows,
-               "items_per_call": b.items_per_call}
+               "items_per_call": b.items_per_call, "attention": b.attention, "linear": b.linear}
     for key in ("items_per_call", "max_batch_tokens", "max_batch_rows"):
         if getattr(args, key) is not None:
             out[key] = getattr(args, key)
@@ -92,12 +98,23 @@ def scorings(args: argparse.Namespace) -> list[str]:
 def _load_exam(args: argparse.Namespace):
     if args.dataset == "demo":
         return load("demo", language=args.language)
-    kwargs: dict[str, Any] = {"path": args.data_path} if args.data_path else {}
+    kwargs: dict[str, Any] = {}
     if args.dataset == "enem":
         kwargs["language"] = args.language
         if args.item_params:
             kwargs["item_params"] = args.item_params
-    return load(args.dataset, **kwargs)
+    paths = args.data_path or [None]
+    sets = [load(args.dataset, **kwargs, **({"path": p} if p else {})) for p in paths]
+    return sets[0] if len(sets) == 1 else ItemSet([it for s in sets for it in s], f"{args.dataset}:joined")
+
+
+def _per_subject(items: Any, n: int, language: str) -> ItemSet:
+    """The first `n` items of each subject (in order of first appearance) in `language`, subject after subject."""
+    by: dict[str, list] = {}
+    for it in items:
+        if it.language == language and len(by.setdefault(it.subject, [])) < n:
+            by[it.subject].append(it)
+    return ItemSet([it for group in by.values() for it in group], getattr(items, "name", ""))
 
 
 def workload_items(args: argparse.Namespace) -> tuple[Any, Any, str]:
@@ -112,7 +129,10 @@ def workload_items(args: argparse.Namespace) -> tuple[Any, Any, str]:
     items = _load_exam(args)
     args.rule, args.shot_ids = args.shot_rule, None
     pool, evaluated = split_shots(items, args.shots, args.rule) if args.shots else (items, items)
-    return pool, evaluated, f"{args.dataset}:{args.data_path or args.language}"
+    if getattr(args, "per_subject", 0):
+        evaluated = _per_subject(evaluated, args.per_subject, args.language)
+    names = ",".join(Path(p).name for p in args.data_path) if args.data_path else args.language
+    return pool, evaluated, f"{args.dataset}:{names}"
 
 
 def setup(args: argparse.Namespace) -> tuple[Any, list, list]:
@@ -144,24 +164,25 @@ def render_item(item: Any, pool: Sequence, args: argparse.Namespace) -> list:
             for k, p in enumerate(permutations(item.n_options, args.shuffles, seed=0, key=item.parallel_id))]
 
 
-def build(lm: Any, items: Sequence, pool: Sequence, args: argparse.Namespace, method: str
-          ) -> list[tuple[list[Request], tuple[int, ...]]]:
+def build(lm: Any, items: Sequence, pool: Sequence, args: argparse.Namespace, method: str,
+          cache: TokenCache | None = None) -> list[tuple[list[Request], tuple[int, ...]]]:
     """Per item: its requests and the shared-prefix ids (both methods use the same rendered prompts).
 
     first_token: one Request per shuffle (candidates = the letter tokens, in shown order);
     loglik: one Request per (shuffle, shown option), shuffle-major, split the lm-evaluation-harness way.
-    Tokenised by the same helpers HFBackend uses (backends.hf.tokens), so the timing includes what a run pays.
+    Tokenised by the same helpers HFBackend uses (backends.hf.tokens), through `cache` (a run's TokenCache, as
+    the backend keeps one) when given, so the timing includes what a run pays.
     """
     out = []
     for it in items:
         prompts = render_item(it, pool, args)
-        shared = shared_prefix_ids(lm, prompts[0])
+        shared = shared_prefix_ids(lm, prompts[0], cache=cache)
         if method == "first_token":
-            reqs = [Request(ids, len(ids), cands) for ids, cands, _ in letter_requests(lm, prompts)]
+            reqs = [Request(ids, len(ids), cands) for ids, cands, _ in letter_requests(lm, prompts, cache)]
         else:
             texts = [prompt_text(lm, p) for p in prompts]
             pairs = context_continuations(lm, [(t, c) for (t, _), p in zip(texts, prompts) for c in p.continuations],
-                                          texts[0][1])
+                                          texts[0][1], cache)
             reqs = [Request(ctx + c, len(ctx)) for ctx, c in pairs]
         out.append((reqs, shared))
     return out

@@ -31,13 +31,13 @@ from mcqa_toolkit.backends.hf.precision import choice_agreement, max_delta, naiv
 
 try:
     from _enem_long import enem_long
-    from _limit import device_facts
+    from _reference import device_facts
     from _results import write_json
     from _shapes import random_model
     from _workload import SCORINGS, build
 except ModuleNotFoundError:
     from benchmarks._enem_long import enem_long
-    from benchmarks._limit import device_facts
+    from benchmarks._reference import device_facts
     from benchmarks._results import write_json
     from benchmarks._shapes import random_model
     from benchmarks._workload import SCORINGS, build

@@ -28,6 +28,7 @@ from collections import defaultdict
 from torch.profiler import ProfilerActivity, profile
 
 from mcqa_toolkit.backends.hf.engine import PrefixScorer
+from mcqa_toolkit.backends.hf.segments import TokenCache
 
 try:  # run as a script or as a module
     from _workload import SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings, setup
@@ -36,9 +37,10 @@ except ModuleNotFoundError:
                                       setup)
 
 PHASES = ("mcqa::cache", "mcqa::plan", "mcqa::masks", "mcqa::body", "mcqa::head")
-OPS = {"matmul": ("aten::mm", "aten::bmm", "aten::addmm", "aten::matmul", "aten::linear"),
+OPS = {"matmul": ("aten::mm", "aten::bmm", "aten::addmm", "aten::matmul", "aten::linear", "mkldnn::_linear_pointwise"),
        "attention": ("attention", "aten::_scaled_dot_product", "aten::softmax", "aten::_softmax"),
-       "cat/copy": ("aten::cat", "aten::copy_", "aten::clone", "aten::contiguous", "aten::index", "aten::repeat")}
+       "cat/copy": ("aten::cat", "aten::copy_", "aten::clone", "aten::contiguous", "aten::index", "aten::repeat",
+                    "aten::gather")}
 # operators that only make a view (no kernel on a GPU)
 VIEWS = ("aten::view", "aten::_unsafe_view", "aten::reshape", "aten::t", "aten::transpose", "aten::expand",
          "aten::slice", "aten::select", "aten::unsqueeze", "aten::squeeze", "aten::as_strided", "aten::permute",
@@ -88,20 +90,23 @@ def main() -> None:
     ap.add_argument("--launch-us", type=float, default=36.0, help="host cost of one kernel launch on the GPU to "
                     "predict (default: the H100 measurement, 0.16 s / ~4,400 launches)")
     ap.add_argument("--rows", type=int, default=0, help="also print the top operators table (rows)")
+    ap.add_argument("--no-token-cache", action="store_true", help="tokenise every prompt whole (as before the "
+                    "run's TokenCache): the host time it saves")
     args = ap.parse_args()
     lm, pool, evaluated = setup(args)
     options = {**engine_options(args), **({} if args.row_tokens is None else {"row_tokens": args.row_tokens})}
     for scoring in scorings(args):
         scorer = PrefixScorer(lm, **options)
+        cache = None if args.no_token_cache else TokenCache(lm.tokenizer)  # a run's, as HFBackend keeps one
         for block in blocks(list(evaluated[: args.warm_items]), scorer.items_per_call):
-            scorer.score_block(build(lm, block, pool, args, SCORINGS[scoring]))
+            scorer.score_block(build(lm, block, pool, args, SCORINGS[scoring], cache))
         items = evaluated[args.warm_items: args.warm_items + scorer.items_per_call]
         t0 = time.perf_counter()
         for it in items:
             render_item(it, pool, args)
         t_render = time.perf_counter() - t0
         t0 = time.perf_counter()
-        work = build(lm, items, pool, args, SCORINGS[scoring])
+        work = build(lm, items, pool, args, SCORINGS[scoring], cache)
         t_tok = time.perf_counter() - t0 - t_render
         before = dict(scorer.stats.__dict__)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])

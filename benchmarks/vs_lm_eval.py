@@ -1,5 +1,5 @@
-"""Our KV-prefix engine vs lm-evaluation-harness's HF backend vs naive forwards vs the raw forward limit, on the
-same in-memory model and the same prompts, in one run.
+"""Our KV-prefix engine vs lm-evaluation-harness's HF backend vs naive forwards, with the references of
+_reference.py beside them, on the same in-memory model and the same prompts, in one run.
 
 The workload is scoring_throughput.py's (see _workload.py): by default `enem-long`, real-length ENEM prompts
 (the ENEM paper's 4-shot block, ~1,500 tokens) with N option shuffles per item; `--workload exam --dataset ...`
@@ -20,8 +20,9 @@ the run prefix (few-shot block) encoded inside the first item as in a real run. 
 (theirs / ours, both on the same items: the first `--lm-eval-items` for lm-eval, the first `--naive-items` for
 naive; ours over all items is printed beside them, since the first item also pays the run prefix). Printed per
 scoring: token ids identical (lm-eval's `_encode_pair` vs ours), max |delta| and identical argmax choices
-against lm-eval and against naive, tokens forwarded / unique, and our unique tokens/s against one plain
-batched forward of the model body over as many tokens (_limit.py; and the stricter body-on-short-rows rate).
+against lm-eval and against naive, tokens forwarded / unique, and the engine against the references of
+_reference.py (the body's plain forward on full-length and on 256-token rows, the device's GEMM rate, on a GPU the
+datasheet MFU).
 Defaults take ~12-15 minutes on 2 CPU cores (lm-eval and naive take ~5 minutes per item each there).
 Nothing is downloaded: HF_HUB_OFFLINE defaults to 1 here (set HF_HUB_OFFLINE=0 to let --model fetch a Hub id).
 
@@ -41,14 +42,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers / huggingfac
 import numpy as np  # noqa: E402
 
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, naive_scores  # noqa: E402
+from mcqa_toolkit.backends.hf.segments import TokenCache  # noqa: E402
 from mcqa_toolkit.backends.hf.tokens import prompt_text  # noqa: E402
 
 try:  # run as a script (python benchmarks/vs_lm_eval.py) or as a module (python -m benchmarks.vs_lm_eval)
-    from _limit import SHORT_ROW, SHORT_ROW_TOKENS, device_facts, mfu, raw_forward_rate
+    from _reference import device_facts, engine_references, gemm_rate, references_line
     from _results import write_json
     from _workload import SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings, setup
 except ModuleNotFoundError:
-    from benchmarks._limit import SHORT_ROW, SHORT_ROW_TOKENS, device_facts, mfu, raw_forward_rate
+    from benchmarks._reference import device_facts, engine_references, gemm_rate, references_line
     from benchmarks._results import write_json
     from benchmarks._workload import (SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings,
                                       setup)
@@ -104,6 +106,7 @@ def run_scoring(lm, hflm, Instance, pool, evaluated, args, scoring):
     """Interleaved per block of items: lm-eval (first items), naive (first items), ours (all, one engine call per
     block of the engine's `items_per_call` items, its time shared equally by them); returns the accumulators."""
     scorer = PrefixScorer(lm, **engine_options(args))
+    cache = TokenCache(lm.tokenizer)  # a run's, as HFBackend keeps one
     a = {k: 0.0 for k in ("t_lm", "t_naive", "t_ours", "t_ours_lm_items", "t_ours_naive_items", "delta_lm",
                           "delta_naive")}
     a.update({k: 0 for k in ("same_lm", "n_lm", "same_naive", "n_naive", "tok_same", "tok_all", "n_items_lm",
@@ -127,7 +130,7 @@ def run_scoring(lm, hflm, Instance, pool, evaluated, args, scoring):
                 theirs[k] = (pairs, np.split(np.asarray(flat, dtype=float), np.cumsum(sizes)[:-1]))
                 lines[-1].append(f"lm-eval {dt:.1f}s")
         t0 = time.perf_counter()
-        built = build(lm, block, pool, args, SCORINGS[scoring])
+        built = build(lm, block, pool, args, SCORINGS[scoring], cache)
         results = scorer.score_block(built)
         dt_ours = (time.perf_counter() - t0) / len(block)
         a["t_ours"] += dt_ours * len(block)
@@ -160,19 +163,24 @@ def run_scoring(lm, hflm, Instance, pool, evaluated, args, scoring):
     return a
 
 
+def _x(ratio: float | None) -> str:
+    """A speed-up for printing ("null": nothing was compared)."""
+    return "null" if ratio is None else f"{ratio:.1f}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(ap, items=8, shuffles=30)
     ap.add_argument("--lm-eval-items", type=int, default=1)
     ap.add_argument("--naive-items", type=int, default=1)
     ap.add_argument("--lm-eval-batch-size", type=int, default=1, help="HFLM batch_size (its default: 1)")
-    ap.add_argument("--peak-tflops", type=float, default=790.0,
-                    help="the device's dense matrix-product rate for MFU (default: an H100's bf16, ~790 TFLOP/s)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed calls of each body reference")
     ap.add_argument("--json", default=None, help="also write the results (and the device, versions) to this file")
     args = ap.parse_args()
     version, HFLM, Instance = import_lm_eval()
     lm, pool, evaluated = setup(args)
     facts = device_facts(lm, lm_eval=version)
+    gemm = gemm_rate(lm.device, lm.dtype)
     print("device: " + " ".join(f"{k}={v}" for k, v in facts.items()))
     hflm = HFLM(pretrained=lm.model, tokenizer=lm.tokenizer, batch_size=args.lm_eval_batch_size)
     print(f"lm-eval {version} HFLM(pretrained=<in-memory {type(lm.model).__name__}>, batch_size="
@@ -190,35 +198,35 @@ def main() -> None:
         # headline ratios on the same items: theirs and ours timed on the items both scored
         ours_lm_items = a["t_ours_lm_items"] / max(a["n_items_lm"], 1)
         ours_naive_items = a["t_ours_naive_items"] / max(a["n_items_naive"], 1)
-        a["speedup_lm"] = s_lm / ours_lm_items if a["n_items_lm"] else float("nan")
-        a["speedup_naive"] = s_naive / ours_naive_items if a["n_items_naive"] else float("nan")
+        a["speedup_lm"] = s_lm / ours_lm_items if a["n_items_lm"] else None
+        a["speedup_naive"] = s_naive / ours_naive_items if a["n_items_naive"] else None
         a["tokens_ratio"] = st.forwarded / st.unique
-        limit, shape = raw_forward_rate(lm, st.unique, round(a["tokens_len"] / a["n_seqs"]))
-        a["frac"] = st.unique / a["t_ours"] / limit
-        short, _ = raw_forward_rate(lm, min(st.unique, SHORT_ROW_TOKENS), SHORT_ROW)
-        a["frac_short"] = st.unique / a["t_ours"] / short
-        a["mfu"] = mfu(lm.model, st.unique, st.scored_positions, a["t_ours"], args.peak_tflops)
+        a.update(engine_references(lm, st, a["t_ours"], a["tokens_len"] / a["n_seqs"], args.repeats, gemm))
         print(f"[{scoring}] token_ids_identical={a['tok_same']}/{a['tok_all']} | lm-eval {s_lm:.1f} s/item "
               f"({a['n_items_lm']} items) naive {s_naive:.1f} s/item ({a['n_items_naive']}) ours {s_ours:.2f} s/item "
               f"({len(evaluated)} items; {ours_lm_items:.2f} s/item on the lm-eval items) | speedup vs lm-eval "
-              f"{a['speedup_lm']:.1f}x vs naive {a['speedup_naive']:.1f}x | max_delta vs lm-eval "
-              f"{a['delta_lm']:.2e} vs naive {a['delta_naive']:.2e} | same choices vs lm-eval "
+              f"{_x(a['speedup_lm'])}x vs naive {_x(a['speedup_naive'])}x | max_delta vs lm-eval "
+              f"{a['delta_lm'] or 0:.2e} vs naive {a['delta_naive'] or 0:.2e} | same choices vs lm-eval "
               f"{a['same_lm']}/{a['n_lm']} vs naive {a['same_naive']}/{a['n_naive']}")
         print(f"[{scoring}] tokens forwarded={st.forwarded} unique={st.unique} padded={st.padded} "
-              f"calls={st.calls} calls_per_item={st.calls / len(evaluated):.2f} naive={st.naive} tokens_ratio={a['tokens_ratio']:.3f} | ours "
-              f"{st.unique / a['t_ours']:.0f} unique tok/s, raw forward {limit:.0f} tok/s ({shape[0]}x{shape[1]} "
-              f"tokens, body only) | frac_of_limit {a['frac']:.2f} | body on {SHORT_ROW}-token rows without context "
-              f"{short:.0f} tok/s (stricter reference) | frac_of_short_rows {a['frac_short']:.2f} | MFU "
-              f"{a['mfu']:.3f} of {args.peak_tflops:.0f} TFLOP/s", flush=True)
-        a.update(s_ours=s_ours, s_lm=s_lm, s_naive=s_naive, unique_tok_s=st.unique / a["t_ours"], limit_tok_s=limit,
-                 short_tok_s=short, stats=st.as_dict())
+              f"calls={st.calls} calls_per_item={st.calls / len(evaluated):.2f} naive={st.naive} "
+              f"tokens_ratio={a['tokens_ratio']:.3f}", flush=True)
+        print(f"[{scoring}] " + references_line(a), flush=True)
+        a.update(s_ours=s_ours, s_lm=s_lm, s_naive=s_naive, stats=st.as_dict())
+        for side in ("lm", "naive"):  # nothing compared: null, not a default
+            if not a[f"n_{side}"]:
+                a[f"delta_{side}"] = a[f"same_{side}"] = None
     head = res.get("letters") or next(iter(res.values()))
-    same = all(a["same_lm"] == a["n_lm"] and a["same_naive"] == a["n_naive"] for a in res.values())
-    delta = max(max(a["delta_lm"], a["delta_naive"]) for a in res.values())
-    print(f"RESULT speedup_vs_lm_eval={head['speedup_lm']:.1f} speedup_vs_naive={head['speedup_naive']:.1f} "
-          f"max_delta={delta:.2e} tokens_ratio={head['tokens_ratio']:.3f} frac_of_limit={head['frac']:.2f} "
-          f"same_choices={same} frac_of_short_rows={head['frac_short']:.2f} mfu={head['mfu']:.3f}")
-    write_json(args.json, {"args": vars(args), "device": facts, "results": res})
+    same = all(a[f"same_{s}"] == a[f"n_{s}"] for a in res.values() for s in ("lm", "naive") if a[f"n_{s}"])
+    deltas = [a[f"delta_{s}"] for a in res.values() for s in ("lm", "naive") if a[f"n_{s}"]]
+    print(f"RESULT speedup_vs_lm_eval={_x(head['speedup_lm'])} speedup_vs_naive={_x(head['speedup_naive'])} "
+          + (f"max_delta={max(deltas):.2e} same_choices={same} " if deltas else "") +
+          f"tokens_ratio={head['tokens_ratio']:.3f} vs_body_short_rows={head['vs_body_short_rows']['vs_best']:.2f} "
+          f"useful_vs_torch_mm={head['useful_vs_torch_mm']:.2f}" +
+          (f" mfu={head['mfu']:.3f}" if head["mfu"] is not None else ""))
+    if args.json:
+        write_json(args.json, {"args": {k: ("JSON" if k == "json" and v else v) for k, v in vars(args).items()},
+                               "device": facts, "gemm": gemm, "results": res})
 
 
 if __name__ == "__main__":

@@ -30,6 +30,29 @@ def tiny_tokenizer():
                                    unk_token="<unk>")
 
 
+def one_word_tokenizer(post: str = "<bos> $A", normalizer=None, newline_tokens: bool = True):
+    """A BPE tokenizer of Gemma's kind (spaces replaced by '▁', no pre-tokenizer: a text is one word, byte fallback,
+    newline runs as added tokens), trained in-process on exam-like lines joined by newlines (so merges such as
+    '\nQ' exist and the segment cache must not cut there). `post`: the post-processor's template; `newline_tokens`
+    False: newlines are left to the BPE merges (which then join them to the next word)."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, trainers
+    from tokenizers.processors import TemplateProcessing
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    tok.normalizer = normalizer or normalizers.Replace(" ", "\u2581")
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse()])
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<pad>", "<bos>", "<eos>", "<unk>"],
+                                  initial_alphabet=[f"<0x{i:02X}>" for i in range(256)], show_progress=False)
+    tok.train_from_iterator(["\n".join(CORPUS[i: i + 3]) + "\nQuestion:" for i in range(0, 60, 3)], trainer)
+    if newline_tokens:
+        tok.add_tokens([AddedToken("\n" * k, normalized=False) for k in (1, 2, 3)])
+    tok.post_processor = TemplateProcessing(single=post, special_tokens=[
+        (t, tok.token_to_id(t)) for t in ("<bos>", "<eos>") if t in post])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+                                   unk_token="<unk>")
+
+
 # real models' head sizes and GQA ratios on a few layers, for the GPU tests (attention kernels pick their code
 # by head size; 8-wide heads would not take the paths a 1B-70B model takes)
 GPU_SIZES = {"gemma3": dict(hidden_size=640, intermediate_size=2048, num_attention_heads=4, num_key_value_heads=1,

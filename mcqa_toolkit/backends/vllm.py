@@ -62,10 +62,13 @@ class VLLMBackend:
                  reuse_prefix_cache: bool = True):
         from vllm import SamplingParams
 
+        from mcqa_toolkit.backends.hf.segments import TokenCache
+
         self.llm, self.name, self.model, self.top_logprobs = llm, name, model, top_logprobs
         self.engine = dict(engine or {})
         self.SamplingParams = SamplingParams
         self.tok = _Tokenizer(llm.get_tokenizer(), name)
+        self.tokens = TokenCache(self.tok.tokenizer)  # shared prompt text encoded once (backends.hf.segments)
         fields = set(getattr(SamplingParams, "__struct_fields__", ()))
         self._by_id = "logprob_token_ids" in fields
         self._quiet = {"detokenize": False} if "detokenize" in fields else {}
@@ -116,7 +119,7 @@ class VLLMBackend:
 
         if not prompts:
             return []
-        reqs = letter_requests(self.tok, prompts)
+        reqs = letter_requests(self.tok, prompts, self.tokens)
         if self._by_id:
             params = [self.SamplingParams(max_tokens=1, temperature=0.0, logprob_token_ids=list(cands), **self._quiet)
                       for _, cands, _ in reqs]
@@ -135,7 +138,7 @@ class VLLMBackend:
 
         if not requests:
             return []
-        split = continuation_requests(self.tok, requests)
+        split = continuation_requests(self.tok, requests, self.tokens)
         values = self._continuations([(ids, n) for ids, n, _ in split])
         return [ContinuationLogprobs(v, text, n) for v, (_, n, text) in zip(values, split)]
 
@@ -189,7 +192,7 @@ class VLLMBackend:
                  stop: Sequence[str] = (), seeds: Sequence[int] | None = None) -> list[Generation]:
         from mcqa_toolkit.backends.hf.tokens import encode, prompt_text
 
-        ids = [encode(self.tok, *prompt_text(self.tok, p)) for p in prompts]
+        ids = [encode(self.tok, *prompt_text(self.tok, p), cache=self.tokens) for p in prompts]
         params = [self.SamplingParams(max_tokens=max_new_tokens, temperature=temperature, stop=list(stop) or None,
                                       seed=(seeds[i] if seeds is not None else 0) if temperature > 0 else None)
                   for i in range(len(prompts))]

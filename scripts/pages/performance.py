@@ -36,7 +36,7 @@ def _date(path: Path) -> str:
 
 def shape_weights(shape: str) -> tuple[int, int]:
     """(body matrix weights, LM-head weights) of a published shape (embeddings, norms and biases left out, as
-    benchmarks/_limit.model_flops counts them)."""
+    the raw files of 2026-11-24 counted them, with the former benchmarks/_limit.model_flops)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     from _shapes import SHAPES  # noqa: E402  (benchmarks/ is not a package)
 

@@ -4,8 +4,10 @@ Every call takes all the prompts of one block: one item's shuffles, or several i
 `items_per_call` items per scoring call, the engine's device budget: one on CPU, several on a GPU so forward calls
 can be filled; several for padded greedy generation). Prompts are grouped by item (`item_id`) so the engine
 shares each item's stem across its shuffles and options; the run prefix (instruction + few-shot block) comes from
-each item's first prompt's declared `shared_prefix` and its KV cache is kept in the engine's LRU. Token
-accounting (`usage()`) counts real tokens forwarded for every call, generation included.
+each item's first prompt's declared `shared_prefix` and its KV cache is kept in the engine's LRU. Prompts are
+tokenised through the backend's `TokenCache` (segments.py): the few-shot block once per run, each stem once per
+item, the same ids as encoding every text whole. Token accounting (`usage()`) counts real tokens forwarded for
+every call, generation included.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from mcqa_toolkit.backends.base import Capabilities, Continuation, ContinuationL
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request
 from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_one, generate_padded
 from mcqa_toolkit.backends.hf.loading import LM
+from mcqa_toolkit.backends.hf.segments import TokenCache
 from mcqa_toolkit.backends.hf.tokens import (continuation_requests, encode, letter_requests, prompt_text,
                                              shared_prefix_ids)
 
@@ -25,9 +28,10 @@ _PACKAGES = ("torch", "transformers", "tokenizers")
 class HFBackend:
     """A loaded `LM` (model + tokenizer) as a Backend. One per model; pass it around (no globals)."""
 
-    def __init__(self, lm: LM, **engine_options: Any):
+    def __init__(self, lm: LM, tokens: TokenCache | None = None, **engine_options: Any):
         self.lm = lm
         self.name = lm.name
+        self.tokens = tokens or TokenCache(lm.tokenizer)  # exact memo of token ids: shared by renewed backends
         self.engine = PrefixScorer(lm, **engine_options)
         self._engine_options = engine_options
         self.items_per_call = self.engine.items_per_call  # base.items_per_call: what the runner brings per call
@@ -36,7 +40,7 @@ class HFBackend:
     def renew(self) -> "HFBackend":
         """A backend on the same loaded weights with empty caches and counters, as good as a fresh load: the
         KV-prefix cache and the token accounting start over, so records do not depend on earlier runs."""
-        return HFBackend(self.lm, **self._engine_options)
+        return HFBackend(self.lm, self.tokens, **self._engine_options)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -62,23 +66,24 @@ class HFBackend:
         if not prompts:
             return []
         reqs, extras = [], []
-        for ids, cands, exact in letter_requests(self.lm, prompts):
+        for ids, cands, exact in letter_requests(self.lm, prompts, self.tokens):
             reqs.append(Request(ids, len(ids), cands))
             extras.append({"letter_token_ids": list(cands), "letter_token_exact": list(exact)})
         groups = _by_item([getattr(p, "item_id", None) for p in prompts])
-        logps = self._score(reqs, groups, [shared_prefix_ids(self.lm, prompts[g[0]], reqs[g[0]].tokens)
-                                           for g in groups])
+        logps = self._score(reqs, groups, [shared_prefix_ids(self.lm, prompts[g[0]], reqs[g[0]].tokens,
+                                                             cache=self.tokens) for g in groups])
         return [LetterLogprobs(lp, len(r.tokens), ex) for lp, r, ex in zip(logps, reqs, extras)]
 
     def loglikelihoods(self, requests: Sequence[Continuation]) -> list[ContinuationLogprobs]:
         """Context/continuation split the lm-evaluation-harness way (backends.hf.tokens)."""
         if not requests:
             return []
-        split = continuation_requests(self.lm, requests)
+        split = continuation_requests(self.lm, requests, self.tokens)
         reqs = [Request(ids, n_context) for ids, n_context, _ in split]
         contexts = [r.context for r in requests]
         groups = _by_item([None if isinstance(c, str) else getattr(c, "item_id", None) for c in contexts])
-        shared = [() if isinstance(contexts[g[0]], str) else shared_prefix_ids(self.lm, contexts[g[0]]) for g in groups]
+        shared = [() if isinstance(contexts[g[0]], str) else shared_prefix_ids(self.lm, contexts[g[0]], cache=self.tokens)
+                  for g in groups]
         logps = self._score(reqs, groups, shared)
         return [ContinuationLogprobs(lp, text, r.n_context) for lp, (_, _, text), r in zip(logps, split, reqs)]
 
@@ -95,7 +100,7 @@ class HFBackend:
                  stop: Sequence[str] = DEFAULT_STOP, seeds: Sequence[int] | None = None) -> list[Generation]:
         """Greedy with several prompts: left-padded into one tensor; otherwise one by one (own seed, run-prefix
         cache)."""
-        id_lists = [encode(self.lm, *prompt_text(self.lm, p)) for p in prompts]
+        id_lists = [encode(self.lm, *prompt_text(self.lm, p), cache=self.tokens) for p in prompts]
         stats = self.engine.stats
         if temperature == 0 and len(prompts) > 1:
             gens, forwarded, padded = generate_padded(self.lm, id_lists, max_new_tokens=max_new_tokens, stop=stop)
@@ -105,7 +110,7 @@ class HFBackend:
         else:
             gens = []
             for i, (p, ids) in enumerate(zip(prompts, id_lists)):
-                shared = shared_prefix_ids(self.lm, p)
+                shared = shared_prefix_ids(self.lm, p, cache=self.tokens)
                 cache = self.engine.prefix_cache_for(ids, shared)
                 gen, forwarded = generate_one(self.lm, ids, max_new_tokens=max_new_tokens, temperature=temperature,
                                               stop=stop, seed=seeds[i] if seeds is not None else 0, cache=cache,

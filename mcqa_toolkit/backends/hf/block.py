@@ -28,6 +28,7 @@ from torch.profiler import record_function
 
 from mcqa_toolkit.backends.hf.masks import layer_groups, row_arrays, rows_view, shared_cache, tree_masks, upload
 from mcqa_toolkit.backends.hf.packing import Row
+from mcqa_toolkit.backends.hf.tree import plan_call
 
 
 @dataclass
@@ -43,6 +44,7 @@ class BlockCache:
     cache_rows: int = 1
     windows: dict[str | None, int | None] | None = None
     keys: dict[str | None, torch.Tensor] | None = None
+    slots: dict[str | None, np.ndarray] | None = None  # `keys` on the host (tree attention plans from them)
 
     @property
     def items(self) -> int:
@@ -126,11 +128,13 @@ def open_block(engine: Any, run_cache: Any, run_len: int, prefixes: Sequence[Seq
         return BlockCache(cache, bases, rows, n_rows)
     keys = [_slot_positions(groups[g][1], run_len, place, lengths, width, k) for g, (_, k) in after.items()]
     return BlockCache(cache, bases, rows, n_rows, {g: w for g, (w, _) in after.items()},
-                      dict(zip(after, upload(keys, lm.device))))
+                      dict(zip(after, upload(keys, lm.device))), dict(zip(after, keys)))
 
 
 def _forward_rows(engine: Any, rows: list[Row], block: BlockCache) -> torch.Tensor:
     """Hidden states (rows, width, hidden) of one call of rows, each on its own item's cached slots."""
+    if engine.tree and block.windows is not None:
+        return _forward_tree(engine, rows, block)
     lm = engine.lm
     with record_function("mcqa::masks"):
         arrays = row_arrays(rows, [block.bases[r.item] for r in rows], lm.tokenizer.pad_token_id or 0)
@@ -152,6 +156,22 @@ def _forward_rows(engine: Any, rows: list[Row], block: BlockCache) -> torch.Tens
     real = sum(r.width for r in rows)
     engine.stats.forwarded += real
     engine.stats.padded += ids.numel() - real
+    return hidden
+
+
+def _forward_tree(engine: Any, rows: list[Row], block: BlockCache) -> torch.Tensor:
+    """`_forward_rows` with tree attention (tree.py): the call's plan instead of masks and per-row cache views."""
+    lm = engine.lm
+    with record_function("mcqa::masks"):
+        ids, positions, end = row_arrays(rows, [block.bases[r.item] for r in rows], lm.tokenizer.pad_token_id or 0)
+        plan = plan_call(block.cache, engine.groups(len(block.cache.layers)), block.windows, block.slots, positions,
+                         end, np.array([r.item for r in rows]), np.array(block.rows), engine.dtype, lm.device,
+                         engine.linear_fn)
+        ids_t, positions_t = upload([ids, positions], lm.device)
+    hidden = engine.forward_tree(ids_t, positions_t, plan)
+    real = sum(r.width for r in rows)
+    engine.stats.forwarded += real
+    engine.stats.padded += ids.size - real
     return hidden
 
 

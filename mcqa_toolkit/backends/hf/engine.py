@@ -5,22 +5,21 @@ Three levels of sharing, matching how exam prompts are built:
 2. the item prefix (longest common token prefix of all of an item's sequences: the stem, and for loglik the
    whole prompt) is encoded once per item on top of (1);
 3. below that, the token trie of the item's sequences (shuffles sharing their first options, a shuffle's prompt
-   shared by its options) is forwarded node by node exactly once: trie nodes are packed depth-first into rows,
-   each node attending to its item's cache and its ancestors through an explicit mask at its true position
-   (packing.py, masks.py), on a shared (not copied) view of the cache.
+   shared by its options) is forwarded node by node exactly once: trie nodes are packed depth-first into rows
+   (packing.py), each node attending to its item's cache and its ancestors at its true position, through dense
+   masks for the model's own attention (masks.py) or tree attention (tree.py), on a shared view of the cache.
 `score_block` takes several items at once (block.py): their item prefixes go through the model in one call and
-their trie rows fill each further call up to a token budget (`max_batch_tokens` slots, `max_batch_rows` rows), so
-a call carries the rows of several items. Few, large forward calls matter: on CPU every call streams all
-weights once; on a GPU every call launches a few thousand kernels, which cost more host time than a small call's
-GPU work (measured on an H100: an item in 2 calls, ~4,400 launches, ~0.16 s of host time for ~20 ms of GPU work).
-The budgets depend on the device (`BUDGETS`). Attention implementations that take no custom mask (flash-
-attention, flex) get one right-padded row per sequence instead, which causal attention handles unmasked, one
-item per block. Logits are computed only at scored positions, in one LM-head pass per block (heads.py).
-`naive_scores` is the reference: one full forward per sequence with full logits; tests assert both agree to 1e-4
-in fp32.
+their trie rows fill each further call up to a token budget (`max_batch_tokens` slots, `max_batch_rows` rows).
+Few, large calls matter: on CPU every call streams all weights once; on a GPU every call launches a few thousand
+kernels, which cost more host time than a small call's GPU work. Budgets, attention and linear kernel (oneDNN on
+CPU, kernels.py) depend on the device (`BUDGETS`, budget.py). Attention implementations that take no custom mask
+(flash-attention, flex) get one right-padded row per sequence instead, one item per block. Logits are computed
+only at scored positions, in one LM-head pass per block (heads.py). `naive_scores` is the reference: one full
+forward per sequence with full logits; tests assert both agree to 1e-4 in fp32.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from dataclasses import dataclass
@@ -31,34 +30,18 @@ import torch
 from torch.profiler import record_function
 
 from mcqa_toolkit.backends.hf.block import forward_block, open_block
+from mcqa_toolkit.backends.hf.budget import ATTENTION, BUDGETS, ROW_TOKENS, Budget, device_budget
 from mcqa_toolkit.backends.hf.heads import head_logprobs, lm_head, request_logprobs
+from mcqa_toolkit.backends.hf.kernels import LINEAR, onednn_available, onednn_linear, onednn_linears
 from mcqa_toolkit.backends.hf.loading import LM
-from mcqa_toolkit.backends.hf.masks import attention_kernels, layer_groups, upload
+from mcqa_toolkit.backends.hf.masks import attention_kernels, group_names, layer_groups, upload
 from mcqa_toolkit.backends.hf.packing import lcp, plan_batches, plan_items, unique_tokens
 from mcqa_toolkit.backends.hf.request import EngineStats, Request
 from mcqa_toolkit.backends.hf.static import StaticRows
+from mcqa_toolkit.backends.hf.tree import tree_implementation
 
-__all__ = ["Budget", "BUDGETS", "EngineStats", "PrefixScorer", "Request", "lm_head", "naive_scores",
+__all__ = ["Budget", "BUDGETS", "device_budget", "EngineStats", "PrefixScorer", "Request", "lm_head", "naive_scores",
            "request_logprobs"]
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What one forward call may carry on a device (rows x width slots, rows) and how many items a backend call
-    should bring (so calls can be filled)."""
-
-    max_batch_tokens: int
-    max_batch_rows: int
-    items_per_call: int
-
-
-# cpu: one item per call measured fastest on 2 cores (docs/performance.md); the others fill calls with several items
-BUDGETS = {"cpu": Budget(8192, 64, 1), "cuda": Budget(32768, 128, 16)}
-
-
-def device_budget(device: torch.device) -> Budget:
-    """The budget for `device`'s type (CPU's where none is set)."""
-    return BUDGETS.get(torch.device(device).type, BUDGETS["cpu"])
 
 
 @dataclass
@@ -87,21 +70,27 @@ class PrefixScorer:
     each encoded once. An item whose requests do not start with its `shared_prefix` is still scored correctly,
     just without run-level sharing.
 
-    Options: `max_batch_tokens` / `max_batch_rows` bound one forward call (rows x width, rows) and
-    `items_per_call` is how many items a caller should bring per `score_block` (None: the device's `BUDGETS`);
-    `row_tokens` is the width packed trie rows are filled to (see packing.py; 256 was fastest of 48-512 on the
-    realistic ENEM workload with Gemma-3-270M on CPU: fewer repeated ancestors than 128, less masked attention
-    than 384+); `head_rows` the number of positions per LM-head call (bounds the (positions x vocabulary)
-    logits tensor); `pack=False` forces the unpacked layout (one right-padded row per sequence, one item per
-    block) that any attention implementation supports; `graphs=True` runs the packed rows' calls on bucketed
-    static shapes, captured as CUDA graphs on CUDA (static.py; elsewhere the same static calls run eagerly).
+    Options (None: the device's `BUDGETS`, budget.py): `max_batch_tokens` / `max_batch_rows` bound one forward
+    call (rows x width, rows) and `items_per_call` is how many items a caller should bring per `score_block`;
+    `attention` how packed rows attend ("tree": tree.py, each query against what it can see; "masks": dense 4D
+    masks for the model's own sdpa / eager attention); `linear` the kernel of the model's linear layers and of the
+    engine's own products ("onednn" on a CPU: kernels.py; "torch"); `head_vocab` the vocabulary slice of the LM
+    head's log-sum-exp (None: the whole vocabulary at once); `row_tokens` the width packed trie rows are filled to
+    (packing.py; None: ROW_TOKENS of the attention: with dense masks 256 was fastest of 48-512 on the ENEM
+    workload on CPU, fewer repeated ancestors than 128, less masked attention than 384+; with tree attention a
+    row costs its ancestors, not its width, and 4,096 (about one row per item) was fastest of 256-100,000);
+    `head_rows` the number of positions per LM-head call (bounds the (positions x vocabulary) logits tensor);
+    `pack=False` forces the unpacked layout (one right-padded row per sequence, one item per block) that any
+    attention implementation supports; `graphs=True` runs the packed rows' calls on bucketed static shapes,
+    captured as CUDA graphs on CUDA (static.py; elsewhere the same static calls run eagerly; dense masks only).
     On a GPU, `max_batch_tokens` and `items_per_call` also bound memory: while a layer runs, each row of a call
     holds its own copy of its item's cached keys/values, and a block keeps each of its items' caches.
     """
 
     def __init__(self, lm: LM, max_batch_tokens: int | None = None, max_batch_rows: int | None = None,
-                 max_prefixes: int = 8, row_tokens: int = 256, head_rows: int = 256, pack: bool = True,
-                 items_per_call: int | None = None, graphs: bool = False):
+                 max_prefixes: int = 8, row_tokens: int | None = None, head_rows: int = 256, pack: bool = True,
+                 items_per_call: int | None = None, graphs: bool = False, attention: str | None = None,
+                 linear: str | None = None, head_vocab: int | None = None):
         from transformers import DynamicCache  # local: keeps the import cost inside scoring
 
         budget = device_budget(lm.device)
@@ -110,6 +99,13 @@ class PrefixScorer:
         self.max_batch_tokens = max_batch_tokens or budget.max_batch_tokens
         self.max_batch_rows = max_batch_rows or budget.max_batch_rows
         self.items_per_call = items_per_call or budget.items_per_call
+        self.attention = attention or budget.attention
+        if self.attention not in ATTENTION:
+            raise ValueError(f"attention {self.attention!r}: expected one of {', '.join(ATTENTION)}")
+        self.linear = linear or budget.linear
+        if self.linear not in LINEAR:
+            raise ValueError(f"linear {self.linear!r}: expected one of {', '.join(LINEAR)}")
+        self.head_vocab = head_vocab
         self.max_prefixes, self.row_tokens, self.head_rows, self.pack = max_prefixes, row_tokens, head_rows, pack
         self.stats = EngineStats()
         self._prefixes: dict[tuple[int, ...], object] = {}   # insertion-ordered LRU
@@ -131,12 +127,53 @@ class PrefixScorer:
             self._masks_ok = layer_groups(self.lm.model, self.new_cache()) is not None
         return self.pack and self._masks_ok
 
+    def kernels(self) -> contextlib.AbstractContextManager:
+        """The context of the engine's model calls: the model's linear layers through oneDNN when `linear` is
+        "onednn" and the device and dtype allow it (kernels.py), else the model as it is."""
+        if self.linear == "onednn" and onednn_available(self.lm.device, self.dtype):
+            return onednn_linears(self.lm.model)
+        return contextlib.nullcontext()
+
+    @property
+    def linear_fn(self) -> Any:
+        """The matrix product x W^T (+ b) of the engine's own products (LM head slices, tree attention)."""
+        if self.linear == "onednn" and onednn_available(self.lm.device, self.dtype):
+            return onednn_linear
+        return torch.nn.functional.linear
+
+    @property
+    def tree(self) -> bool:
+        """Whether packed rows' calls use tree attention (tree.py): asked for, rows packed, not on static shapes
+        (`graphs`: dense masks), and no attention feature it does not compute (logit soft-capping)."""
+        return self.attention == "tree" and self.packed and self.static is None and \
+            getattr(self.lm.model.config, "attn_logit_softcapping", None) is None
+
+    def groups(self, n_layers: int) -> list[str | None]:
+        """The layer group of each of the model's `n_layers` layers (masks.group_names)."""
+        return group_names(self.lm.model, n_layers)
+
+    def forward_tree(self, ids: torch.Tensor, positions: torch.Tensor, plan: Any) -> torch.Tensor:
+        """Final hidden states of one packed-rows call with tree attention (counted in `stats.calls`): no cache
+        object (each layer's new keys go to tree.tree_attention with the plan), a 4D placeholder mask that
+        transformers passes through unread."""
+        self.stats.calls += 1
+        placeholder = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=ids.device)
+        t0 = time.perf_counter()
+        with record_function("mcqa::body"), tree_implementation(self.lm.model):
+            out = self.lm.model.base_model(input_ids=ids, position_ids=positions, attention_mask=placeholder,
+                                           use_cache=False, mcqa_tree=plan).last_hidden_state
+        self.stats.body_seconds += time.perf_counter() - t0
+        return out
+
     def forward(self, ids: torch.Tensor, cache: Any, **kwargs: Any) -> torch.Tensor:
         """Final hidden states of one forward call of the model body on `cache` (counted in `stats.calls`)."""
         self.stats.calls += 1
+        t0 = time.perf_counter()
         with record_function("mcqa::body"), attention_kernels(ids.device):
-            return self.lm.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True,
-                                            **kwargs).last_hidden_state
+            out = self.lm.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True,
+                                           **kwargs).last_hidden_state
+        self.stats.body_seconds += time.perf_counter() - t0
+        return out
 
     @torch.inference_mode()
     def _prefix_cache(self, ids: tuple[int, ...]) -> Any:
@@ -173,6 +210,10 @@ class PrefixScorer:
         Items on the same run prefix share forward calls (block.py), up to the budgets; the result of a block
         depends only on the block (never on what was scored before), so the same block gives the same numbers.
         """
+        with self.kernels():
+            return self._score_block(items)
+
+    def _score_block(self, items: Sequence[tuple[Sequence[Request], Sequence[int]]]) -> list[list[np.ndarray]]:
         t0 = time.perf_counter()
         parts = []
         for requests, shared_prefix in items:
@@ -227,13 +268,15 @@ class PrefixScorer:
         block = open_block(self, run_cache, len(run), [p.reqs[0].tokens[len(run):e] for p, e in zip(parts, ends)],
                            self.packed)
         with record_function("mcqa::plan"):
-            rows = plan_items([[r.tokens[e: r.needed] for r in p.reqs] for p, e in zip(parts, ends)], self.row_tokens,
+            width = self.row_tokens or ROW_TOKENS["tree" if self.tree else "masks"]
+            rows = plan_items([[r.tokens[e: r.needed] for r in p.reqs] for p, e in zip(parts, ends)], width,
                               packed=block.windows is not None)
             batches = plan_batches(rows, self.max_batch_tokens, self.max_batch_rows)
         reqs = [r for p in parts for r in p.reqs]
         hidden, scored = forward_block(self, block, batches, [r.n_scored for r in reqs])
         with record_function("mcqa::head"):
-            values = head_logprobs(self.lm.model, reqs, scored, hidden, self.head_rows, self.stats)
+            values = head_logprobs(self.lm.model, reqs, scored, hidden, self.head_rows, self.stats, self.head_vocab,
+                                   self.linear_fn)
         out, k = [], 0
         for p in parts:
             out.append(values[k: k + len(p.reqs)])

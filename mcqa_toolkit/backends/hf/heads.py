@@ -8,7 +8,7 @@ reference path (engine.naive_scores) and precision.naive_padded_scores.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -17,9 +17,8 @@ from mcqa_toolkit.backends.hf.masks import upload
 from mcqa_toolkit.backends.hf.request import EngineStats, Request
 
 
-def lm_head(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
-    """Logits from final hidden states exactly as the model's own forward computes them (incl. softcapping)."""
-    logits = model.get_output_embeddings()(hidden)
+def scale_logits(model: torch.nn.Module, logits: torch.Tensor) -> torch.Tensor:
+    """What the model's own forward does to its head's output (soft-capping, Cohere / Granite scales)."""
     cfg = model.config
     cap = getattr(cfg, "final_logit_softcapping", None)
     if cap:
@@ -33,11 +32,50 @@ def lm_head(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
     return logits
 
 
+def lm_head(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """Logits from final hidden states exactly as the model's own forward computes them (incl. softcapping)."""
+    return scale_logits(model, model.get_output_embeddings()(hidden))
+
+
+def _lse_and_pick(model: torch.nn.Module, hidden: torch.Tensor, pairs: list[tuple[torch.Tensor, torch.Tensor,
+                  torch.Tensor, int]], picked: torch.Tensor, vocab_chunk: int | None, linear: Callable) -> torch.Tensor:
+    """fp32 log-sum-exp of the logits at every row of `hidden`, writing the picked logits into `picked`: per
+    vocabulary slice of `vocab_chunk` entries (None: the whole vocabulary at once), `pairs[c]` = (indices into
+    `picked`, rows, targets - slice start) of the targets in slice c. The slices' running maximum and sum of
+    exponentials combine to the same log-sum-exp up to float rounding, without the (rows x vocabulary) logits."""
+    head = model.get_output_embeddings()
+    n_vocab = head.weight.shape[0] if vocab_chunk else 1
+    step = vocab_chunk or n_vocab
+    m = s = None
+    for c, v0 in enumerate(range(0, n_vocab, step)):
+        v1 = min(n_vocab, v0 + step)
+        if not vocab_chunk:
+            logits = lm_head(model, hidden).float()
+        else:
+            bias = head.bias[v0:v1] if head.bias is not None else None
+            logits = scale_logits(model, linear(hidden, head.weight[v0:v1], bias)).float()
+        where, rows, cols, _ = pairs[c]
+        if where.numel():
+            picked[where] = logits[rows, cols].to(picked.device)
+        top = logits.amax(-1)
+        if m is None:
+            m, s = top, (logits - top[:, None]).exp().sum(-1)
+        else:
+            new = torch.maximum(m, top)
+            s = s * (m - new).exp() + (logits - new[:, None]).exp().sum(-1)
+            m = new
+    return m + s.log()
+
+
 def head_logprobs(model: torch.nn.Module, reqs: Sequence[Request], scored: Sequence[Sequence[int]],
-                  hidden: torch.Tensor, head_rows: int, stats: EngineStats) -> list[np.ndarray]:
+                  hidden: torch.Tensor, head_rows: int, stats: EngineStats, vocab_chunk: int | None = None,
+                  linear: Callable = torch.nn.functional.linear) -> list[np.ndarray]:
     """Log-probs of every request's targets: logits - logsumexp(logits) at its scored positions (`scored[k]`:
-    request k's rows of `hidden`), computed `head_rows` positions at a time. Logits are indexed on their own
-    device (a model split over devices may run its head on another device than its last layer)."""
+    request k's rows of `hidden`), computed `head_rows` positions at a time, and over `vocab_chunk` vocabulary
+    entries at a time when set (a plain linear head only; the slices' logits stay in the CPU's cache instead of a
+    (positions x 262k) tensor going through memory several times). Logits are indexed on their own device (a model
+    split over devices may run its head on another device than its last layer); the selections are made on the
+    host, so nothing waits for the device. `linear`: the product of a vocabulary slice (the engine's kernel)."""
     device = hidden.device
     at, target, spans = [], [], []
     for r, pos in zip(reqs, scored):
@@ -48,16 +86,29 @@ def head_logprobs(model: torch.nn.Module, reqs: Sequence[Request], scored: Seque
             at += pos
             target += r.tokens[r.n_context:]
         spans.append(len(at))
-    at_np = np.asarray(at, dtype=np.int64)
-    chunks = [(lo, min(lo + head_rows, len(hidden))) for lo in range(0, len(hidden), head_rows)]
-    sels = [np.nonzero((at_np >= lo) & (at_np < hi))[0] for lo, hi in chunks]  # on the host: no device sync
-    at_t, target_t, *sel_t = upload([at_np, np.asarray(target), *sels], device)
+    at_np, target_np = np.asarray(at, dtype=np.int64), np.asarray(target, dtype=np.int64)
+    head = model.get_output_embeddings()
+    if vocab_chunk and type(head) is not torch.nn.Linear:
+        vocab_chunk = None
+    n_vocab = head.weight.shape[0] if vocab_chunk else 1
+    step = vocab_chunk or np.iinfo(np.int64).max  # None: one slice holding every target
     picked = torch.empty(len(at), dtype=torch.float32, device=device)
     lse = torch.empty(len(hidden), dtype=torch.float32, device=device)
-    for (lo, hi), sel in zip(chunks, sel_t):
-        logits = lm_head(model, hidden[lo:hi]).float()
-        lse[lo:hi] = logits.logsumexp(-1)
-        picked[sel] = logits[(at_t[sel] - lo).to(logits.device), target_t[sel].to(logits.device)].to(device)
+    arrays, layout = [at_np], []
+    for lo in range(0, len(hidden), head_rows):
+        hi = min(lo + head_rows, len(hidden))
+        for v0 in range(0, n_vocab, step):
+            sel = np.flatnonzero((at_np >= lo) & (at_np < hi) & (target_np >= v0) & (target_np < v0 + step))
+            arrays += [sel, at_np[sel] - lo, target_np[sel] - v0]
+            layout.append((lo, hi))
+    at_t, *flat = upload(arrays, device)
+    pairs = [(flat[3 * k], flat[3 * k + 1], flat[3 * k + 2], 0) for k in range(len(layout))]
+    per_chunk = -(-n_vocab // step) if vocab_chunk else 1
+    for k in range(0, len(layout), per_chunk):
+        lo, hi = layout[k]
+        lse[lo:hi] = _lse_and_pick(model, hidden[lo:hi], [(w, r.to(hidden.device), c.to(hidden.device), 0)
+                                                          for w, r, c, _ in pairs[k: k + per_chunk]],
+                                   picked, vocab_chunk, linear).to(device)
     stats.scored_positions += len(hidden)
     values = (picked - lse[at_t]).cpu().double().numpy()  # float64 on the host (MPS has no float64)
     return np.split(values, spans[:-1])

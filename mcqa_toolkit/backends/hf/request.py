@@ -58,6 +58,7 @@ class EngineStats:
     calls: int = 0              # forward calls of the model body (each streams every weight once)
     items: int = 0              # items (groups of requests sharing an item prefix) scored
     seconds: float = 0.0
+    body_seconds: float = 0.0   # inside forward calls of the model body (host time only on an asynchronous GPU)
 
     def as_dict(self) -> dict[str, float]:
         return dict(self.__dict__)

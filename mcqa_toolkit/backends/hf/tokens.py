@@ -10,13 +10,16 @@ token count (`whole[len(encode(context)):]`), so a continuation never re-tokenis
 
 Tokenising is a visible cost at exam prompt lengths (an item's 30 shuffles x 6 texts of ~6,000 characters),
 so the batch helpers (`letter_requests`, `context_continuations`) encode all of a call's texts in one
-tokenizer call and each distinct context once; they give exactly the ids of the one-at-a-time functions.
+tokenizer call and each distinct context once; they give exactly the ids of the one-at-a-time functions. Given
+a backend's `TokenCache` (`cache`, segments.py), every function here encodes only the pieces of text it has not
+seen before (the few-shot block once per run, a stem once per item), with the same ids.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from mcqa_toolkit.backends.hf.loading import LM
+from mcqa_toolkit.backends.hf.segments import TokenCache
 from mcqa_toolkit.prompts.builder import move_trailing
 
 
@@ -31,15 +34,21 @@ def prompt_text(lm: LM, prompt: Any) -> tuple[str, bool]:
     return prompt.text, True
 
 
-def encode(lm: LM, text: str, add_special_tokens: bool = True) -> tuple[int, ...]:
+def encode(lm: LM, text: str, add_special_tokens: bool = True, cache: TokenCache | None = None) -> tuple[int, ...]:
+    if cache is not None:
+        return cache.encode(text, add_special_tokens)
     return tuple(lm.tokenizer(text, add_special_tokens=add_special_tokens).input_ids)
 
 
-def encode_batch(lm: LM, texts: Sequence[str], add_special_tokens: bool = True) -> list[tuple[int, ...]]:
+def encode_batch(lm: LM, texts: Sequence[str], add_special_tokens: bool = True, cache: TokenCache | None = None
+                 ) -> list[tuple[int, ...]]:
     """Token ids of several texts in one tokenizer call: the same ids as one call each, but a fast tokenizer
-    encodes a batch on all cores (Gemma's BPE treats a whole prompt as one word: ~1 MB/s per core)."""
+    encodes a batch on all cores (Gemma's BPE treats a whole prompt as one word: ~1 MB/s per core). With `cache`,
+    only the segments of text it has not seen are encoded."""
     if not texts:
         return []
+    if cache is not None:
+        return cache.encode_batch(texts, add_special_tokens)
     return [tuple(x) for x in lm.tokenizer(list(texts), add_special_tokens=add_special_tokens).input_ids]
 
 
@@ -49,15 +58,16 @@ def context_continuation(lm: LM, context: str, continuation: str, add_special_to
     return context_continuations(lm, [(context, continuation)], add_special_tokens)[0]
 
 
-def context_continuations(lm: LM, pairs: Sequence[tuple[str, str]], add_special_tokens: bool = True
-                          ) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+def context_continuations(lm: LM, pairs: Sequence[tuple[str, str]], add_special_tokens: bool = True,
+                          cache: TokenCache | None = None) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """`context_continuation` for many pairs in two tokenizer calls; each distinct context is encoded once
     (an item's options share their prompt)."""
     split = [move_trailing(c, x) for c, x in pairs]
     contexts = list(dict.fromkeys(c for c, _ in split))
-    ctx_ids = dict(zip(contexts, encode_batch(lm, contexts, add_special_tokens)))
+    ctx_ids = dict(zip(contexts, encode_batch(lm, contexts, add_special_tokens, cache)))
     out = []
-    for (context, continuation), whole in zip(split, encode_batch(lm, [c + x for c, x in split], add_special_tokens)):
+    wholes = encode_batch(lm, [c + x for c, x in split], add_special_tokens, cache)
+    for (context, continuation), whole in zip(split, wholes):
         ctx = ctx_ids[context]
         cont = whole[len(ctx):]
         if not cont:
@@ -66,7 +76,8 @@ def context_continuations(lm: LM, pairs: Sequence[tuple[str, str]], add_special_
     return out
 
 
-def continuation_requests(lm: LM, requests: Sequence[Any]) -> list[tuple[tuple[int, ...], int, str]]:
+def continuation_requests(lm: LM, requests: Sequence[Any], cache: TokenCache | None = None
+                          ) -> list[tuple[tuple[int, ...], int, str]]:
     """Per Continuation request: (token ids of context + continuation, number of context tokens, the continuation
     as scored, i.e. with the context's trailing whitespace moved to its front), split the lm-evaluation-harness
     way with one batch of tokenizer calls per special-token mode. A context with no token (no BOS and an empty
@@ -76,7 +87,7 @@ def continuation_requests(lm: LM, requests: Sequence[Any]) -> list[tuple[tuple[i
     split: list = [None] * len(requests)
     for special in {sp for _, sp in rendered}:
         idx = [i for i, (_, sp) in enumerate(rendered) if sp == special]
-        pairs = context_continuations(lm, [(rendered[i][0], requests[i].continuation) for i in idx], special)
+        pairs = context_continuations(lm, [(rendered[i][0], requests[i].continuation) for i in idx], special, cache)
         for i, pair in zip(idx, pairs):
             split[i] = pair
     out = []
@@ -116,7 +127,8 @@ def next_token_candidates(lm: LM, context_ids: Sequence[int], context: str, cont
     return _first_tokens(lm, context_ids, wholes, continuations)
 
 
-def letter_requests(lm: LM, prompts: Sequence[Any]) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[bool, ...]]]:
+def letter_requests(lm: LM, prompts: Sequence[Any], cache: TokenCache | None = None
+                    ) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[bool, ...]]]:
     """Per prompt: (token ids, letter candidate ids, exact flags), as `encode` + `next_token_candidates` give,
     with every text of the batch (prompts and prompt + letter) encoded in one tokenizer call per mode."""
     rendered = [prompt_text(lm, p) for p in prompts]
@@ -125,7 +137,7 @@ def letter_requests(lm: LM, prompts: Sequence[Any]) -> list[tuple[tuple[int, ...
         idx = [i for i, (_, sp) in enumerate(rendered) if sp == special]
         texts = [rendered[i][0] for i in idx]
         conts = [list(prompts[i].letter_continuations) for i in idx]
-        flat = encode_batch(lm, texts + [t + c for t, cs in zip(texts, conts) for c in cs], special)
+        flat = encode_batch(lm, texts + [t + c for t, cs in zip(texts, conts) for c in cs], special, cache)
         k = len(texts)
         for i, text_ids, cs in zip(idx, flat, conts):
             cands, exact = _first_tokens(lm, text_ids, flat[k: k + len(cs)], cs)
@@ -134,21 +146,22 @@ def letter_requests(lm: LM, prompts: Sequence[Any]) -> list[tuple[tuple[int, ...
     return out
 
 
-def shared_prefix_ids(lm: LM, prompt: Any, ids: Sequence[int] | None = None, min_tokens: int = 16) -> tuple[int, ...]:
+def shared_prefix_ids(lm: LM, prompt: Any, ids: Sequence[int] | None = None, min_tokens: int = 16,
+                      cache: TokenCache | None = None) -> tuple[int, ...]:
     """Token ids of the run-level prefix a prompt shares with the rest of its run (KV cache reused across items).
 
     Completion prompts declare it (`prompt.shared_prefix`: instruction + few-shot block). When it tokenises to
     a true prefix of the full prompt it is used whole; when the boundary merges into one token, the common
     token prefix of both is used if it has at least `min_tokens`. Chat prompts share nothing at this level.
     Stateless, so the sharing (and its float rounding) never depends on which items ran before. `ids`: the
-    prompt's own token ids when the caller has them (they are not encoded again).
+    prompt's own token ids when the caller has them (they are not encoded again); `cache`: the backend's TokenCache.
     """
     declared = getattr(prompt, "shared_prefix", "")
     if not declared or getattr(prompt, "messages", None):
         return ()
     text, special = prompt_text(lm, prompt)
-    ids = tuple(ids) if ids is not None else encode(lm, text, special)
-    pre = encode(lm, declared, special)
+    ids = tuple(ids) if ids is not None else encode(lm, text, special, cache)
+    pre = encode(lm, declared, special, cache)
     if len(pre) < len(ids) and ids[: len(pre)] == pre:
         return pre
     n = 0

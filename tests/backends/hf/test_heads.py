@@ -1,6 +1,6 @@
 """The LM head and the pick of log-probs at scored positions (backends/hf/heads.py): logits as the model's own
 forward gives them (soft-capping included), and the same log-probs whether the head runs over every position at
-once or a few at a time."""
+once or a few at a time, over the whole vocabulary or slices of it (the running log-sum-exp of the slices)."""
 import numpy as np
 import torch
 from engine_requests import PREFIX
@@ -28,8 +28,9 @@ def test_head_logprobs_in_chunks_equal_full_logits(tiny_lm):
     scored = [[n - 1], list(range(n - 5, n - 1)), [n - 2]]  # rows of `hidden` each request reads
     want = [request_logprobs(r, logits[r.n_context - 1:]) for r in reqs]
     for rows in (1, 3, 1000):
-        stats = EngineStats()
-        with torch.no_grad():
-            got = head_logprobs(tiny_lm.model, reqs, scored, hidden, rows, stats)
-        assert stats.scored_positions == n
-        assert all(np.allclose(a, b, atol=1e-5) for a, b in zip(got, want))
+        for vocab in (None, 7, 64, 10_000):
+            stats = EngineStats()
+            with torch.no_grad():
+                got = head_logprobs(tiny_lm.model, reqs, scored, hidden, rows, stats, vocab)
+            assert stats.scored_positions == n
+            assert all(np.allclose(a, b, atol=1e-5) for a, b in zip(got, want))

@@ -84,12 +84,13 @@ def engine_work(gemma, four_shot_prompts):
     return work
 
 
-@pytest.mark.parametrize("pack", [True, False])
-def test_engine_equals_naive_per_token_with_and_without_packing(gemma, four_shot_prompts, engine_work, pack):
-    """Packed trie rows (sdpa tree masks) and the unpacked fallback both equal the naive computation on the real
-    model: every letter log-prob and every option token log-prob within 1e-4, identical letter and option
-    choices in every shuffle."""
-    scorer = PrefixScorer(gemma, pack=pack)
+@pytest.mark.parametrize("options", [dict(), dict(attention="masks", linear="torch"), dict(pack=False)])
+def test_engine_equals_naive_per_token_with_and_without_packing(gemma, four_shot_prompts, engine_work, options):
+    """Packed trie rows (the CPU's default: tree attention, oneDNN linears; and the dense sdpa masks with PyTorch's
+    linear) and the unpacked fallback all equal the naive computation on the real model: every letter log-prob and
+    every option token log-prob within 1e-4, identical letter and option choices in every shuffle."""
+    pack = options.get("pack", True)
+    scorer = PrefixScorer(gemma, **options)
     shared = shared_prefix_ids(gemma, four_shot_prompts[0][0])
     for letters, options, sizes, ref_letters, ref_options in engine_work:
         got_letters = scorer.score(letters, shared)
@@ -107,6 +108,20 @@ def test_engine_equals_naive_per_token_with_and_without_packing(gemma, four_shot
     assert st.unique <= st.forwarded < st.naive / 3
     if pack:
         assert st.forwarded <= 1.1 * st.unique
+
+
+def test_token_cache_gives_whole_text_ids_on_gemma(gemma, four_shot_prompts):
+    """Gemma's tokenizer is of the kind TokenCache cuts (one word, newline runs as added tokens): letter and option
+    texts of 9-shot prompts get exactly the ids of whole-text encoding, encoding a fraction of the characters."""
+    from mcqa_toolkit.backends.hf.segments import TokenCache
+
+    cache = TokenCache(gemma.tokenizer)
+    for prompts in four_shot_prompts:
+        assert letter_requests(gemma, prompts, cache) == letter_requests(gemma, prompts)
+        pairs = [(p.text, c) for p in prompts for c in p.continuations]
+        assert context_continuations(gemma, pairs, True, cache) == context_continuations(gemma, pairs)
+        assert shared_prefix_ids(gemma, prompts[0], cache=cache) == shared_prefix_ids(gemma, prompts[0])
+    assert cache.supported and cache.stats["encoded_chars"] < 0.2 * cache.stats["chars"]
 
 
 def test_generation_with_prefix_cache_matches_plain_generation(gemma, four_shot_prompts):

@@ -1,0 +1,58 @@
+"""The linear layers of the engine's forward calls through oneDNN on a CPU (the engine's `linear="onednn"`).
+
+Why: on a CPU, PyTorch computes an fp32 `nn.Linear` with MKL's GEMM, and MKL picks its code path by CPU vendor: on
+the reference machine (AMD EPYC, AVX-512) it runs its AVX2 kernels, while oneDNN (also inside PyTorch, behind
+`torch.ops.mkldnn._linear_pointwise`) runs AVX-512 ones: about twice the rate on the model's shapes (measured in
+every scoring benchmark by benchmarks/_reference.py: `gemm.torch_mm_gflops` vs `gemm.onednn_gflops`). The body's
+linear layers are most of its FLOPs, and the LM head is one more, so this is the largest single factor in the
+engine's CPU speed.
+
+`onednn_linears(model)` makes every `nn.Linear` of the model compute `x W^T + b` with oneDNN for the duration of
+the block, on the weights as they are (oneDNN reads the plain layout; reordering them into its blocked layout first
+measured no faster and would keep a second copy of every weight). The sums run in another order than MKL's, so
+results differ from the naive path by float rounding (the engine's 1e-4 equality holds:
+tests/backends/hf/test_kernels.py). Outside the block the modules are as they were. Only fp32 and bf16 weights on
+a CPU with oneDNN are routed; anything else keeps PyTorch's linear.
+"""
+from __future__ import annotations
+
+import contextlib
+import types
+from typing import Iterator
+
+import torch
+
+LINEAR = ("torch", "onednn")
+ONEDNN_DTYPES = (torch.float32, torch.bfloat16)
+
+
+def onednn_available(device: torch.device, dtype: torch.dtype) -> bool:
+    """Whether oneDNN's linear can run on `device` in `dtype` (a CPU, a oneDNN build, fp32 or bf16)."""
+    return torch.device(device).type == "cpu" and torch.backends.mkldnn.is_available() and dtype in ONEDNN_DTYPES
+
+
+def onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """`torch.nn.functional.linear(x, weight, bias)` computed by oneDNN (any leading dimensions)."""
+    shape = x.shape
+    y = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, shape[-1]), weight, bias, "none", [], "")
+    return y.view(*shape[:-1], y.shape[-1])
+
+
+def _forward(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    return onednn_linear(x, module.weight, module.bias)
+
+
+@contextlib.contextmanager
+def onednn_linears(model: torch.nn.Module) -> Iterator[None]:
+    """Every `nn.Linear` of `model` (on a CPU, fp32 / bf16) computes through oneDNN for the block; the modules'
+    own forward is back afterwards, whatever happens."""
+    routed = []
+    try:
+        for m in model.modules():
+            if type(m) is torch.nn.Linear and onednn_available(m.weight.device, m.weight.dtype):
+                m.forward = types.MethodType(_forward, m)
+                routed.append(m)
+        yield
+    finally:
+        for m in routed:
+            del m.forward

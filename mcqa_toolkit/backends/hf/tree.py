@@ -1,0 +1,280 @@
+"""Tree attention for packed rows: each query is computed against the keys it can see, not the row's whole width
+times its item's whole cache (the engine's `attention="tree"`).
+
+Visible pairs (masks.tree_masks writes the same rule densely, for sdpa / eager): a query sees a cached slot of its
+item when the slot is filled and, on a sliding layer, less than `window` positions behind it; and a key of its own
+row when that key is itself or an ancestor (`j <= i < end[j]`, depth-first layout), within the window on a sliding
+layer. The dense call gives every row a copy of its item's whole cache and computes every pair of [cache ; row]
+under a mask. On Gemma 3's sliding layers (15 of 18 in the 270M model) the rows' queries, at positions ~1,300-1,550
+of an ENEM prompt, see at most 511 of ~1,300 cached keys, and inside a row a query sees its ancestors only, not the
+other shuffles' paths. Here every layer computes two parts and merges them exactly through their log-sum-exps:
+1. cached keys: all rows continuing one cache entry (an item) form one long query sequence against one copy of the
+   slots any of them can see (on a sliding layer, from the earliest query's window start on), masked inside that
+   range only where needed (sliding windows, empty slots);
+2. the rows' own keys, per block of `QUERY_BLOCK` queries: in a depth-first layout the keys a block's queries can
+   see are the ancestors of its first node and the block itself (an ancestor of a later node that precedes the block
+   is an ancestor of its first node too), so each block is computed against those (gathered, padded to the call's
+   longest) instead of the row's width.
+out = (e^(lse1 - m) out1 + e^(lse2 - m) out2) / (e^(lse1 - m) + e^(lse2 - m)), m = max(lse1, lse2), in fp32; a
+part a query sees nothing of (a sliding query deeper than the window has no cached key left) has lse = -inf and
+weight 0. Pad slots see themselves only, as in masks.py.
+
+The model's own attention layers call this function (registered with transformers' AttentionInterface under
+`IMPLEMENTATION`, switched on for the call by `tree_implementation`); the call's `TreePlan` reaches it as a keyword
+argument (transformers passes the forward's extra keyword arguments down to the attention function), and the cache
+object the call gets returns the new keys only (`NewKeysOnly`): the cached keys are read from the plan. Kernels: on
+CPU PyTorch's flash-attention kernel, which returns the log-sum-exp and takes a stride-0 (shared) key tensor; on
+other devices the same two parts in plain matrix products (exact, not tuned).
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import torch
+
+from mcqa_toolkit.backends.hf.masks import upload
+
+IMPLEMENTATION = "mcqa_tree"
+QUERY_BLOCK = 64  # queries per block of a row's own part
+SCORE_CHUNK = 1 << 21  # fp32 scores per product of the cached part (8 MB: within the reference CPU's L3)
+
+
+@dataclass
+class _CachedPart:
+    """The cached-key part of one item: its rows (None: every row of the call), the cache entry holding its slots,
+    its visible slot range and the additive mask over its folded queries (rows x width, slots), None when every
+    slot in range is visible."""
+
+    rows: torch.Tensor | None
+    entry: int
+    lo: int
+    hi: int
+    mask: torch.Tensor | None
+
+
+@dataclass
+class _RowBlock:
+    """Queries [a, b) of every row against the row's keys at `index` (rows, keys) under `mask` (rows, 1, b - a,
+    keys), per layer group."""
+
+    a: int
+    b: int
+    index: torch.Tensor
+    mask: dict[str | None, torch.Tensor]
+
+
+@dataclass
+class TreePlan:
+    """Everything the layers of one packed-rows call need, built once per call (`plan_call`)."""
+
+    cache: Any                                        # the block's cache: layer l's keys (entries, kv heads, slots, dim)
+    groups: list[str | None]                          # layer index -> layer group
+    cached: dict[str | None, list[_CachedPart]]       # per group, per item
+    blocks: list[_RowBlock]
+    rows: int
+    width: int
+    linear: Callable = torch.nn.functional.linear     # the engine's matrix product (kernels.py) for the cached part
+
+
+class NewKeysOnly:
+    """The cache object of a tree call: every layer's update hands back the call's own keys and values, stores
+    nothing; the cached keys come from the TreePlan."""
+
+    def __init__(self, layers: int):
+        self.layers = [None] * layers
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        return key_states, value_states
+
+    def get_seq_length(self, *args: Any) -> int:
+        return 0
+
+
+def _additive(visible: np.ndarray, dtype: torch.dtype, device: Any) -> torch.Tensor:
+    """0 where visible, the dtype's lowest value elsewhere (as transformers' eager masks), on `device`."""
+    mask = np.where(visible, 0.0, float(torch.finfo(dtype).min)).astype(np.float32)
+    return torch.from_numpy(mask).to(device=device, dtype=dtype)
+
+
+def plan_call(cache: Any, groups: list[str | None], windows: dict[str | None, int | None],
+              slot_positions: dict[str | None, np.ndarray], positions: np.ndarray, end: np.ndarray,
+              row_items: np.ndarray, item_entries: np.ndarray, dtype: torch.dtype, device: Any,
+              linear: Callable = torch.nn.functional.linear) -> TreePlan:
+    """The plan of one call of packed rows. `slot_positions[g]` (items, slots): the position of every cached slot
+    of group g's layers as each item sees it (-1: empty or another item's); `positions`, `end` (rows, width): each
+    row slot's position and subtree end (masks.row_arrays); `row_items` (rows,): each row's item; `item_entries`
+    (items,): the cache entry holding each item's slots. Host arrays in."""
+    n_rows, width = positions.shape
+    cached: dict[str | None, list[_CachedPart]] = {}
+    items = sorted(set(int(i) for i in row_items))
+    for g, window in windows.items():
+        parts = []
+        for item in items:
+            rows = np.flatnonzero(row_items == item)
+            slots = slot_positions[g][item]
+            q = positions[rows].reshape(-1)
+            lowest = int(q.min()) - window + 1 if window is not None else 0
+            filled = np.flatnonzero((slots >= 0) & (slots >= lowest))
+            lo, hi = (int(filled[0]), int(filled[-1]) + 1) if filled.size else (0, 0)
+            s = slots[lo:hi]
+            visible = np.broadcast_to(s >= 0, (q.size, hi - lo))
+            if window is not None:
+                visible = visible & (q[:, None] - s[None, :] < window)
+            mask = None if visible.all() else _additive(visible, dtype, device)[None, None]
+            index = None if len(items) == 1 else upload([rows], device)[0]
+            parts.append(_CachedPart(index, int(item_entries[item]), lo, hi, mask))
+        cached[g] = parts
+    blocks = []
+    for a in range(0, width, QUERY_BLOCK):
+        b = min(width, a + QUERY_BLOCK)
+        # ancestors of each row's node a before the block: j < a with end[j] > a (its subtree covers a)
+        anc = [np.flatnonzero(end[r, :a] > a) for r in range(n_rows)]
+        n_anc = max(len(x) for x in anc)
+        index = np.zeros((n_rows, n_anc + b - a), dtype=np.int64)
+        real = np.zeros((n_rows, n_anc + b - a), dtype=bool)
+        for r, x in enumerate(anc):
+            index[r, : len(x)] = x
+            real[r, : len(x)] = True
+        index[:, n_anc:] = np.arange(a, b)
+        real[:, n_anc:] = True
+        qi = np.arange(a, b)
+        keys_end = np.take_along_axis(end, index, axis=1)                     # (rows, keys)
+        tree = real[:, None, :] & (index[:, None, :] <= qi[None, :, None]) & (qi[None, :, None] < keys_end[:, None, :])
+        key_pos = np.take_along_axis(positions, index, axis=1)
+        masks = {}
+        for g, window in windows.items():
+            vis = tree if window is None else tree & (positions[:, a:b, None] - key_pos[:, None, :] < window)
+            masks[g] = _additive(vis, dtype, device)[:, None]
+        blocks.append(_RowBlock(a, b, upload([index], device)[0], masks))
+    return TreePlan(cache, groups, cached, blocks, n_rows, width, linear)
+
+
+def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
+    """Key/value heads repeated for the query heads (grouped-query attention); a stride-0 view for one KV head."""
+    kv = x.shape[1]
+    if kv == heads:
+        return x
+    if kv == 1:
+        return x.expand(x.shape[0], heads, *x.shape[2:])
+    return x[:, :, None].expand(x.shape[0], kv, heads // kv, *x.shape[2:]).reshape(x.shape[0], heads, *x.shape[2:])
+
+
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float,
+           flash: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(softmax(q k^T scale + mask) v, log-sum-exp of the scores) per query, the log-sum-exp in fp32; -inf (and a
+    zero output) for a query that sees no key. `flash`: PyTorch's CPU flash kernel (default on a CPU) or plain
+    matrix products."""
+    if flash if flash is not None else q.device.type == "cpu":
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False, attn_mask=mask,
+                                                                              scale=scale)
+    else:
+        scores = torch.matmul(q, k.transpose(-1, -2)).float() * scale
+        if mask is not None:
+            scores = scores + mask.float()
+        lse = scores.logsumexp(-1)
+        out = torch.matmul((scores - lse[..., None]).exp().to(v.dtype), v)
+    blind = lse <= torch.finfo(torch.float32).min / 2  # every key masked: additive masks make the sum tiny, not 0
+    lse = lse.float().masked_fill(blind, float("-inf"))
+    return out.masked_fill(blind[..., None], 0), lse
+
+
+def attend_cached(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float,
+                  linear: Callable) -> tuple[torch.Tensor, torch.Tensor]:
+    """The cached part: queries `q` (rows, width, heads, dim) against one entry's slots `k`, `v` (kv heads, slots,
+    dim) under `mask` (rows x width, slots) or none; (out (rows, width, heads, dim), lse (rows, width, heads)).
+
+    Two matrix products per KV head through `linear` (scores = Q K^T, out = P V with V^T as the weight), over
+    chunks of query positions whose fp32 scores stay within SCORE_CHUNK floats, the softmax in place between them.
+    The products run at the engine's GEMM rate (oneDNN on a CPU), which PyTorch's CPU flash kernel does not reach
+    (it calls MKL's GEMM: AVX2 on the reference machine)."""
+    rows, width, heads, dim = q.shape
+    kv, slots = k.shape[0], k.shape[1]
+    group = heads // kv
+    positions = rows * width
+    flat = q.reshape(positions, heads, dim)
+    out = torch.empty_like(flat)
+    lse = torch.empty((positions, heads), dtype=torch.float32, device=q.device)
+    step = max(1, SCORE_CHUNK // (heads * max(slots, 1)))
+    for g in range(kv):
+        kg, vt = k[g], v[g].t().contiguous()
+        qg = flat[:, g * group: (g + 1) * group]
+        for a in range(0, positions, step):
+            b = min(positions, a + step)
+            s = linear(qg[a:b].reshape(-1, dim), kg).float().mul_(scale).view(b - a, group, slots)
+            if mask is not None:
+                s.add_(mask[a:b, None, :])
+            m = s.amax(-1, keepdim=True)
+            s.sub_(m).exp_()
+            total = s.sum(-1, keepdim=True)
+            o = linear(s.view(-1, slots).to(vt.dtype), vt).view(b - a, group, dim)
+            out[a:b, g * group: (g + 1) * group] = o / total.to(o.dtype)
+            lse[a:b, g * group: (g + 1) * group] = (m + total.log()).squeeze(-1)
+    blind = lse <= torch.finfo(torch.float32).min / 2
+    lse = lse.masked_fill(blind, float("-inf"))
+    return out.masked_fill(blind[..., None], 0).view(rows, width, heads, dim), lse.view(rows, width, heads)
+
+
+def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Any,
+                   scaling: float | None = None, dropout: float = 0.0, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """The attention function of a tree call (AttentionInterface signature): query (rows, heads, width, dim), key /
+    value the call's own (rows, kv heads, width, dim); returns (rows, width, heads, dim)."""
+    plan: TreePlan = kwargs["mcqa_tree"]
+    layer = module.layer_idx
+    group = plan.groups[layer]
+    rows, heads, width, dim = query.shape
+    scale = scaling if scaling is not None else dim ** -0.5
+    cache_layer = plan.cache.layers[layer]
+    by_position = query.transpose(1, 2)  # (rows, width, heads, dim): the projection's own memory layout
+    lse_a = torch.full((rows, width, heads), float("-inf"), device=query.device)
+    out_a = torch.zeros_like(by_position)
+    for part in plan.cached[group]:
+        if part.hi <= part.lo:
+            continue
+        q = by_position if part.rows is None else by_position.index_select(0, part.rows)
+        e = part.entry
+        mask = None if part.mask is None else part.mask[0, 0]
+        o, lse = attend_cached(q, cache_layer.keys[e, :, part.lo: part.hi], cache_layer.values[e, :, part.lo: part.hi],
+                               mask, scale, plan.linear)
+        if part.rows is None:
+            out_a, lse_a = o, lse
+        else:
+            out_a.index_copy_(0, part.rows, o)
+            lse_a.index_copy_(0, part.rows, lse)
+    outs, lses = [], []
+    k_all, v_all = _heads(key, heads), _heads(value, heads)
+    for block in plan.blocks:
+        idx = block.index[:, None, :, None].expand(rows, heads, block.index.shape[1], dim)
+        o, lse = attend(query[:, :, block.a: block.b], k_all.gather(2, idx), v_all.gather(2, idx),
+                        block.mask[group], scale)
+        outs.append(o)
+        lses.append(lse)
+    out_b, lse_b = torch.cat(outs, 2).transpose(1, 2), torch.cat(lses, 2).transpose(1, 2)
+    m = torch.maximum(lse_a, lse_b)
+    wa, wb = (lse_a - m).exp(), (lse_b - m).exp()
+    out = (out_a.float() * wa[..., None] + out_b.float() * wb[..., None]) / (wa + wb)[..., None]
+    return out.to(query.dtype), None
+
+
+def register() -> None:
+    """Make `tree_attention` known to transformers under IMPLEMENTATION (idempotent)."""
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(IMPLEMENTATION, tree_attention)
+
+
+@contextlib.contextmanager
+def tree_implementation(model: Any) -> Iterator[None]:
+    """The model's attention layers call `tree_attention` for the duration of the block (its configured
+    implementation is put back afterwards, whatever happens)."""
+    register()
+    config = model.config
+    before = config._attn_implementation
+    config._attn_implementation = IMPLEMENTATION
+    try:
+        yield
+    finally:
+        config._attn_implementation = before
