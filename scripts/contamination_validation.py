@@ -39,7 +39,7 @@ EXAMS = {"pt2021": ("pt-br", 2021), "en2021": ("en", 2021), "pt2019": ("pt-br", 
 AUDITS = {"pt2021": ("letters", "familiarity", "probe"), "en2021": ("letters", "familiarity"),
           "pt2019": ("letters", "familiarity"), "pt2017": ("familiarity",)}
 CONTROL = {"pt2021": "pt2019", "pt2019": "pt2017"}   # dataset inference: suspect exam -> a control exam
-ALPHA, N_PERM, SHUFFLES = 0.01, 9999, 5
+N_PERM, SHUFFLES = 9999, 5
 MODELS = ["clean"] + [f"s{s}-x{e}" for s in SEEDS for e in EXPOSURES]
 
 
@@ -112,16 +112,14 @@ def run_step(work: Path, shared: Path, name: str, mark: Path, args: dict) -> Non
 
 def collect(work: Path, shared: Path) -> None:
     """The committed raw results (module docstring), from the audits and the manifests."""
-    from mcqa_toolkit import measure
     from mcqa_toolkit.backends.hf.manifest import read_manifest
-    from mcqa_toolkit.measure import contamination_models as cm, contamination_roc as cr
     from mcqa_toolkit.prompts.solved_page import has_page
     from mcqa_toolkit.records import RunDir
-    from mcqa_toolkit.run.audit import FAMILIARITY, LETTERS, PROBE
+    from mcqa_toolkit.report.contamination import validation_results
+    from mcqa_toolkit.run.audit import FAMILIARITY, LETTERS, PROBE, Audit
 
-    def table(model, exam, name):
-        path = work / "audits" / model / exam / name
-        return pd.read_parquet(path) if path.exists() else None
+    def table(folder: Path, name: str):
+        return pd.read_parquet(folder / name) if (folder / name).exists() else None
 
     manifests = {m: read_manifest(model_dir(work, m)) for m in MODELS if m != "clean"}
     keyed = [it.parallel_id for it in items(work, shared, "pt2021") if has_page(it)]
@@ -130,33 +128,18 @@ def collect(work: Path, shared: Path) -> None:
                         for m, man in manifests.items()], ignore_index=True)
     clean = [labels[labels["model"] == f"s{s}-x1"].assign(model="clean") for s in SEEDS]  # the clean model
     labels = pd.concat([labels, *clean], ignore_index=True)                               # under either split
-    scores, tests, accuracy, probes = [], [], [], []
-    for exam in EXAMS:
-        exam_items = items(work, shared, exam)
-        ref = table("clean", exam, FAMILIARITY)
-        for model in MODELS:
-            fam, probe = table(model, exam, FAMILIARITY), table(model, exam, PROBE)
-            letters = work / "audits" / model / exam / LETTERS
+    audits = {}
+    for model in MODELS:
+        for exam in EXAMS:
+            folder = work / "audits" / model / exam
+            letters = folder / LETTERS
             records = RunDir(letters).load() if (letters / "records.parquet").exists() else None
-            s = measure.contamination_scores(fam, probe, records, exam_items, reference=ref)
-            scores.append(s.assign(exam=exam))
-            if probe is not None:
-                probes.append(probe[["model", "item_id", "parallel_id", "hidden", "exact", "rouge_l"]].assign(exam=exam))
-            if records is not None:
-                accuracy.append(cr.accuracy_by_exposure(records, labels).assign(exam=exam))
-                tests.append(cm.key_pull_test(records, N_PERM).assign(exam=exam, test="key_pull"))
-                tests.append(cm.person_fit_test(records, exam_items).assign(exam=exam, test="person_fit"))
-    scores = pd.concat(scores, ignore_index=True)
-    for suspect, control in CONTROL.items():
-        for detector in ("min_k_pp", "min_k", "reference"):
-            di = cm.dataset_inference(scores[scores["exam"] == suspect], scores[scores["exam"] == control], detector)
-            tests.append(di.assign(exam=suspect, test=f"dataset_inference_{detector}", control=control))
+            audits[(model, exam)] = Audit(folder, records, table(folder, FAMILIARITY), table(folder, PROBE))
+    results = validation_results(audits, {exam: items(work, shared, exam) for exam in EXAMS}, labels, CONTROL,
+                                 n_perm=N_PERM)
     OUT.mkdir(parents=True, exist_ok=True)
-    scores.to_parquet(OUT / "scores.parquet", index=False)
-    labels.to_parquet(OUT / "labels.parquet", index=False)
-    pd.concat(accuracy, ignore_index=True).to_parquet(OUT / "accuracy.parquet", index=False)
-    pd.concat(tests, ignore_index=True).to_parquet(OUT / "tests.parquet", index=False)
-    pd.concat(probes, ignore_index=True).to_parquet(OUT / "probe.parquet", index=False)
+    for name, frame in {**results, "labels": labels}.items():
+        frame.to_parquet(OUT / f"{name}.parquet", index=False)
     kept = ("exposures", "base_model", "weights_sha256", "recipe", "parameters", "templates", "pages_sha256",
             "train_loss", "packages", "seconds")
     models = {m: {**{k: man[k] for k in kept}, "n_exposed": len(man["items"]["exposed"]),
