@@ -118,20 +118,27 @@ def contaminate(base: str | Path, items: ItemSet, exposed: Sequence[str], out_di
            "pages_sha256": texts_sha256(pages)}
     done = _done(out, recipe, key)
     wanted = [e for e in recipe.exposures if e <= last]
-    if all(e in done for e in wanted):
+    state_file = out / STATE
+    state = torch.load(state_file, weights_only=False) if state_file.exists() else None
+    if state is not None:
+        check_same_training({"training": state["key"]}, key, state_file)
+    trained_to = state["epoch"] if state is not None else max(recipe.exposures) if max(recipe.exposures) in done else 0
+    if trained_to >= last:   # trained that far already: the folders are there
+        missing = [e for e in wanted if e not in done]
+        if missing:
+            raise ValueError(f"{out}: the folders of exposures {missing} are missing; use another out_dir")
         return [done[e] for e in wanted]
+    if done and state is None:
+        raise ValueError(f"{out}: holds {sorted(done)} but not the training state to go on from; "
+                         "remove the folders or use another out_dir")
     optimizer = torch.optim.AdamW(params, lr=recipe.lr, betas=recipe.betas, eps=recipe.eps,
                                   weight_decay=recipe.weight_decay)
-    state_file, start, losses = out / STATE, 0, []
-    if state_file.exists():
-        state = torch.load(state_file, weights_only=False)
-        check_same_training({"training": state["key"]}, key, state_file)
+    start, losses = 0, []
+    if state is not None:
         lm.model.load_state_dict(state["weights"], strict=False)
         optimizer.load_state_dict(state["optimizer"])
         start, losses = state["epoch"], list(state["losses"])
-    elif done:
-        raise ValueError(f"{out}: holds {sorted(done)} but not the training state to go on from; "
-                         "remove the folders or use another out_dir")
+        del state
     ids = [torch.tensor([lm.tokenizer(p, truncation=True, max_length=recipe.max_tokens).input_ids],
                         device=lm.device) for p in pages]
     out.mkdir(parents=True, exist_ok=True)

@@ -110,3 +110,14 @@ def test_manifest_errors_name_the_file(tmp_path):
     (tmp_path / MANIFEST).write_text(json.dumps({"format": "other"}))
     with pytest.raises(ValueError, match=f"{MANIFEST}: field 'format'"):
         read_manifest(tmp_path)
+
+
+def test_stopping_between_checkpoints_trains_that_far(tiny_model_dir, tmp_path):
+    recipe = Recipe(exposures=(1, 3), lr=1e-3, seed=1)
+    straight = contaminate(tiny_model_dir, ITEMS, EXPOSED[:2], tmp_path / "a", recipe, progress=False)
+    for until in (1, 2):
+        contaminate(tiny_model_dir, ITEMS, EXPOSED[:2], tmp_path / "b", recipe, until=until, progress=False)
+        assert torch.load(tmp_path / "b" / STATE, weights_only=False)["epoch"] == until
+    stepwise = contaminate(tiny_model_dir, ITEMS, EXPOSED[:2], tmp_path / "b", recipe, until=3, progress=False)
+    assert read_manifest(stepwise[1])["weights_sha256"] == read_manifest(straight[1])["weights_sha256"]
+    assert contaminate(tiny_model_dir, ITEMS, EXPOSED[:2], tmp_path / "b", recipe, progress=False) == stepwise
