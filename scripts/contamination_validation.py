@@ -69,11 +69,16 @@ def model_dir(work: Path, model: str) -> Path | str:
 
 def steps(work: Path) -> list[tuple[str, Path, dict]]:
     """(name, the file that marks it done, arguments) of every step, in the order they run."""
-    out = [(f"train s{seed} exposure {e}", work / "marks" / f"train_s{seed}_e{e}.json",
-            {"kind": "train", "seed": seed, "until": e}) for seed in SEEDS for e in range(1, max(EXPOSURES) + 1)]
-    out += [(f"audit {model} {exam} {m}", work / "marks" / f"audit_{model}_{exam}_{m}.json",
-             {"kind": m, "model": model, "exam": exam})
-            for model in MODELS for exam, measures in AUDITS.items() for m in measures]
+    def audits(models):
+        return [(f"audit {model} {exam} {m}", work / "marks" / f"audit_{model}_{exam}_{m}.json",
+                 {"kind": m, "model": model, "exam": exam})
+                for model in models for exam, measures in AUDITS.items() for m in measures]
+
+    out = []
+    for seed in SEEDS:   # a seed's models are audited before the next seed trains: results come early
+        out += [(f"train s{seed} exposure {e}", work / "marks" / f"train_s{seed}_e{e}.json",
+                 {"kind": "train", "seed": seed, "until": e}) for e in range(1, max(EXPOSURES) + 1)]
+        out += audits((["clean"] if seed == SEEDS[0] else []) + [f"s{seed}-x{e}" for e in EXPOSURES])
     return out
 
 

@@ -17,7 +17,9 @@ sentence before any work starts. Token accounting (`usage()`), caching and retri
 are the backend's business. Records are computed from these calls only, so two backends serving the
 same weights give comparable records. A backend may declare `items_per_call` (an int, read by
 `items_per_call()`): how many items the runner should bring in one log-prob scoring call (the local engine fills
-its forward calls with several items on a GPU); one otherwise.
+its forward calls with several items on a GPU); one otherwise. A backend may also offer `token_distributions(texts)`
+(the local model does: backends.hf.distributions): per token, its log-prob and the mean and variance of log p over
+the whole next-token distribution, which Min-K%++ needs and no API returns (scoring.familiarity looks for it).
 """
 from __future__ import annotations
 
