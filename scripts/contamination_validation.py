@@ -146,7 +146,7 @@ def collect(work: Path, shared: Path) -> None:
     for name, frame in {**results, "labels": labels}.items():
         frame.to_parquet(OUT / f"{name}.parquet", index=False)
     kept = ("exposures", "base_model", "weights_sha256", "recipe", "parameters", "templates", "pages_sha256",
-            "train_loss", "packages", "seconds")
+            "train_loss", "packages")   # the seconds of training are each step's, in steps.json
     models = {m: {**{k: man[k] for k in kept}, "n_exposed": len(man["items"]["exposed"]),
                   "n_held_out": len(man["items"]["held_out"]), "items_fingerprint": man["items"]["fingerprint"]}
               for m, man in manifests.items()}

@@ -2,8 +2,10 @@
 
 The manifest says what the model saw and how: the exposed items (ids and parallel ids, so a translation of an
 exposed question can be labelled), the items of the set that were held out, the exposures, the recipe, the page
-templates, the base model (name, GGUF sha256 when it came from one, and the sha256 of its weights as loaded) and
-the sha256 of the new weights. `read_manifest` is what an audit reads to know which items a model was trained on.
+templates, the base model (name, GGUF sha256 when it came from one, and the sha256 of its weights as loaded), the
+sha256 of the new weights, the training loss of each exposure (the mean over its pages) and the seconds of training
+of the call that wrote the folder (training resumed across calls counts its last call only). `read_manifest` is
+what an audit reads to know which items a model was trained on.
 Weight hashes are over the tensors (name, dtype, shape, bytes), so they do not depend on the file format.
 """
 from __future__ import annotations
