@@ -3,7 +3,7 @@ at 1, 3 and 10 exposures with two seeds, then every model audited on ENEM 2021 i
 ENEM 2019 and 2017 in Portuguese (exams no model was trained on: the false-alarm controls).
 
     python scripts/contamination_validation.py --work W --list        # the steps, done or not
-    python scripts/contamination_validation.py --work W --next        # run pending steps for up to 25 minutes
+    python scripts/contamination_validation.py --work W --next        # run pending steps for up to 28 minutes
                                                                        # (exit 3: none was left)
     python scripts/contamination_validation.py --work W --collect     # raw results -> data/contamination/
 
@@ -164,7 +164,7 @@ def main() -> int:
     what.add_argument("--list", action="store_true")
     what.add_argument("--next", action="store_true")
     what.add_argument("--collect", action="store_true")
-    ap.add_argument("--minutes", type=float, default=25.0, help="--next: the time a job may take")
+    ap.add_argument("--minutes", type=float, default=28.0, help="--next: the time a job may take")
     args = ap.parse_args()
     work = args.work.resolve()
     if args.collect:
