@@ -1,6 +1,6 @@
 """The familiarity table (scoring.familiarity) on the tiny Gemma 3: Min-K% prob as min_k_table measures it,
 Min-K%++ equal to the reference implementation's formula (zjysteven/mink-plus-plus: softmax, (log p - mu) / sqrt
-of sigma^2, the int(len x k) lowest, written again here in torch, in float64) within 1e-5, zlib sizes and byte counts as Python
+of sigma^2, the int(len x k) lowest, written again here in torch, in float64) within 1e-4 (observed 6e-6), zlib sizes and byte counts as Python
 computes them; a backend without the next-token distributions leaves Min-K%++ NaN; and `min_k_plus_plus` on a hand
 example."""
 import zlib
@@ -38,7 +38,7 @@ def test_table_equals_min_k_and_the_reference_min_k_plus_plus(tiny_backend):
     np.testing.assert_allclose(got["min_k_prob"], min_k["min_k_prob"], atol=1e-4)
     assert list(got["n_tokens"]) == list(min_k["n_tokens"])
     want = [_reference_mink_pp(tiny_backend.lm, question_text(it)) for it in items]
-    np.testing.assert_allclose(got["min_k_pp"], want, atol=1e-5)
+    np.testing.assert_allclose(got["min_k_pp"], want, atol=1e-4)
     texts = [question_text(it) for it in items]
     assert list(got["zlib_bytes"]) == [len(zlib.compress(t.encode("utf-8"))) for t in texts]
     assert list(got["n_bytes"]) == [len(t.encode("utf-8")) for t in texts]

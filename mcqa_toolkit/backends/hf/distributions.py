@@ -4,8 +4,8 @@ next-token distribution at that place: what Min-K%++ (Zhang et al. 2024) standar
 Only a local model can give these (an API returns a few top log-probs at most), so this is an optional part of a
 backend: `HFBackend.token_distributions(texts)`. Texts are read from the start of a document, as
 `scoring.loglik.text_logprobs` reads them (BOS as the only context; the same token ids), so the log-probs equal
-that function's up to float rounding (tests compare them). One text per forward call; the statistics are taken in
-float64 (the variance is E[(log p)^2] - mu^2, which cancels badly in float32 when the distribution is flat) over
+that function's up to float rounding (tests compare them). One text per forward call; the variance is taken in two
+passes, E[(log p - mu)^2] (E[(log p)^2] - mu^2 cancels badly in float32 when the distribution is flat), over
 `chunk` positions at a time, so a long text never holds more than a chunk's full distributions twice.
 """
 from __future__ import annotations
@@ -45,10 +45,10 @@ def token_distributions(lm: LM, texts: Sequence[str], chunk: int = 128) -> list[
         target = x[0, 1:]
         parts = []
         for lo in range(0, len(target), chunk):
-            logp = torch.log_softmax(logits[lo:lo + chunk].double(), dim=-1)
+            logp = torch.log_softmax(logits[lo:lo + chunk].float(), dim=-1)
             p = logp.exp()
             mean = (p * logp).sum(-1)
-            var = (p * logp.square()).sum(-1) - mean.square()
+            var = (p * (logp - mean[:, None]).square()).sum(-1)
             tok = logp.gather(-1, target[lo:lo + chunk, None])[:, 0]
             parts.append(torch.stack([tok, mean, var.clamp_min(0.0)]))
         lp, mu, var = torch.cat(parts, dim=1).cpu().numpy().astype(float)

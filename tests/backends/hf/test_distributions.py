@@ -1,8 +1,8 @@
 """Per-token next-token distribution statistics (backends.hf.distributions) on the tiny Gemma 3 and Llama: equal
-to a float64 computation from the model's own forward (mean of log p = minus the entropy, variance as the mean
-squared deviation: another formula than the module's E[x^2] - E[x]^2) within 1e-4 (fp32 against float64; observed
-~1e-5), in small chunks or one, and the token log-probs equal to the engine's `text_logprobs` (what Min-K% prob
-reads) within 1e-4."""
+to a float64 computation from the model's own forward (mean of log p = minus the entropy, variance as
+E[(log p)^2] - E[log p]^2, the other formula than the module's two passes) within 1e-4 (fp32 against float64;
+observed ~1e-5), in small chunks or one, and the token log-probs equal to the engine's `text_logprobs` (what Min-K%
+prob reads) within 1e-4."""
 import numpy as np
 import pytest
 import torch
@@ -21,7 +21,7 @@ def _float64(lm, text):
         logp = lm.model(ids).logits[0, :-1].double().log_softmax(-1)
     p = logp.exp()
     entropy = -(p * logp).sum(-1)
-    var = (p * (logp + entropy[:, None]) ** 2).sum(-1)
+    var = (p * logp ** 2).sum(-1) - entropy ** 2
     return logp.gather(-1, ids[0, 1:, None])[:, 0].numpy(), -entropy.numpy(), var.numpy()
 
 
