@@ -1,8 +1,8 @@
 """The familiarity table (scoring.familiarity) on the tiny Gemma 3: Min-K% prob as min_k_table measures it,
 Min-K%++ equal to the reference implementation's formula (zjysteven/mink-plus-plus: softmax, (log p - mu) / sqrt
-of sigma^2, the int(len x k) lowest, written again here in torch, in float64) within 1e-4 (observed 6e-6), zlib sizes and byte counts as Python
-computes them; a backend without the next-token distributions leaves Min-K%++ NaN; and `min_k_plus_plus` on a hand
-example."""
+of sigma^2, the int(len x k) lowest, written again here in torch, in float64) within 1e-4 (observed 6e-6), zlib
+sizes and byte counts as Python computes them; a backend without the next-token distributions leaves Min-K%++ NaN;
+and `min_k_plus_plus` on a hand example."""
 import zlib
 
 import numpy as np
