@@ -1,6 +1,8 @@
 """The contamination validation of docs/contamination.md: Gemma-3-270M contaminated on half of ENEM 2021 (Portuguese)
-at 1, 3 and 10 exposures with two seeds, then every model audited on ENEM 2021 in Portuguese and English, and on
-ENEM 2019 and 2017 in Portuguese (exams no model was trained on: the false-alarm controls).
+at 1, 3 and 10 exposures with two seeds; every model audited on ENEM 2021 in Portuguese; the clean model and the
+3- and 10-exposure models also on ENEM 2021 in English (the cross-language audit) and on a seeded half of each
+area of ENEM 2019 and 2017 in Portuguese (exams no model was trained on: the false-alarm controls). The cuts (1
+exposure on the exposure exam only, half control exams) keep the whole within about five hours of 2 CPU cores.
 
     python scripts/contamination_validation.py --work W --list        # the steps, done or not
     python scripts/contamination_validation.py --work W --next        # run pending steps for up to 28 minutes
@@ -38,6 +40,8 @@ SEEDS, EXPOSURES, LR, FRACTION = (0, 1), (1, 3, 10), 1e-5, 0.5
 EXAMS = {"pt2021": ("pt-br", 2021), "en2021": ("en", 2021), "pt2019": ("pt-br", 2019), "pt2017": ("pt-br", 2017)}
 AUDITS = {"pt2021": ("letters", "familiarity", "probe"), "en2021": ("letters", "familiarity"),
           "pt2019": ("letters", "familiarity"), "pt2017": ("familiarity",)}
+HALF = ("pt2019", "pt2017")                 # control exams: a seeded half of each area (seed = the year)
+FULL_AUDIT = (0, 3, 10)                     # exposures audited on every exam; the others on pt2021 only
 CONTROL = {"pt2021": "pt2019", "pt2019": "pt2017"}   # dataset inference: suspect exam -> a control exam
 N_PERM, SHUFFLES = 9999, 5
 MODELS = ["clean"] + [f"s{s}-x{e}" for s in SEEDS for e in EXPOSURES]
@@ -57,7 +61,16 @@ def items(work: Path, shared: Path, exam: str):
         tmp.replace(folder)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # the booklet-code warnings of the real files (tests/datasets)
-        return load("enem", path=folder, item_params=shared / "enem_inep" / f"ITENS_PROVA_{year}.csv")
+        loaded = load("enem", path=folder, item_params=shared / "enem_inep" / f"ITENS_PROVA_{year}.csv")
+    if exam in HALF:
+        from mcqa_toolkit.prompts.solved_page import exposure_split
+
+        return loaded.filter(item_id=set(exposure_split(loaded, 0.5, year)[0]))
+    return loaded
+
+
+def _exposures(model: str) -> int:
+    return 0 if model == "clean" else int(model.split("-x")[1])
 
 
 def model_dir(work: Path, model: str) -> Path | str:
@@ -72,7 +85,8 @@ def steps(work: Path) -> list[tuple[str, Path, dict]]:
     def audits(models):
         return [(f"audit {model} {exam} {m}", work / "marks" / f"audit_{model}_{exam}_{m}.json",
                  {"kind": m, "model": model, "exam": exam})
-                for model in models for exam, measures in AUDITS.items() for m in measures]
+                for model in models for exam, measures in AUDITS.items() for m in measures
+                if exam == "pt2021" or _exposures(model) in FULL_AUDIT]
 
     out = []
     for seed in SEEDS:   # a seed's models are audited before the next seed trains: results come early
@@ -139,7 +153,9 @@ def collect(work: Path, shared: Path) -> None:
             folder = work / "audits" / model / exam
             letters = folder / LETTERS
             records = RunDir(letters).load() if (letters / "records.parquet").exists() else None
-            audits[(model, exam)] = Audit(folder, records, table(folder, FAMILIARITY), table(folder, PROBE))
+            audit = Audit(folder, records, table(folder, FAMILIARITY), table(folder, PROBE))
+            if any(x is not None for x in (audit.records, audit.familiarity, audit.probe)):
+                audits[(model, exam)] = audit
     results = validation_results(audits, {exam: items(work, shared, exam) for exam in EXAMS}, labels, CONTROL,
                                  n_perm=N_PERM)
     OUT.mkdir(parents=True, exist_ok=True)
