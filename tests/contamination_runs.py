@@ -53,10 +53,11 @@ def _familiarity(items: ItemSet, model: str, seen: set, signal: float, rng) -> p
                          "min_k_prob": 6 - hot + rng.normal(0, 0.5, n), "min_k_pp": -1 + hot + rng.normal(0, 0.4, n)})
 
 
-def write_validation(folder, n_items: int = 30, seed: int = 0):
+def write_validation(folder, n_items: int = 30, seed: int = 0, partial: bool = False):
     """Raw results shaped like scripts/contamination_validation.py --collect's (report.contamination), from
     simulated audits: a clean model and s0-x1, s0-x3, s1-x3 (signal growing with exposures) on pt2021 (half of
-    each seed's split exposed), its translation en2021 (a weaker signal) and pt2019 (never seen)."""
+    each seed's split exposed), its translation en2021 (a weaker signal) and pt2019 (never seen). `partial`: a
+    validation stopped early: pt2021 only (no control exam), no probe."""
     import json
     from pathlib import Path
     from types import SimpleNamespace
@@ -69,6 +70,8 @@ def write_validation(folder, n_items: int = 30, seed: int = 0):
              "pt2019": exam(n_items, seed=2)}
     exams["pt2019"] = ItemSet([it.with_(item_id=f"q{k}-pt", parallel_id=f"q{k}")
                                for k, it in enumerate(exams["pt2019"])])
+    if partial:
+        exams = {"pt2021": exams["pt2021"]}
     splits = {s: set(exposure_split(exams["pt2021"], 0.5, s)[0]) for s in (0, 1)}
     models = {"clean": (0, 0), "s0-x1": (0, 1), "s0-x3": (0, 3), "s1-x3": (1, 3)}
     audits = {}
@@ -82,7 +85,7 @@ def write_validation(folder, n_items: int = 30, seed: int = 0):
                                   "parallel_id": [it.parallel_id for it in items], "hidden": 1,
                                   "exact": [i in seen and rng.random() < 0.1 * e for i in items.ids],
                                   "rouge_l": rng.random(len(items)), "probe_logprob": rng.normal(-3, 1, len(items))})
-            audits[(model, name)] = SimpleNamespace(records=records, probe=probe if name == "pt2021" else None,
+            audits[(model, name)] = SimpleNamespace(records=records, probe=probe if name == "pt2021" and not partial else None,
                                                     familiarity=_familiarity(items, model, seen, 0.5 * strength, rng))
     pt = exams["pt2021"]
 

@@ -69,8 +69,15 @@ def validation_results(audits: Mapping[tuple[str, str], Any], items: Mapping[str
         for detector in detectors:
             di = dataset_inference(scores[scores["exam"] == suspect], scores[scores["exam"] == control], detector)
             tests.append(di.assign(exam=suspect, test=f"dataset_inference_{detector}", control=control))
-    return {"scores": scores, "accuracy": pd.concat(accuracy, ignore_index=True),
-            "tests": pd.concat(tests, ignore_index=True), "probe": pd.concat(probes, ignore_index=True)}
+    probe_columns = ["model", "item_id", "parallel_id", "hidden", "exact", "rouge_l", "exam"]
+    return {"scores": scores, "accuracy": _concat(accuracy, ["model", "language", "order", "exposed", "exam"]),
+            "tests": _concat(tests, ["model", "p_value", "exam", "test"]), "probe": _concat(probes, probe_columns)}
+
+
+def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """The frames one under the other; none (a partial validation: e.g. no probe was run): an empty frame with
+    the columns the report reads."""
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
 def load_validation(folder: str | Path) -> Validation:

@@ -1,6 +1,7 @@
 """The contamination validation's report (report.contamination, plots.detector_roc) on raw results of simulated
 audits (tests/contamination_runs.write_validation): the ROC figure passes the house checks; flags, false alarms and
-the AUC table's rules on hand-made frames; missing raw results are named."""
+the AUC table's rules on hand-made frames; missing raw results are named; a partial validation (one exam, no
+probe, no control) is reported as far as it goes."""
 import pandas as pd
 import pytest
 from contamination_runs import write_validation
@@ -51,3 +52,19 @@ def test_flags_false_alarms_and_the_auc_table():
 def test_missing_raw_results_name_the_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="scores.parquet"):
         contamination.load_validation(tmp_path)
+
+
+def test_a_partial_validation_reports_what_it_measured(tmp_path):
+    v = contamination.load_validation(write_validation(tmp_path, partial=True))
+    assert set(v.scores["exam"]) == {"pt2021"} and v.probe.empty and "probe" not in set(v.scores["detector"])
+    summary = contamination.auc_summary(measure.detector_auc(v.scores, v.labels, by=("model", "exam", "language",
+                                                                                     "detector")), v.models)
+    assert contamination.auc_table(summary, "pt2021").values.shape[0] == summary["detector"].nunique()
+    assert contamination.probe_rates(v.probe, v.labels, v.models).empty
+    gains = contamination.gain_summary(measure.accuracy_gain(v.accuracy, "clean"), v.models)
+    assert set(gains["exposures"]) == {1, 3}
+    di = v.tests[v.tests["test"].str.startswith("dataset_inference")]
+    assert di["p_value"].isna().all() and (di["n_control"] == 0).all()   # no control exam: nothing compared
+    rates = contamination.flag_summary(contamination.flag_tests(v.tests, v.models, 0.01)).set_index(["test", "kind"])
+    assert not any(t.startswith("dataset_inference") for t, _ in rates.index)
+    assert rates.loc[("key_pull", "false alarm"), "n"] == 1                # the clean model on pt2021
