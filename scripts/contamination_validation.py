@@ -137,10 +137,11 @@ def collect(work: Path, shared: Path) -> None:
     from mcqa_toolkit.report.contamination import validation_results
     from mcqa_toolkit.run.audit import FAMILIARITY, LETTERS, PROBE, Audit
 
-    def table(folder: Path, name: str):
-        return pd.read_parquet(folder / name) if (folder / name).exists() else None
+    def done(model: str, exam: str, measure: str) -> bool:   # a step killed half-way left files but no mark
+        return (work / "marks" / f"audit_{model}_{exam}_{measure}.json").exists()
 
-    manifests = {m: read_manifest(model_dir(work, m)) for m in MODELS if m != "clean"}
+    trained = [m for m in MODELS[1:] if (work / "marks" / f"train_{m.split('-x')[0]}_e{_exposures(m)}.json").exists()]
+    manifests = {m: read_manifest(model_dir(work, m)) for m in trained}
     keyed = [it.parallel_id for it in items(work, shared, "pt2021") if has_page(it)]
     labels = pd.concat([pd.DataFrame({"model": m, "parallel_id": keyed, "split": f"s{man['recipe']['seed']}",
                                       "exposed": pd.Series(keyed).isin(man["items"]["exposed_parallel_ids"])})
@@ -151,9 +152,9 @@ def collect(work: Path, shared: Path) -> None:
     for model in MODELS:
         for exam in EXAMS:
             folder = work / "audits" / model / exam
-            letters = folder / LETTERS
-            records = RunDir(letters).load() if (letters / "records.parquet").exists() else None
-            audit = Audit(folder, records, table(folder, FAMILIARITY), table(folder, PROBE))
+            records = RunDir(folder / LETTERS).load() if done(model, exam, "letters") else None
+            audit = Audit(folder, records, *(pd.read_parquet(folder / name) if done(model, exam, measure) else None
+                                             for name, measure in ((FAMILIARITY, "familiarity"), (PROBE, "probe"))))
             if any(x is not None for x in (audit.records, audit.familiarity, audit.probe)):
                 audits[(model, exam)] = audit
     results = validation_results(audits, {exam: items(work, shared, exam) for exam in EXAMS}, labels, CONTROL,
@@ -181,8 +182,14 @@ def main() -> int:
     what.add_argument("--next", action="store_true")
     what.add_argument("--collect", action="store_true")
     ap.add_argument("--minutes", type=float, default=28.0, help="--next: the time a job may take")
+    ap.add_argument("--only", nargs="+", metavar="STEP", help="--next: only these steps (names as --list prints "
+                    "them), in this order; to run the audits of one comparison first")
     args = ap.parse_args()
     work = args.work.resolve()
+    known = {name: (name, mark, step_args) for name, mark, step_args in steps(work)}
+    unknown = sorted(set(args.only or ()) - set(known))
+    if unknown:
+        ap.error(f"--only: no step named {', '.join(map(repr, unknown))} (see --list)")
     if args.collect:
         collect(work, args.shared)
         return 0
@@ -191,7 +198,7 @@ def main() -> int:
             print(f"{'done   ' if mark.exists() else 'pending'} {name}")
         return 0
     t0, longest, ran = time.time(), 0.0, 0
-    for name, mark, step_args in steps(work):
+    for name, mark, step_args in [known[n] for n in args.only] if args.only else steps(work):
         if mark.exists():
             continue
         if ran and time.time() - t0 + longest > 60 * args.minutes:
