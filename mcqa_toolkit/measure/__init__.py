@@ -14,10 +14,10 @@
                   detectors (Min-K%, Min-K%++, zlib, reference ratio, masked-option probe, key pull, 3PL residual);
                   contamination_models: did a model see an exam (key-pull permutation test, dataset inference,
                   l_z); contamination_roc: ROC AUC and accuracy gains where the exposed items are known
-    dif           differential item functioning: Mantel-Haenszel (ETS A/B/C, purification, permutation within
-                  blocks), Benjamini-Hochberg; dif_models: logistic regression, IRT with fixed parameters;
-                  dif_persons: persons x items of language models across languages (parallel_id);
-                  dif_simulate: labelled simulated persons with DIF injected on known questions
+    dif/          differential item functioning, one method per module: Mantel-Haenszel (ETS A/B/C,
+                  purification), its permutation test within blocks, logistic regression, IRT with fixed
+                  parameters; persons x items of language models across languages (parallel_id); labelled
+                  simulated persons with DIF injected on known questions
     abilities     records -> response matrices -> irt: theta, psd, l_z, DI, information, central regions
     adaptive      CAT length per SE target, CAT vs full-test theta (population and paired model runs), anchors by k
     summary       one run's headline numbers
@@ -40,11 +40,9 @@ from mcqa_toolkit.measure.contamination_items import DETECTORS, contamination_sc
 from mcqa_toolkit.measure.contamination_models import dataset_inference, key_pull_test, person_fit_test
 from mcqa_toolkit.measure.contamination_roc import (accuracy_by_exposure, accuracy_gain, detector_auc, roc_auc,
                                                     roc_curves)
-from mcqa_toolkit.measure.dif import (MIN_GROUP, DifResult, bh_adjust, ets_class, mantel_haenszel,
-                                      mh_permutation)
-from mcqa_toolkit.measure.dif_models import irt_dif, logistic_dif
-from mcqa_toolkit.measure.dif_persons import DifPersons, dif_persons
-from mcqa_toolkit.measure.dif_simulate import SimulatedDif, simulate_dif_persons
+from mcqa_toolkit.measure.dif import (MIN_GROUP, DifPersons, DifResult, SimulatedDif, bh_adjust, dif_persons,
+                                      ets_class, irt_dif, logistic_dif, mantel_haenszel, mh_permutation,
+                                      simulate_dif_persons)
 from mcqa_toolkit.measure.exam_rules import (MEDICINA_POINTS, MEDICINA_WEIGHTS, compare_to_students, course_exam_scores,
                                              medicina_final, medicina_points, medicina_score, student_statistics)
 from mcqa_toolkit.measure.frames import DEFAULT_BY

@@ -6,8 +6,8 @@ published order), read from the start of a document. Per item: its number of sco
 the size of its zlib compression (level 6; the zlib ratio of Carlini et al. 2021), the sum of its token
 log-probs (per byte it compares models with different tokenizers: the reference ratio), Min-K% prob, and Min-K%++
 (Zhang et al. 2024), which needs the model's whole next-token distribution at every token: a backend offers it
-through the optional `token_distributions(texts)` (a local model does, backends.hf.distributions); with any other
-backend the log-probs come from `text_logprobs` and min_k_pp is NaN.
+through the optional `token_distributions(texts)` (backends.base.DistributionBackend; a local model does); with
+any other backend the log-probs come from `text_logprobs` and min_k_pp is NaN.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from mcqa_toolkit.backends.base import Backend
+from mcqa_toolkit.backends.base import Backend, DistributionBackend
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.scoring.loglik import text_logprobs
 from mcqa_toolkit.scoring.methods import MIN_K, check_need
@@ -40,7 +40,7 @@ def familiarity_table(backend: Backend, items: ItemSet, k: float = 0.2, block_si
     check_need(backend, MIN_K, "familiarity")
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
-    dists = getattr(backend, "token_distributions", None)
+    dists = backend.token_distributions if isinstance(backend, DistributionBackend) else None
     items, rows = list(items), []
     with tqdm(total=len(items), desc=f"familiarity {backend.name}", disable=not progress, unit="item") as bar:
         for lo in range(0, len(items), block_size):
