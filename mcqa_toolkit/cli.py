@@ -9,6 +9,8 @@
     mcqa import lm-eval out/model/ --out outputs/x --dataset enem --dataset-args '{"path": ...}'
                                    # another tool's results (lm-eval | inspect | helm) as a run folder
     mcqa export inspect outputs/x --out logs/   # a run folder as lm-eval samples, an inspect log, or EEE JSONL
+    mcqa contaminate gemma-3-270m --dataset enem --dataset-args '{"path": ...}' --fraction 0.5 --exposures 1 3 10 \
+        --out models/enem_s0       # fine-tune on solved pages of half the items: models/enem_s0/x1, x3, x10
     mcqa validate-enem ITENS_PROVA_2023.csv MICRODADOS_ENEM_2023.csv   # our ENEM scores vs INEP's NU_NOTA
     mcqa validate-enem enem_inep/ inep_cases_dev.json                 # ... for a case list (ITENS_PROVA_<year> dir)
     mcqa validate-enem ITENS_PROVA_2023.csv MICRODADOS_ENEM_2023.csv --discover-errata errata_2023.json
@@ -121,6 +123,26 @@ def import_cmd(tool: str, path: str, out: str, dataset: str | None, dataset_args
     return 0
 
 
+def contaminate_cmd(args: argparse.Namespace) -> int:
+    """`mcqa contaminate`: the exposed items (a file of ids, or a seeded fraction of each subject), the
+    training, one line per model folder; returns 0."""
+    from mcqa_toolkit.backends.hf.contaminate import Recipe, contaminate
+    from mcqa_toolkit.prompts.solved_page import exposure_split
+
+    items = _items(args.dataset, args.dataset_args)
+    if args.language:
+        items = items.filter(exam_language=args.language)
+    if args.exposed:
+        exposed = [line.strip() for line in Path(args.exposed).read_text(encoding="utf-8").splitlines() if line.strip()]
+    else:
+        exposed = exposure_split(items, args.fraction, args.seed if args.split_seed is None else args.split_seed)[0]
+    recipe = Recipe(exposures=tuple(args.exposures), lr=args.lr, seed=args.seed, batch_size=args.batch_size,
+                    train_embeddings=args.train_embeddings)
+    for folder in contaminate(args.base, items, exposed, args.out, recipe, until=args.until, device=args.device):
+        print(f"{folder}: {len(exposed)} of {len(items)} items, {folder.name[1:]} exposure(s)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: bad input (params file, dataset, strategy) is one clear line on stderr, exit code 2."""
     try:
@@ -196,7 +218,27 @@ def _main(argv: list[str] | None = None) -> int:
     ex.add_argument("--out", required=True, help="folder to write into")
     ex.add_argument("--dataset", help="the run's dataset loader, when the folder carries no items.jsonl")
     ex.add_argument("--dataset-args", help="the loader's keyword arguments as JSON")
+    c = sub.add_parser("contaminate", help="fine-tune a local model on solved pages of some items of an exam (a "
+                       "contaminated model folder per exposure count, with a manifest)")
+    c.add_argument("base", help="the model to contaminate: gemma-3-270m, an HF id or a local model folder")
+    c.add_argument("--dataset", required=True, help="our loader of the exam")
+    c.add_argument("--dataset-args", help="the loader's keyword arguments as JSON")
+    c.add_argument("--language", help="the exam version to keep (pt, en, ...); default: every item")
+    which = c.add_mutually_exclusive_group()
+    which.add_argument("--exposed", metavar="FILE", help="the item ids to expose, one per line")
+    which.add_argument("--fraction", type=float, default=0.5, help="else this share of each subject (default 0.5)")
+    c.add_argument("--split-seed", type=int, help="seed of the drawn items (default: --seed)")
+    c.add_argument("--exposures", type=int, nargs="+", default=[1, 3, 10], help="a model folder after each")
+    c.add_argument("--lr", type=float, default=1e-5, help="AdamW's constant learning rate (default 1e-5)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--batch-size", type=int, default=1, help="pages per optimiser step (default 1)")
+    c.add_argument("--train-embeddings", action="store_true", help="also train the token embedding matrix")
+    c.add_argument("--until", type=int, help="stop after this many exposures (run again to go on)")
+    c.add_argument("--device", default="cpu")
+    c.add_argument("--out", required=True, help="folder of the model folders x<exposures>")
     args = ap.parse_args(argv)
+    if args.command == "contaminate":
+        return contaminate_cmd(args)
     if args.command == "import":
         kw = {k: v for k, v in (("normalization", args.normalization), ("task", args.task)) if v is not None}
         return import_cmd(args.tool, args.path, args.out, args.dataset, args.dataset_args, args.model, kw)

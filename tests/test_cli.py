@@ -45,3 +45,26 @@ def test_import_and_export_commands(tmp_path, capsys):
     assert "--dataset-args needs --dataset" in capsys.readouterr().err
     assert main(["import", "helm", str(tmp_path / "nothing"), "--out", str(tmp_path / "h")]) == 2
     assert "nothing: no such file or folder" in capsys.readouterr().err
+
+
+def test_contaminate_command(tiny_model_dir, tmp_path, capsys):
+    """`mcqa contaminate` exposes a seeded share of each subject (or the ids of a file) and writes one model folder
+    per exposure count with its manifest; a bad argument is one clear line."""
+    from mcqa_toolkit.backends.hf.manifest import read_manifest
+    from mcqa_toolkit.datasets import load
+    from mcqa_toolkit.prompts.solved_page import exposure_split
+
+    args = ["contaminate", str(tiny_model_dir), "--dataset", "demo", "--dataset-args", '{"language": "pt"}',
+            "--exposures", "1", "--lr", "1e-3", "--seed", "2"]
+    assert main([*args, "--fraction", "0.1", "--out", str(tmp_path / "some")]) == 0
+    said = capsys.readouterr().out
+    assert f"{tmp_path / 'some' / 'x1'}: 6 of 66 items, 1 exposure(s)" in said    # one of the 11 of each subject
+    manifest = read_manifest(tmp_path / "some" / "x1")
+    assert manifest["items"]["exposed"] == exposure_split(load("demo", language="pt"), 0.1, 2)[0]
+    assert manifest["recipe"]["lr"] == 1e-3 and manifest["recipe"]["seed"] == 2
+    (tmp_path / "ids.txt").write_text("demo-bio-01-pt\n\ndemo-che-02-pt\n")
+    assert main([*args, "--exposed", str(tmp_path / "ids.txt"), "--out", str(tmp_path / "two")]) == 0
+    assert read_manifest(tmp_path / "two" / "x1")["items"]["exposed"] == ["demo-bio-01-pt", "demo-che-02-pt"]
+    (tmp_path / "ids.txt").write_text("nope\n")
+    assert main([*args, "--exposed", str(tmp_path / "ids.txt"), "--out", str(tmp_path / "bad")]) == 2
+    assert "exposed item(s) not in the items: ['nope']" in capsys.readouterr().err

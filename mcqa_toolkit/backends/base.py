@@ -26,6 +26,9 @@ Beyond the three calls, a backend may offer declared optional parts, each a Prot
 - `PooledBackend`: a backend whose blocks of items are scored elsewhere (run.pool's RemoteBackend, a Ray
   cluster's workers): `score_blocks` gives each block's records, `pool_info` what the pool did, and it is a
   MultiItemBackend, so its runs cut the blocks an in-process run cuts;
+- `DistributionBackend`: `token_distributions(texts)`, per token its log-prob and the mean and variance of log p
+  over the whole next-token distribution, which Min-K%++ needs and no API returns (the local model offers it:
+  backends.hf.distributions; scoring.familiarity uses it);
 - `BatchBackend`: a provider's batch API (run.batch).
 """
 from __future__ import annotations
@@ -41,7 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Capabilities", "LetterLogprobs", "Continuation", "ContinuationLogprobs", "Generation", "Backend",
-    "BatchBackend", "MultiItemBackend", "RenewableBackend", "PooledBackend", "CapabilityError", "items_per_call",
+    "BatchBackend", "MultiItemBackend", "RenewableBackend", "PooledBackend", "DistributionBackend", "CapabilityError",
+    "items_per_call",
     "usage_delta",
 ]
 
@@ -183,6 +187,15 @@ class PooledBackend(Protocol):
                      run_info: Mapping[str, Any]) -> Iterator[list[dict[str, Any]]]: ...
 
     def pool_info(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class DistributionBackend(Protocol):
+    """Declared optional part: `token_distributions(texts)` gives, per text, each token's log-prob and the mean and
+    variance of log p over the model's whole next-token distribution at its place (Min-K%++; the local model:
+    backends.hf.distributions.TokenDistribution)."""
+
+    def token_distributions(self, texts: Sequence[str]) -> list[Any]: ...
 
 
 class CapabilityError(ValueError):

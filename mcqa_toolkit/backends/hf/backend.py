@@ -15,6 +15,7 @@ import importlib.metadata as md
 from typing import Any, Sequence
 
 from mcqa_toolkit.backends.base import Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs
+from mcqa_toolkit.backends.hf.distributions import TokenDistribution, token_distributions
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request
 from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_one, generate_padded
 from mcqa_toolkit.backends.hf.loading import LM
@@ -73,6 +74,15 @@ class HFBackend:
         logps = self._score(reqs, groups, [shared_prefix_ids(self.lm, prompts[g[0]], reqs[g[0]].tokens,
                                                              cache=self.tokens) for g in groups])
         return [LetterLogprobs(lp, len(r.tokens), ex) for lp, r, ex in zip(logps, reqs, extras)]
+
+    def token_distributions(self, texts: Sequence[str]) -> list[TokenDistribution]:
+        """Optional part of the protocol (Min-K%++): per token of each text, its log-prob and the mean and
+        variance of log p over the whole next-token distribution (backends.hf.distributions)."""
+        dists = token_distributions(self.lm, texts)
+        n = sum(len(d.logprobs) + 1 for d in dists)
+        self.engine.stats.forwarded += n
+        self.engine.stats.naive += n
+        return dists
 
     def loglikelihoods(self, requests: Sequence[Continuation]) -> list[ContinuationLogprobs]:
         """Context/continuation split the lm-evaluation-harness way (backends.hf.tokens)."""

@@ -1,6 +1,7 @@
 """Paper figures: the ENEM paper's Figures 1-5 (`plots.irt`), the language gap (`plots.language`), the
 position-bias and contamination plots (`plots.exam`), the ENEM score validation and a model among the
-candidates (`plots.enem`), the DIF deltas (`plots.dif`), the adaptive-testing figures (`plots.adaptive`) and
+candidates (`plots.enem`), the DIF deltas (`plots.dif`), the contamination detectors' ROC curves
+(`plots.contamination`), the adaptive-testing figures (`plots.adaptive`) and
 the course-exam comparison with the students (`plots.course_exam`), all importable from
 `mcqa_toolkit.report.plots`.
 
@@ -17,6 +18,7 @@ it. `save(fig, directory, name)` writes PNG (300 dpi) and PDF.
 from mcqa_toolkit.report.plots._layout import COLUMN_WIDTH, PAGE_WIDTH, STYLE, save
 from mcqa_toolkit.report.plots.adaptive import (adaptive_savings, anchor_error, bank_error, cat_agreement,
                                                 cat_length, model_cat_vs_full)
+from mcqa_toolkit.report.plots.contamination import detector_roc
 from mcqa_toolkit.report.plots.course_exam import student_comparison
 from mcqa_toolkit.report.plots.dif import dif_deltas
 from mcqa_toolkit.report.plots.enem import among_candidates, score_agreement
@@ -31,4 +33,4 @@ __all__ = ["COLUMN_WIDTH", "PAGE_WIDTH", "STYLE", "save", "accuracy_theta", "res
            "position_distributions", "accuracy_by_position", "shuffle_consistency", "min_k_accuracy",
            "score_agreement", "cat_length", "cat_agreement", "model_cat_vs_full", "adaptive_savings",
            "anchor_error", "bank_error", "student_comparison", "dif_deltas",
-           "among_candidates"]
+           "among_candidates", "detector_roc"]
