@@ -3,7 +3,7 @@ driver) writes every record.
 
     driver     RayPool (connect, which models go to the workers, close), ClusterOptions / cluster_options (a
                params file's `cluster` block and --ray / --workers), require_ray
-    resources  worker_resources: what a worker asks of its node (a CPU worker asks the in-process run's torch
+    sizing     worker_resources: what a worker asks of its node (a CPU worker asks the in-process run's torch
                threads: in_process_threads, capped at the largest node by fitting_threads)
     joining    how a driver joins an existing cluster: the node address it registers at, this machine's Ray token
     remote     WorkerGroup (the actors of one model and the run they are on) and RemoteBackend, the driver's view
@@ -16,7 +16,7 @@ Ray itself is imported only when a pool connects (`import mcqa_toolkit.run.pool`
 """
 from mcqa_toolkit.run.pool.driver import (INSTALL_HINT, SERVED, ClusterOptions, RayPool, check_address,
                                           cluster_options, require_ray)
-from mcqa_toolkit.run.pool.resources import in_process_threads, worker_resources
+from mcqa_toolkit.run.pool.sizing import in_process_threads, worker_resources
 from mcqa_toolkit.run.pool.scheduler import PoolError
 
 __all__ = ["RayPool", "PoolError", "ClusterOptions", "cluster_options", "check_address", "worker_resources",

@@ -21,7 +21,7 @@ flight within the provider's limits and caches every answer on this machine's di
 workers would multiply the concurrency past those limits and scatter the cache over the nodes. Ray adds
 nothing for them.
 
-Resources per worker: run.pool.resources (by default a CPU worker computes with the in-process run's
+Resources per worker: run.pool.sizing (by default a CPU worker computes with the in-process run's
 threads). A local cluster (`local`) is started here, bound to 127.0.0.1, with max(cores, workers) CPUs. Ray
 itself is imported only when a pool connects (`import mcqa_toolkit.run` does not).
 """
@@ -36,7 +36,7 @@ from mcqa_toolkit.backends import Backend, backend_entry, load_backend
 from mcqa_toolkit.backends.base import PooledBackend
 from mcqa_toolkit.run.pool.joining import (HOST_PORT, auth_refused, loopback, node_ip, reachable,
                                            stay_on_loopback, use_local_token)
-from mcqa_toolkit.run.pool.resources import fitting_threads, in_process_threads, worker_resources
+from mcqa_toolkit.run.pool.sizing import fitting_threads, in_process_threads, worker_resources
 from mcqa_toolkit.run.recipe import BackendCache
 
 __all__ = ["RayPool", "ClusterOptions", "cluster_options", "check_address", "require_ray", "INSTALL_HINT", "SERVED"]

@@ -1,10 +1,10 @@
-"""run.pool.resources: what a Ray worker asks of its node; by default a local model's CPU worker asks the in-process
+"""run.pool.sizing: what a Ray worker asks of its node; by default a local model's CPU worker asks the in-process
 run's torch threads (so it computes as in-process: tests/run/pool/test_driver.py runs it on a real cluster)."""
 from __future__ import annotations
 
 import pytest
 
-from mcqa_toolkit.run.pool.resources import fitting_threads, in_process_threads, worker_resources
+from mcqa_toolkit.run.pool.sizing import fitting_threads, in_process_threads, worker_resources
 
 
 def test_resources_per_worker_come_from_the_model_entry():
