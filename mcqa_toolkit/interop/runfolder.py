@@ -3,7 +3,9 @@
 The tool readers (interop.lm_eval, interop.inspect_log, interop.helm) turn their files into `Response`s and a
 `Source`; `write_run` matches every question to our items (interop.match), makes one record per response with
 `records.factory.make_record` (so every derived column is derived as for our own runs), and writes the folder as
-run.runner does, opened through records.state.open_for_write: run.json (what is imported), records, provenance naming
+run.runner does, opened through records.state.open_for_write with its identity (records.identity: the tool and
+model, the items matched against, the tool's settings, the files' sha256): run.json (what is imported), records,
+provenance naming
 the tool, its version and the sha256 of every file read, items.jsonl (the items the records are about, so the
 notebooks, the inspector and the HTML report need no loader arguments), and summary.json. A folder already
 holding the same import is returned as it is; one holding anything else is refused.
@@ -28,6 +30,7 @@ from mcqa_toolkit.interop.payload import record_from_payload
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.measure.summary import summarize_run
 from mcqa_toolkit.records.factory import make_record, run_fields
+from mcqa_toolkit.records.identity import RunIdentity, files_hash, model_name
 from mcqa_toolkit.records.state import RunState, open_for_write
 from mcqa_toolkit.records.store import RunDir
 
@@ -124,9 +127,9 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
     dataset = dataset or source.task
     if model:
         source = replace(source, model=model)
-    identity = {"source": source.tool, "files": files, "dataset": dataset, "model": source.model,
-                "items_fingerprint": matcher.items.fingerprint()}
-    with open_for_write(store, {"import": identity}) as folder:  # state, lock, state (records.state)
+    identity = RunIdentity(model_name(source.tool, source.model), dataset, matcher.items.fingerprint(),
+                           _strategy_hash(source), shots="", source=files_hash(files))
+    with open_for_write(store, identity) as folder:  # state, lock, state (records.state)
         if folder.state is RunState.COMPLETE:
             return ImportResult(store, store.load(), folder.state, _unmatched_frame(store.provenance()))
         run = run_fields(run_id=store.name, model=source.model, dataset=dataset,
@@ -160,7 +163,7 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
         if len(set(keys)) != len(keys):
             dup = next(k for k in keys if keys.count(k) > 1)
             raise ValueError(f"{source.files[0]}: item {dup[0]!r} shuffle {dup[1]} appears twice")
-        prov = {"mcqa_toolkit": __version__, "import": identity,
+        prov = {"mcqa_toolkit": __version__,
                 "imported_from": {"tool": source.tool, "version": source.version, "files": files, "task": source.task,
                                   "details": dict(source.details)},
                 "model": {"model": source.model, "source": f"{source.tool}:{source.model}"},
@@ -168,13 +171,13 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
                              "shots": source.shots}, "strategy_hash": run["strategy_hash"], "dataset": dataset,
                 "dataset_fingerprint": ItemSet(used.values()).fingerprint(), "n_items": len(used), "seed": source.seed,
                 "items": {"matched": sum(how.values()), "matched_by": how, "unmatched": unmatched}}
-        folder.start(prov)
+        prov = folder.start(prov)
         if store.jsonl.exists():  # a killed import left part of its records: an import is redone whole
             store.jsonl.unlink()
         store.append(records)
         store.write_items(used.values())
         frame = store.finalize(prov)
-        store.write_summary(summarize_run(frame), {"import": identity})
+        store.write_summary(summarize_run(frame), identity)
         return ImportResult(store, frame, folder.state, _unmatched_frame(prov))
 
 

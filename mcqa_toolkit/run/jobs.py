@@ -1,9 +1,10 @@
 """Jobs: a params file (models x datasets x languages x strategies) expanded into run folders.
 
 A Job says *what* one run is (its model, dataset, language, strategy and options, and its run folder); the
-recipe (run.recipe.run_job) does it. `Job.identity()` are the parameters that determine the run's records:
-they are recorded in the run folder, and records.state refuses a folder made with other ones. A Job converts to
-and from the run notebook's UPPER_CASE parameters (papermill injects them).
+recipe (run.recipe.run_job) does it, and its identity (records.identity.RunIdentity, what determines the records)
+comes from its plan (run.recipe.prepare). A Job converts to and from the run notebook's UPPER_CASE parameters
+(papermill injects them; nothing else spells them) and to and from a plain dict of its fields (`to_dict`), which
+`mcqa run` sends its kernel.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import Any, Mapping
 import yaml
 
 from mcqa_toolkit.backends.secrets import strip_credentials
-from mcqa_toolkit.datasets import load
+from mcqa_toolkit.datasets import load_items
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.records.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy, build_strategy
@@ -30,23 +31,6 @@ PARAM_KEYS = {"output_dir", "models", "datasets", "languages", "strategies", "ke
               "shots", "device", "dtype", "min_k", "judges", "judge_combine", "cluster"}
 _OPTIONS = ("limit", "seed", "shuffles", "shots", "device", "dtype", "judges", "judge_combine")  # Job fields too
 _PARAMETER = {"backend_options": "BACKEND", "out_dir": "OUTPUT_DIR"}  # notebook parameter names that differ
-# fields that do not change the records: where they go, where the model runs, whether Min-K% is measured
-_NOT_IDENTITY = ("out_dir", "device", "dtype", "min_k", "backend_options")
-
-
-def load_items(dataset: str, dataset_args: dict[str, Any] | None = None, language: str | None = None) -> ItemSet:
-    """Items of a registered dataset (every question type), restricted to the exam version in `language`
-    (`Item.exam_language`: a Portuguese ENEM keeps its English and Spanish questions; demo: loaded in that
-    language only)."""
-    args = dict(dataset_args or {})
-    if dataset == "demo" and language is not None:
-        args.setdefault("language", language)
-    items = load(dataset, **args)
-    if language is not None:
-        items = items.filter(exam_language=language)
-        if not len(items):
-            raise ValueError(f"dataset {dataset!r} has no items in language {language!r}")
-    return items
 
 
 @dataclass(frozen=True)
@@ -91,13 +75,8 @@ class Job:
         return {"model": self.model, **self.backend_options}
 
     def items(self) -> ItemSet:
+        """The items the job's run is given (datasets.load_items; run.recipe.prepare loads them and its shot pool)."""
         return load_items(self.dataset, self.dataset_args, self.language)
-
-    def shot_items(self) -> ItemSet | None:
-        """The few-shot pool's items in the job's exam version (None: shots come from the job's own items)."""
-        if self.shot_pool is None:
-            return None
-        return load_items(self.shot_pool["name"], self.shot_pool.get("args") or {}, self.language)
 
     def build_strategy(self) -> Strategy:
         """The job's Strategy, built once per Job (scheduling, the params check and the run all use it)."""
@@ -111,13 +90,13 @@ class Job:
         """The run notebook's parameters for this job (papermill injects them)."""
         return {_name(f.name): _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
-    def identity(self) -> dict[str, Any]:
-        """The parameters that determine the records, and the backend kind (see records.state)."""
-        skip = {_name(n) for n in _NOT_IDENTITY}
-        if self.shot_pool is None:   # absent rather than None: folders made before shot pools keep their identity
-            skip.add(_name("shot_pool"))
-        return {**{k: v for k, v in self.parameters().items() if k not in skip},
-                "BACKEND_KIND": self.backend_options.get("backend", "hf")}
+    def to_dict(self) -> dict[str, Any]:
+        """The job's fields as JSON-ready values (the run folder as a string); `from_dict` is the inverse."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, fields: Mapping[str, Any]) -> "Job":
+        return cls(**{**fields, "out_dir": Path(fields["out_dir"])})
 
     @classmethod
     def from_parameters(cls, params: Mapping[str, Any]) -> "Job":
@@ -282,4 +261,4 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
     return jobs
 
 
-__all__ = ["Job", "load_items", "load_params", "expand", "model_label", "PARAM_KEYS"]
+__all__ = ["Job", "load_params", "expand", "model_label", "PARAM_KEYS"]

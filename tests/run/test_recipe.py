@@ -15,7 +15,7 @@ from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.records.state import RunState, run_state
 from mcqa_toolkit.resources import notebooks_dir
 from mcqa_toolkit.run.jobs import Job
-from mcqa_toolkit.run.recipe import BackendCache, run_job
+from mcqa_toolkit.run.recipe import BackendCache, prepare, run_job
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +31,16 @@ def test_run_job_does_every_step_and_a_finished_run_is_only_read_back(tmp_path, 
     first = run_job(job, cache, progress=False)
     assert first.state is RunState.NEW and len(first.records) == 8 and first.min_k is not None
     rd = job.run_dir
-    assert rd.is_complete() and rd.min_k_file.exists() and rd.summary()["params"]["STRATEGY"] == "enem_1shot"
+    identity = prepare(job).identity
+    assert rd.is_complete() and rd.min_k_file.exists() and run_state(rd, identity) is RunState.COMPLETE
     assert first.summary["min_k_prob_mean"] == pytest.approx(first.min_k["min_k_prob"].mean())
-    assert first.provenance["job"] == job.identity() and first.headline()["n_items"] == 4
-    assert run_state(rd, {"job": job.identity()}) is RunState.COMPLETE
+    assert first.headline()["n_items"] == 4 and first.provenance["identity_hash"] == identity.hash
+    assert json.loads(rd.summary_file.read_text())["identity"] == identity.to_dict() == first.provenance["identity"]
+    text = rd.run_info_file.read_text() + rd.summary_file.read_text()   # no notebook parameter names
+    assert not any(name in text for name in ("MODEL", "DATASET", "STRATEGY", "SHUFFLES", "BACKEND", "job"))
+    assert (first.provenance["dataset"], first.provenance["dataset_args"], first.provenance["language"]) == \
+        ("demo", {}, "pt")
+    assert rd.items().fingerprint() == job.items().fingerprint()   # the items it was given: shots and all
 
     class NoLoading(BackendCache):
         def for_run(self, entries):
