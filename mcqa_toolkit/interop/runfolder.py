@@ -113,7 +113,7 @@ def _record(resp: Response, match_item: Item, perm: Sequence[int], run: dict[str
                        n_prompt_tokens=resp.n_prompt_tokens, seconds=resp.seconds, extra=dict(resp.extra))
 
 
-def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path, items: ItemSet | None = None,
+def write_run(source: Source, responses: Sequence[Response], run_dir: str | Path, items: ItemSet | None = None,
               dataset: str | None = None, model: str | None = None) -> ImportResult:
     """Write (or return, when already there) the run folder of an import; see the module docstring.
     `items`: our items to match against (None: every question keeps the source's own identity); `dataset`:
@@ -121,7 +121,7 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
     tool recorded, e.g. lm-eval's `pretrained` path)."""
     if not responses:
         raise ValueError(f"{', '.join(map(str, source.files))}: no question to import")
-    store = RunDir(out_dir)
+    run_dir = RunDir(run_dir)
     files = [{"name": Path(f).name, "sha256": sha256_file(f)} for f in source.files]
     matcher = ItemMatcher(items)
     dataset = dataset or source.task
@@ -129,10 +129,10 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
         source = replace(source, model=model)
     identity = RunIdentity(model_name(source.tool, source.model), dataset, matcher.items.fingerprint(),
                            _strategy_hash(source), shots="", source=files_hash(files))
-    with open_for_write(store, identity) as folder:  # state, lock, state (records.state)
-        if folder.state is RunState.COMPLETE:
-            return ImportResult(store, store.load(), folder.state, _unmatched_frame(store.provenance()))
-        run = run_fields(run_id=store.name, model=source.model, dataset=dataset,
+    with open_for_write(run_dir, identity) as opened:  # state, lock, state (records.state)
+        if opened.state is RunState.COMPLETE:
+            return ImportResult(run_dir, run_dir.load(), opened.state, _unmatched_frame(run_dir.provenance()))
+        run = run_fields(run_id=run_dir.name, model=source.model, dataset=dataset,
                          strategy=f"{source.tool}:{source.task}", strategy_hash=_strategy_hash(source),
                          method=source.method, normalization=source.normalization, shots=source.shots,
                          seed=source.seed)
@@ -140,7 +140,7 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
         occurrences: dict[str, int] = {}
         for resp in responses:
             if resp.payload is not None:
-                item, rec = record_from_payload(resp.payload, {**run, "run_id": store.name}, resp)
+                item, rec = record_from_payload(resp.payload, {**run, "run_id": run_dir.name}, resp)
             else:
                 m = matcher.match(resp.question)
                 if isinstance(m, str):
@@ -171,14 +171,14 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
                              "shots": source.shots}, "strategy_hash": run["strategy_hash"], "dataset": dataset,
                 "dataset_fingerprint": ItemSet(used.values()).fingerprint(), "n_items": len(used), "seed": source.seed,
                 "items": {"matched": sum(how.values()), "matched_by": how, "unmatched": unmatched}}
-        prov = folder.start(prov)
-        if store.jsonl.exists():  # a killed import left part of its records: an import is redone whole
-            store.jsonl.unlink()
-        store.append(records)
-        store.write_items(used.values())
-        frame = store.finalize(prov)
-        store.write_summary(summarize_run(frame), identity)
-        return ImportResult(store, frame, folder.state, _unmatched_frame(prov))
+        prov = opened.start(prov)
+        if run_dir.jsonl.exists():  # a killed import left part of its records: an import is redone whole
+            run_dir.jsonl.unlink()
+        run_dir.append(records)
+        run_dir.write_items(used.values())
+        frame = run_dir.finalize(prov)
+        run_dir.write_summary(summarize_run(frame), identity)
+        return ImportResult(run_dir, frame, opened.state, _unmatched_frame(prov))
 
 
 def _unmatched_frame(prov: Mapping[str, Any]) -> pd.DataFrame:

@@ -72,6 +72,18 @@ class RunDir:
     def name(self) -> str:
         return self.dir.name
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunDir) and other.dir == self.dir
+
+    def __hash__(self) -> int:
+        return hash(self.dir)
+
+    def __fspath__(self) -> str:
+        return str(self.dir)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.dir)!r})"
+
     def lock(self) -> RunLock:
         """The folder's one-writer lock (records.lock): `with rd.lock(): ...`; RunLocked when another writer holds it."""
         return RunLock(self.dir)

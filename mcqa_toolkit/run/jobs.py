@@ -30,7 +30,7 @@ from mcqa_toolkit.scoring.judge import COMBINE_RULES
 PARAM_KEYS = {"output_dir", "models", "datasets", "languages", "strategies", "kernel", "limit", "seed", "shuffles",
               "shots", "device", "dtype", "min_k", "judges", "judge_combine", "cluster"}
 _OPTIONS = ("limit", "seed", "shuffles", "shots", "device", "dtype", "judges", "judge_combine")  # Job fields too
-_PARAMETER = {"backend_options": "BACKEND", "out_dir": "OUTPUT_DIR"}  # notebook parameter names that differ
+_PARAMETER = {"backend_options": "BACKEND"}  # notebook parameter names that are not the field's upper-cased
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Job:
     dataset_args: dict[str, Any]
     language: str | None
     strategy: Any                    # a predefined name or a dict of Strategy fields
-    out_dir: Path
+    run_dir: RunDir                  # the run folder (a path is taken as one)
     shots: int | None = None
     shuffles: int | None = None
     seed: int | None = None
@@ -57,6 +57,8 @@ class Job:
                                              # an earlier year's, as the ENEM paper did); None: the job's own items
 
     def __post_init__(self) -> None:
+        if not isinstance(self.run_dir, RunDir):
+            object.__setattr__(self, "run_dir", RunDir(self.run_dir))
         if self.judge_combine not in COMBINE_RULES:
             raise ValueError(f"judge_combine must be one of {COMBINE_RULES}, got {self.judge_combine!r}")
         if self.judges is not None and (not isinstance(self.judges, list) or not self.judges):
@@ -65,10 +67,6 @@ class Job:
                                                and isinstance(self.shot_pool.get("name"), str)
                                                and isinstance(self.shot_pool.get("args") or {}, dict)):
             raise ValueError(f"shot_pool must be a mapping with a dataset 'name' and 'args', got {self.shot_pool!r}")
-
-    @property
-    def run_dir(self) -> RunDir:
-        return RunDir(self.out_dir)
 
     def model_entry(self) -> dict[str, Any]:
         """The params-file entry of the job's model (backends.backend_entry completes it)."""
@@ -96,16 +94,16 @@ class Job:
 
     @classmethod
     def from_dict(cls, fields: Mapping[str, Any]) -> "Job":
-        return cls(**{**fields, "out_dir": Path(fields["out_dir"])})
+        return cls(**fields)
 
     @classmethod
     def from_parameters(cls, params: Mapping[str, Any]) -> "Job":
         """The job of a run notebook's parameters (any mapping holding them, e.g. the notebook's `globals()`;
-        other names are ignored). OUTPUT_DIR None: a fresh temporary folder (tests re-execute the notebook)."""
+        other names are ignored). RUN_DIR None: a fresh temporary folder (tests re-execute the notebook)."""
         fields = {f.name: params[_name(f.name)] for f in dataclasses.fields(cls) if _name(f.name) in params}
         fields["backend_options"] = dict(fields.get("backend_options") or {})
-        out = fields.get("out_dir")
-        fields["out_dir"] = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mcqa_run_"))
+        if fields.get("run_dir") is None:
+            fields["run_dir"] = tempfile.mkdtemp(prefix="mcqa_run_")
         if fields.get("judge_combine") is None:
             fields.pop("judge_combine", None)
         return cls(**fields)
@@ -117,7 +115,7 @@ def _name(field_name: str) -> str:
 
 
 def _plain(value: Any) -> Any:
-    return str(value) if isinstance(value, Path) else value
+    return str(value.dir if isinstance(value, RunDir) else value) if isinstance(value, (Path, RunDir)) else value
 
 
 def _slug(text: str) -> str:

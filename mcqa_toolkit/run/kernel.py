@@ -46,7 +46,7 @@ class KernelRuns:
             self.pool.connect()
         self._stack = contextlib.ExitStack()
         self._prep: PreparedRun | None = None
-        self._folder: OpenRun | None = None
+        self._opened: OpenRun | None = None
 
     def open(self, job: dict[str, Any]) -> dict[str, Any]:
         """Decide the job's run folder and, unless it is complete, hold its lock (module docstring). Returns
@@ -58,30 +58,30 @@ class KernelRuns:
         try:
             if check_writable(j.run_dir, prep.identity) is RunState.COMPLETE:
                 return {"state": RunState.COMPLETE.value, "summary": _headline(j)}
-            folder = self._stack.enter_context(locked(j.run_dir, prep.identity))
+            opened = self._stack.enter_context(locked(j.run_dir, prep.identity))
         except RunRefused as e:
             return {"state": "refused", "why": str(e)}
         except RunLocked as e:
             return {"state": "locked", "why": describe(e.holder)}
-        self._prep, self._folder = prep, folder
-        if folder.state is RunState.COMPLETE:  # another process finished it meanwhile
+        self._prep, self._opened = prep, opened
+        if opened.state is RunState.COMPLETE:  # another process finished it meanwhile
             self.close()
             return {"state": RunState.COMPLETE.value, "summary": _headline(j), "meanwhile": True}
-        return {"state": folder.state.value}
+        return {"state": opened.state.value}
 
     def _open(self, job: Job | None = None) -> tuple[PreparedRun, OpenRun]:
-        if self._prep is None or self._folder is None:
+        if self._prep is None or self._opened is None:
             raise RuntimeError("no run folder is open in this kernel (the grid opens one before each run notebook)")
         if job is not None and job != self._prep.job:
             raise RuntimeError(f"the run notebook's job ({job.run_dir.dir}) is not the one opened for it "
                                f"({self._prep.job.run_dir.dir})")
-        return self._prep, self._folder
+        return self._prep, self._opened
 
     def run(self, job: Job, progress: bool = True) -> RunResult:
         """The open run (the run notebook's job): its model, then every step run.recipe.write_run does."""
-        prep, folder = self._open(job)
+        prep, opened = self._open(job)
         backend, plan = load_backends(prep, self.backends, self.pool)
-        return write_run(folder, prep, backend, plan, progress)
+        return write_run(opened, prep, backend, plan, progress)
 
     def batch(self, mode: str) -> dict[str, Any]:
         """API batch mode for the open run (run.batch): "submit" its missing requests, or "fetch" ended batches
@@ -105,7 +105,7 @@ class KernelRuns:
                        "the records are intact")
         finally:
             self._stack.close()
-            self._prep = self._folder = None
+            self._prep = self._opened = None
         return _headline(job)
 
     def end(self) -> None:

@@ -168,11 +168,11 @@ def load_backends(prep: PreparedRun, backends: BackendCache | None = None, pool:
     return backend, plan
 
 
-def write_run(folder: OpenRun, prep: PreparedRun, backend: Backend, plan: RunPlan, progress: bool = True) -> RunResult:
+def write_run(opened: OpenRun, prep: PreparedRun, backend: Backend, plan: RunPlan, progress: bool = True) -> RunResult:
     """Into a folder opened for writing (records.state: decided, lock held): the records (run.runner.administer),
     the Min-K% table, and summary.json, the step that marks the run complete."""
     job = prep.job
-    records = administer(folder, plan, backend, plan.provenance(backend), progress)
+    records = administer(opened, plan, backend, plan.provenance(backend), progress)
     summary = summarize_run(records)
     min_k = None
     if job.min_k:
@@ -180,7 +180,7 @@ def write_run(folder: OpenRun, prep: PreparedRun, backend: Backend, plan: RunPla
         job.run_dir.write_min_k(min_k)
         summary["min_k_prob_mean"] = float(min_k["min_k_prob"].mean())
     job.run_dir.write_summary(summary, prep.identity)
-    return RunResult(job, folder.state, records, summary, min_k)
+    return RunResult(job, opened.state, records, summary, min_k)
 
 
 def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = True, pool: Any = None) -> RunResult:
@@ -191,7 +191,7 @@ def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = 
     if check_writable(job.run_dir, prep.identity) is RunState.COMPLETE:  # finished, foreign or busy: no model load
         return stored(job, RunState.COMPLETE)
     backend, plan = load_backends(prep, backends, pool)
-    with locked(job.run_dir, prep.identity) as folder:  # decided once more, under the lock (records.state)
-        if folder.state is RunState.COMPLETE:  # another process finished it meanwhile
-            return stored(job, folder.state)
-        return write_run(folder, prep, backend, plan, progress)
+    with locked(job.run_dir, prep.identity) as opened:  # decided once more, under the lock (records.state)
+        if opened.state is RunState.COMPLETE:  # another process finished it meanwhile
+            return stored(job, opened.state)
+        return write_run(opened, prep, backend, plan, progress)

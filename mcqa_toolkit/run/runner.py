@@ -108,11 +108,11 @@ def block_records(backend: Backend, block: Sequence[Item], strategy: Strategy, s
     return [_record(by_id[pr.item_id], pr, sc, run_info, seconds, forwarded) for pr, sc in pairs]
 
 
-def run(items: ItemSet, backend: Backend | str | dict[str, Any], strategy: Strategy, out_dir: str | Path, *,
+def run(items: ItemSet, backend: Backend | str | dict[str, Any], strategy: Strategy, run_dir: str | Path, *,
         dataset: str = "", shot_pool: ItemSet | None = None, limit: int | None = None, progress: bool = True,
         judges: Sequence[LLMJudge] = (), combine: str = "mean", pool: Any = None) -> pd.DataFrame:
     """Administer `items` (any question types) to `backend` under `strategy`; one record per (item, shuffle)
-    in `out_dir`; resumable.
+    in the run folder `run_dir`; resumable.
 
     Few-shot examples come from `shot_pool` (default: `items`) and are excluded from evaluation. `limit`
     keeps the first N evaluated items (smoke runs). Short answers are graded by `judges` (scoring.judge.LLMJudge;
@@ -130,10 +130,10 @@ def run(items: ItemSet, backend: Backend | str | dict[str, Any], strategy: Strat
     plan = plan_run(items, strategy, dataset, shot_pool=shot_pool, limit=limit, judges=judges, combine=combine)
     check_plan(plan.items, backend, strategy, judges)
     identity = plan.identity(backend_model(backend), [backend_model(j.backend) for j in judges])
-    with open_for_write(RunDir(out_dir), identity) as folder:
-        if folder.state is RunState.COMPLETE:
-            return folder.run_dir.load()
-        return administer(folder, plan, backend, plan.provenance(backend), progress)
+    with open_for_write(RunDir(run_dir), identity) as opened:
+        if opened.state is RunState.COMPLETE:
+            return opened.run_dir.load()
+        return administer(opened, plan, backend, plan.provenance(backend), progress)
 
 
 def backend_model(backend: Backend) -> str:
@@ -193,14 +193,14 @@ def plan_run(items: ItemSet, strategy: Strategy, dataset: str = "", *, shot_pool
                    dict(dataset_args or {}), language)
 
 
-def administer(folder: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str, Any],
+def administer(opened: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str, Any],
                progress: bool = True) -> pd.DataFrame:
     """Write every missing record of `plan` into an open run folder (records.state.OpenRun: state decided, lock
     held) and finalise it: run.json, items.jsonl, the records block by block, records.parquet and provenance.json."""
-    store, strategy = folder.run_dir, plan.strategy
-    prov = folder.start(prov)
-    store.write_items(plan.given if plan.given is not None else plan.items)
-    run_info = run_fields(run_id=store.name, model=backend.name, dataset=plan.dataset, strategy=strategy.name,
+    run_dir, strategy = opened.run_dir, plan.strategy
+    prov = opened.start(prov)
+    run_dir.write_items(plan.given if plan.given is not None else plan.items)
+    run_info = run_fields(run_id=run_dir.name, model=backend.name, dataset=plan.dataset, strategy=strategy.name,
                           strategy_hash=strategy.hash, method=strategy.method, normalization=strategy.normalization,
                           shots=strategy.shots, seed=strategy.seed)
     usage_start = backend.usage()
@@ -221,17 +221,17 @@ def administer(folder: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str,
                                                                                         strategy)[0])])
             return _record(it, prompt, pairs[0][1], run_info, seconds, forwarded)
 
-        run_adaptive(plan.items, strategy, store, prompt_for, record_of, progress)
+        run_adaptive(plan.items, strategy, run_dir, prompt_for, record_of, progress)
     else:
-        _fixed_form(plan.items, strategy, store, score_blocks, f"{strategy.name} {backend.name}", progress,
+        _fixed_form(plan.items, strategy, run_dir, score_blocks, f"{strategy.name} {backend.name}", progress,
                     items_per_call(backend))
     prov["usage"] = usage_delta(usage_start, backend.usage())
     if pooled:  # the Ray pool that scored it: workers, nodes, loads, retries (run.pool)
         prov["pool"] = backend.pool_info()
-    return store.finalize(prov)
+    return run_dir.finalize(prov)
 
 
-def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, score_blocks: Any, label: str,
+def _fixed_form(items: ItemSet, strategy: Strategy, run_dir: RunDir, score_blocks: Any, label: str,
                 progress: bool, scoring_items: int = 1) -> None:
     """Every item x shuffle, block by block, skipping finished records.
 
@@ -242,7 +242,7 @@ def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, score_blocks:
     `score_blocks(blocks)` gives each block's records in block order (lazily: here one block at a time; a pool's
     workers several at once).
     """
-    done = store.done_keys()
+    done = run_dir.done_keys()
     if generates(strategy.method):
         size = strategy.block_size if strategy.temperature == 0 else 1
     else:
@@ -255,7 +255,7 @@ def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, score_blocks:
     bar.update(len(items) - sum(len(b) for b in todo))
     for block, records in zip(todo, score_blocks(todo)):
         new = [r for r in records if (r["item_id"], r["shuffle"]) not in done]
-        store.append(new)
+        run_dir.append(new)
         done.update((r["item_id"], r["shuffle"]) for r in new)
         bar.update(len(block))
     bar.close()

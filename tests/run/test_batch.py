@@ -33,7 +33,7 @@ from mcqa_toolkit.run.recipe import BackendCache, run_job
 
 def _job(tmp_path, url, backend_options, strategy="enem_1shot", shuffles=2, limit=3):
     return Job(model="fake-model", dataset="demo", dataset_args={}, language="pt", strategy=strategy,
-               out_dir=tmp_path / "run", shuffles=shuffles, limit=limit, min_k=False,
+               run_dir=tmp_path / "run", shuffles=shuffles, limit=limit, min_k=False,
                backend_options={"base_url": url, "cache_dir": str(tmp_path / "cache"), "backoff": 0.001,
                                 **backend_options})
 
@@ -269,7 +269,7 @@ def test_short_answer_grid_under_batch_submit(tmp_path):
         OpenAIBatchServer(api, answer=judged)
         entry = {"backend": "openai", "model": "fake-model"}
         job = Job(model="fake-model", dataset="course_exam", dataset_args={}, language="en",
-                  strategy={"base": "S1", "max_new_tokens": 24}, out_dir=tmp_path / "run", min_k=False,
+                  strategy={"base": "S1", "max_new_tokens": 24}, run_dir=tmp_path / "run", min_k=False,
                   backend_options={"base_url": api.url + "/v1", "cache_dir": str(tmp_path / "cache"), "backoff": 0.001,
                                    "backend": "openai"},
                   judges=[{**entry, "base_url": api.url + "/v1", "cache_dir": str(tmp_path / "cache"),

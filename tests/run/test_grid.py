@@ -62,9 +62,9 @@ def test_dry_run_counts_complete_runs_and_reports_a_folder_holding_another_run(t
     out = capsys.readouterr().out
     assert "3 combinations, 1 already complete, 1 to run" in out
     assert f"would run {todo.run_dir.name}" in out and f"would run {done.run_dir.name}" not in out
-    assert f"FAILED {foreign.run_dir.name}: {foreign.out_dir} holds a different run, made with strategy_hash " \
+    assert f"FAILED {foreign.run_dir.name}: {foreign.run_dir.dir} holds a different run, made with strategy_hash " \
            f"'000000000000' (this run: '{prepare(foreign).identity.strategy_hash}')" in out
-    assert not todo.out_dir.exists()  # a dry run creates nothing
+    assert not todo.run_dir.dir.exists()  # a dry run creates nothing
     with pytest.raises(ValueError, match="batch must be None, 'submit' or 'fetch', got 'later'"):
         grid.run_params(p, tmp_path / "unused.ipynb", tmp_path, batch="later")
 
@@ -75,13 +75,13 @@ def test_a_combination_another_process_is_running_is_skipped_and_nothing_written
     written by this grid, and the grid ends saying what runs elsewhere."""
     p, (job, *_) = _three_jobs(tmp_path)
     p.write_text(yaml.safe_dump({**yaml.safe_load(p.read_text()), "strategies": ["S1"]}))
-    with held_by_another_process(job.out_dir) as holder:
+    with held_by_another_process(job.run_dir.dir) as holder:
         assert grid.run_params(p, tmp_path / "unused.ipynb", tmp_path) == 0
     out = capsys.readouterr().out
     assert f"{job.run_dir.name:<40} running elsewhere (pid {holder.pid} on host {socket.gethostname()}, since " in out
     assert "0 processed, 0 already complete, 0 failed, 1 running elsewhere (run again later to pick up what they " \
            f"leave unfinished): {job.run_dir.name}" in out
-    assert [f.name for f in job.out_dir.iterdir()] == ["run.lock"]  # nothing written by this grid
+    assert [f.name for f in job.run_dir.dir.iterdir()] == ["run.lock"]  # nothing written by this grid
 
 
 def _params(tmp_path, model_dir, strategies, **extra):
@@ -147,7 +147,7 @@ def test_killed_mcqa_run_resumes_with_the_records_of_an_uninterrupted_one(tmp_pa
     clean = _grid(tmp_path, tiny_model_dir, "clean")
     assert grid.run_params(clean, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
     for job in killed:
-        resumed, uninterrupted = RunDir(job.out_dir).load(), RunDir(tmp_path / "clean" / job.out_dir.name).load()
+        resumed, uninterrupted = RunDir(job.run_dir.dir).load(), RunDir(tmp_path / "clean" / job.run_dir.dir.name).load()
         volatile = ["seconds", "n_forwarded_tokens"]  # a resumed run re-encodes its run prefix
         pd.testing.assert_frame_equal(resumed.drop(columns=volatile), uninterrupted.drop(columns=volatile))
-        assert (job.out_dir / "run_model.ipynb").exists()
+        assert (job.run_dir.dir / "run_model.ipynb").exists()

@@ -95,7 +95,7 @@ def test_expand_names_run_folders_and_measures_min_k_once_per_model_dataset_lang
     js = jobs.expand(params, base_dir=tmp_path)
     assert [j.run_dir.name for j in js[:3]] == ["org-model-a__demo__pt__S1", "org-model-a__demo__pt__S5-long",
                                                 "org-model-a__demo__pt__S4"]
-    assert js[0].out_dir == tmp_path / "outputs" / "org-model-a__demo__pt__S1" and js[0].model == "org/model-a"
+    assert js[0].run_dir.dir == tmp_path / "outputs" / "org-model-a__demo__pt__S1" and js[0].model == "org/model-a"
     assert [j.run_dir.name for j in js[6:9]] == ["B__demo__pt__S1", "B__demo__pt__S5-long", "B__demo__pt__S4"]
     assert js[6].model == "m-b" and js[6].backend_options["backend"] == "openai"
     # Min-K% depends on the model and the questions only: the first strategy of each model x dataset x language
@@ -126,7 +126,7 @@ def test_identity_leaves_out_what_does_not_change_the_records_and_a_job_round_tr
     its notebook parameters (UPPER_CASE, for papermill) and through its plain dict (what `mcqa run` sends its
     kernel)."""
     job = Job("m", "demo", {}, "pt", "S1", tmp_path / "a", shuffles=2, backend_options={"base_url": "http://h"})
-    same = dataclasses.replace(job, out_dir=tmp_path / "b", device="cuda", dtype="bfloat16", min_k=False,
+    same = dataclasses.replace(job, run_dir=tmp_path / "b", device="cuda", dtype="bfloat16", min_k=False,
                                backend_options={"base_url": "http://other"})
     identity = prepare(job).identity
     assert prepare(same).identity == identity and identity.model == "hf:m"
@@ -134,6 +134,6 @@ def test_identity_leaves_out_what_does_not_change_the_records_and_a_job_round_tr
                    {"backend_options": {"backend": "openai"}}, {"judges": ["j"]}, {"dataset_args": {"per_subject": 1}}):
         assert prepare(dataclasses.replace(job, **change)).identity != identity, change
     params = job.parameters()
-    assert params["OUTPUT_DIR"] == str(tmp_path / "a") and params["BACKEND"] == {"base_url": "http://h"}
+    assert params["RUN_DIR"] == str(tmp_path / "a") and params["BACKEND"] == {"base_url": "http://h"}
     assert Job.from_parameters({**params, "unrelated": 1}) == job  # e.g. the notebook's globals()
-    assert Job.from_dict(json.loads(json.dumps(job.to_dict()))) == job and "out_dir" in job.to_dict()
+    assert Job.from_dict(json.loads(json.dumps(job.to_dict()))) == job and job.to_dict()["run_dir"] == str(tmp_path / "a")

@@ -57,7 +57,7 @@ def test_a_foreign_or_busy_folder_is_answered_not_raised_and_the_notebook_writes
     refused = runs.open(shuffled.to_dict())
     assert refused["state"] == "refused" and "holds a different run, made with strategy_hash" in refused["why"]
     busy = lookup_job(tmp_path / "busy")
-    with held_by_another_process(busy.out_dir) as holder:
+    with held_by_another_process(busy.run_dir.dir) as holder:
         locked = runs.open(busy.to_dict())
     assert locked["state"] == "locked" and locked["why"].startswith(f"pid {holder.pid} on host ")
     with pytest.raises(RuntimeError, match="no run folder is open in this kernel"):

@@ -14,7 +14,7 @@ from mcqa_toolkit.run.recipe import prepare
 
 def _job(tmp_path, **kw):
     fields = dict(model="m", dataset="demo", dataset_args={"per_subject": 2}, language="pt", strategy="S5",
-                  out_dir=tmp_path / "r")
+                  run_dir=tmp_path / "r")
     return Job(**{**fields, **kw})
 
 
