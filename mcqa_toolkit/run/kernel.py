@@ -9,10 +9,12 @@ its lock; the grid process only plans and prints. For each combination the grid 
   kept until `close`. The answer is the state, or why the folder cannot be written: it holds another run
   ("refused") or another process is writing it ("locked", with the holder);
 - `run(job)`, from the run notebook papermill executes: the model (from the BackendCache or the pool's workers),
-  then the records, Min-K% and summary.json (run.recipe.load_backends, write_run) into the folder opened for it;
+  then the records and Min-K% (run.recipe.load_backends, write_run) into the folder opened for it;
 - `batch(mode)`: API batch mode's submit or fetch for the open run (run.batch), the same layout as a run;
-- `close(notebook)`: the executed notebook (papermill wrote it outside the folder) moved into the folder, still
-  under the lock, which is then released; the run's headline numbers back for the grid to print.
+- `close(notebook)`: the executed notebook (papermill wrote it outside the folder) moved into the folder, then
+  summary.json, which marks the run complete (so a complete run always holds its executed notebook; a grid killed
+  in between resumes the run, its records all there), still under the lock, which is then released; the run's
+  headline numbers back for the grid to print.
 A kernel that dies (out of memory) releases the lock with it (flock), and the next call starts a new one.
 """
 from __future__ import annotations
@@ -26,7 +28,8 @@ from mcqa_toolkit.records.files import atomic
 from mcqa_toolkit.records.lock import RunLocked, describe
 from mcqa_toolkit.records.state import OpenRun, RunRefused, RunState, check_writable, locked
 from mcqa_toolkit.run.jobs import Job
-from mcqa_toolkit.run.recipe import BackendCache, PreparedRun, RunResult, load_backends, prepare, write_run
+from mcqa_toolkit.run.recipe import (BackendCache, PreparedRun, RunResult, finish_run, load_backends, prepare,
+                                     write_run)
 
 __all__ = ["KernelRuns", "HEADLINE_KEYS"]
 
@@ -46,6 +49,7 @@ class KernelRuns:
             self.pool.connect()
         self._stack = contextlib.ExitStack()
         self._prep: PreparedRun | None = None
+        self._result: RunResult | None = None
         self._opened: OpenRun | None = None
 
     def open(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -81,7 +85,8 @@ class KernelRuns:
         """The open run (the run notebook's job): its model, then every step run.recipe.write_run does."""
         prep, opened = self._open(job)
         backend, plan = load_backends(prep, self.backends, self.pool)
-        return write_run(opened, prep, backend, plan, progress)
+        self._result = write_run(opened, prep, backend, plan, progress, finish=False)   # summary.json at close
+        return self._result
 
     def batch(self, mode: str) -> dict[str, Any]:
         """API batch mode for the open run (run.batch): "submit" its missing requests, or "fetch" ended batches
@@ -94,8 +99,9 @@ class KernelRuns:
                 "ready": mode == "fetch" and bool(state.get("ready"))}
 
     def close(self, notebook: str | None = None) -> dict[str, Any]:
-        """Move the executed `notebook` (if given) into the open run folder, release the lock, and return the
-        run's headline numbers ({} before summary.json: a run that failed)."""
+        """Move the executed `notebook` (if given) into the open run folder, write summary.json if the run was
+        written, release the lock, and return the run's headline numbers ({} without summary.json: a run that
+        failed)."""
         if self._prep is None:
             return {}
         job = self._prep.job
@@ -103,9 +109,11 @@ class KernelRuns:
             if notebook is not None and Path(notebook).exists():
                 atomic(job.run_dir.notebook, lambda tmp: shutil.copyfile(notebook, tmp), job.run_dir.notebook.name,
                        "the records are intact")
+            if self._result is not None:
+                finish_run(self._prep, self._result)
         finally:
             self._stack.close()
-            self._prep = self._opened = None
+            self._prep = self._opened = self._result = None
         return _headline(job)
 
     def end(self) -> None:

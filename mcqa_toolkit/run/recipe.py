@@ -46,8 +46,8 @@ from mcqa_toolkit.scoring.judge import LLMJudge
 from mcqa_toolkit.scoring.methods import MIN_K, check_need
 from mcqa_toolkit.scoring.min_k import min_k_table
 
-__all__ = ["BackendCache", "RunResult", "PreparedRun", "prepare", "load_backends", "write_run", "stored", "run_job",
-           "HEADLINE"]
+__all__ = ["BackendCache", "RunResult", "PreparedRun", "prepare", "load_backends", "write_run", "finish_run", "stored",
+           "run_job", "HEADLINE"]
 
 HEADLINE = ("n_items", "accuracy", "kappa", "points_earned", "points_possible", "unanswered", "refused", "error")
 
@@ -168,9 +168,11 @@ def load_backends(prep: PreparedRun, backends: BackendCache | None = None, pool:
     return backend, plan
 
 
-def write_run(opened: OpenRun, prep: PreparedRun, backend: Backend, plan: RunPlan, progress: bool = True) -> RunResult:
+def write_run(opened: OpenRun, prep: PreparedRun, backend: Backend, plan: RunPlan, progress: bool = True, *,
+              finish: bool = True) -> RunResult:
     """Into a folder opened for writing (records.state: decided, lock held): the records (run.runner.administer),
-    the Min-K% table, and summary.json, the step that marks the run complete."""
+    the Min-K% table, and summary.json, the step that marks the run complete (`finish`; False leaves it to
+    finish_run, once what must precede it is in the folder: `mcqa run`'s executed notebook, run.kernel)."""
     job = prep.job
     records = administer(opened, plan, backend, plan.provenance(backend), progress)
     summary = summarize_run(records)
@@ -179,8 +181,15 @@ def write_run(opened: OpenRun, prep: PreparedRun, backend: Backend, plan: RunPla
         min_k = min_k_table(backend, plan.items.filter(item_id=set(records["item_id"])))
         job.run_dir.write_min_k(min_k)
         summary["min_k_prob_mean"] = float(min_k["min_k_prob"].mean())
-    job.run_dir.write_summary(summary, prep.identity)
-    return RunResult(job, opened.state, records, summary, min_k)
+    result = RunResult(job, opened.state, records, summary, min_k)
+    if finish:
+        finish_run(prep, result)
+    return result
+
+
+def finish_run(prep: PreparedRun, result: RunResult) -> None:
+    """summary.json: the run's headline numbers and identity, the step that marks it complete."""
+    prep.job.run_dir.write_summary(result.summary, prep.identity)
 
 
 def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = True, pool: Any = None) -> RunResult:

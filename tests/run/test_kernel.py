@@ -1,5 +1,6 @@
 """run.kernel: what `mcqa run`'s kernel does for each combination, here in this process (KernelRuns is a plain
-object): open decides the folder's state and holds its lock until close, which moves the executed notebook in;
+object): open decides the folder's state and holds its lock until close, which moves the executed notebook in and
+then writes summary.json (the run is complete only with its notebook);
 a fresh run's state is decided twice in all; a complete folder is answered without a lock, a foreign one refused,
 a busy one reported with its holder; the run notebook can only write the run opened for it."""
 from __future__ import annotations
@@ -37,6 +38,7 @@ def test_open_run_close_writes_the_run_under_one_lock_deciding_its_state_twice(t
     assert runs.open(job.to_dict()) == {"state": "new"}
     assert json.loads(job.run_dir.lock_file.read_text())["pid"] == os.getpid()   # held from open ...
     result = runs.run(job, progress=False)
+    assert job.run_dir.is_complete() and not job.run_dir.summary_file.exists()   # complete once the notebook is in
     executed = tmp_path / "executed.ipynb"
     executed.write_text('{"cells": []}')
     headline = runs.close(str(executed))
