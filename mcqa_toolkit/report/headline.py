@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from mcqa_toolkit.datasets import load, load_items
+from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.abilities import GROUP_BY
 from mcqa_toolkit.records.dataset import run_dataset
@@ -57,21 +57,26 @@ def runs_dataset(results_dir: str | Path, dataset: str | None = None) -> str:
 
 
 def run_items(runs: Sequence[RunDir], name: str = "") -> ItemSet:
-    """The items of `runs`, merged by item_id: the items each was given (items.jsonl) or, for a folder written
-    before runs carried their items, its dataset loaded again with the arguments and exam version its run.json
-    records. An item two runs hold differently (e.g. an exam file edited between them) is a ValueError naming both
-    folders: such runs are reported apart."""
+    """The items of `runs`, merged by item_id: the items each was given (items.jsonl) or, for folders written
+    before runs carried their items, their dataset loaded again with the arguments their run.json records, once
+    for all of them, kept to their exam versions (in the loader's order, as reports read it then). An item two runs
+    hold differently (e.g. an exam file edited between them) is a ValueError naming both folders: such runs are
+    reported apart."""
+    legacy: dict[str, list[Any]] = {}   # (name, args) of folders without items.jsonl -> their exam versions
+    for rd in runs:
+        if not rd.items_file.exists():
+            ds = run_dataset(rd)
+            legacy.setdefault(json.dumps([ds.name, ds.args], sort_keys=True, default=str), []).append(ds.language)
     merged: dict[str, Any] = {}
     where: dict[str, Path] = {}
-    loaded: dict[str, ItemSet] = {}
     for rd in runs:
         items = rd.items()
         if items is None:
             ds = run_dataset(rd)
-            key = json.dumps([ds.name, ds.args, ds.language], sort_keys=True, default=str)
-            if key not in loaded:
-                loaded[key] = load_items(ds.name, ds.args, ds.language)
-            items = loaded[key]
+            languages = legacy.pop(json.dumps([ds.name, ds.args], sort_keys=True, default=str), None)
+            if languages is None:   # its dataset was loaded for an earlier folder
+                continue
+            items = [it for it in load(ds.name, **ds.args) if None in languages or it.exam_language in languages]
         for it in items:
             if it.item_id not in merged:
                 merged[it.item_id], where[it.item_id] = it, rd.dir
