@@ -3,7 +3,7 @@
     mcqa run params/demo.yaml      # one executed run_model.ipynb + results folder per combination, resumable
     mcqa run params/x.yaml --batch-submit | --batch-fetch    # API batch mode (cheaper, slower)
     mcqa run params/x.yaml --ray auto --workers 4           # items scored by 4 Ray actors (docs/cluster.md)
-    mcqa report [--html]           # execute the analysis notebooks over everything in outputs/ (+ results page)
+    mcqa report [--html]           # execute the analysis notebooks over the runs in outputs/ (+ results page)
     mcqa demo [--full]             # run the shipped params/demo.yaml (demo_full.yaml), then report
     mcqa inspect                   # open the question inspector in JupyterLab
     mcqa import lm-eval out/model/ --out outputs/x --dataset enem --dataset-args '{"path": ...}'
@@ -38,16 +38,21 @@ REPORT_NOTEBOOKS = ("10_tables.ipynb", "11_irt.ipynb", "12_language_gap.ipynb", 
 
 
 def report(results_dir: str | Path = "outputs", figures_dir: str | Path = "figures", latex_dir: str | Path = "latex",
-           dataset: str = "demo", kernel: str = "python3", html: str | Path | None = None,
+           dataset: str | None = None, kernel: str = "python3", html: str | Path | None = None,
            languages: list[str] | None = None) -> int:
     """Execute the analysis notebooks over every run in `results_dir`, one after another in one kernel;
-    executed copies go to results_dir/_report. With `html`, also write the static results page there
-    (its headline columns in the order of `languages`). Returns the number of notebooks that failed."""
+    executed copies go to results_dir/_report. The runs' items come from their folders; `dataset` picks one when
+    they are of several (report.headline.runs_dataset; course exams have a notebook of their own). With `html`,
+    also write the static results page there (its headline columns in the order of `languages`). Returns the
+    number of notebooks that failed."""
     from mcqa_toolkit.run.session import KernelSession
 
     res, fig, tex = (Path(x).resolve() for x in (results_dir, figures_dir, latex_dir))
     if not res.is_dir():
         raise FileNotFoundError(f"results folder not found: {res}; run `mcqa run <params>` first")
+    from mcqa_toolkit.report.headline import runs_dataset
+
+    dataset = runs_dataset(res, dataset)   # one clear line here rather than every notebook failing
     executed = res / "_report"
     executed.mkdir(parents=True, exist_ok=True)
     failures = 0
@@ -83,7 +88,7 @@ def demo(full: bool = False, kernel: str = "python3") -> int:
     results = Path(params.get("output_dir", "outputs"))
     failed = run_params(params_file(name), notebooks_dir() / RUN_NOTEBOOK, Path.cwd(), kernel=kernel)
     figures, latex = Path("figures") / name, Path("latex") / name
-    failed += report(results, figures, latex, "demo", kernel, html=results / "report.html",
+    failed += report(results, figures, latex, None, kernel, html=results / "report.html",
                      languages=params.get("languages"))
     print("\n" + headline_text(results, params.get("languages")))
     print(f"\ndemo finished in {time.time() - t0:.0f} s{f' with {failed} failure(s)' if failed else ''}. "
@@ -172,7 +177,8 @@ def _main(argv: list[str] | None = None) -> int:
     rep.add_argument("--results", default="outputs")
     rep.add_argument("--figures", default="figures")
     rep.add_argument("--latex", default="latex")
-    rep.add_argument("--dataset", default="demo")
+    rep.add_argument("--dataset", help="the dataset to report when the runs are of several (default: the runs' one "
+                     "dataset; their items come from the run folders)")
     rep.add_argument("--kernel", default="python3")
     rep.add_argument("--html", nargs="?", const="", default=None, metavar="PATH",
                      help="also write the self-contained results page (default PATH: <results>/report.html)")

@@ -1,10 +1,18 @@
 """The command line (cli.py): a bad params file is one clear line naming the file, and `mcqa import` / `mcqa export`
-round-trip a run. What `mcqa run` does is tested with its modules: params files and jobs in tests/run/test_jobs.py,
-the grid's execution in tests/run/test_grid.py."""
-from paths import REPO
+round-trip a run, and an ENEM exam run from a folder outside the repository is reported from its run folders alone.
+What `mcqa run` does is tested with its modules: params files and jobs in tests/run/test_jobs.py, the grid's
+execution in tests/run/test_grid.py."""
+import json
+import shutil
+
+import pytest
+import yaml
+from paths import REPO, SHARED
 
 from mcqa_toolkit import cli
 from mcqa_toolkit.cli import main
+from mcqa_toolkit.records.dataset import run_dataset
+from mcqa_toolkit.records.store import RunDir
 
 
 def test_cli_bad_params_is_one_clear_line(tmp_path, capsys):
@@ -68,3 +76,41 @@ def test_contaminate_command(tiny_model_dir, tmp_path, capsys):
     (tmp_path / "ids.txt").write_text("nope\n")
     assert main([*args, "--exposed", str(tmp_path / "ids.txt"), "--out", str(tmp_path / "bad")]) == 2
     assert "exposed item(s) not in the items: ['nope']" in capsys.readouterr().err
+EXAMS, INEP = SHARED / "reference" / "enem_exams" / "pt-br", SHARED / "reference" / "enem_inep"
+
+
+@pytest.mark.notebooks
+@pytest.mark.skipif(not (EXAMS / "ENEM_2021_MT_CO_PROVA_906.csv").exists(),
+                    reason="../shared/reference/enem_exams is not beside this checkout")
+def test_an_enem_exam_from_a_folder_outside_the_repository_is_reported_from_its_run_folders(tmp_path, tiny_model_dir,
+                                                                                          monkeypatch):
+    """A params file runs a real ENEM exam (2021 MT, INEP's item file) from a folder outside the repository; then
+    `mcqa report --results DIR --html` with no dataset option, the exam's files deleted first, writes the tables and
+    the page with the IRT figures: the run folder carries its dataset and items (records.store, records.dataset)."""
+    exam, inep = tmp_path / "my exams" / "enem_2021", tmp_path / "inep"
+    exam.mkdir(parents=True)
+    inep.mkdir()
+    shutil.copy(EXAMS / "ENEM_2021_MT_CO_PROVA_906.csv", exam)
+    shutil.copy(INEP / "ITENS_PROVA_2021.csv", inep)
+    out, figures, latex = tmp_path / "out", tmp_path / "figures", tmp_path / "latex"
+    params = tmp_path / "enem.yaml"
+    params.write_text(yaml.safe_dump({
+        "output_dir": str(out), "models": [str(tiny_model_dir)], "languages": ["pt"], "limit": 6, "min_k": False,
+        "datasets": [{"name": "enem", "args": {"path": str(exam), "item_params": str(inep / "ITENS_PROVA_2021.csv")}}],
+        "strategies": [{"base": "enem_1shot", "shuffles": 2}]}))
+    assert main(["run", str(params)]) == 0
+    (run,) = [RunDir(d) for d in out.iterdir()]
+    dataset = run_dataset(run)
+    assert (dataset.name, dataset.args["path"], dataset.language) == ("enem", str(exam), "pt")
+    assert len(run.items()) == 45 and sum(it.irt is not None for it in run.items()) >= 40
+    shutil.rmtree(tmp_path / "my exams")
+    shutil.rmtree(inep)
+    monkeypatch.setattr(cli, "REPORT_NOTEBOOKS", ("10_tables.ipynb", "11_irt.ipynb"))   # the tables and IRT figures
+    assert main(["report", "--results", str(out), "--figures", str(figures), "--latex", str(latex), "--html"]) == 0
+    assert {"accuracy_by_strategy.tex", "irt_summary.tex", "irt_theta_ci.tex"} <= {p.name for p in latex.glob("*.tex")}
+    irt = json.loads((latex / "11_irt_headline.json").read_text())
+    assert irt["has_irt"] and irt["n_persons"] == 2 and irt["theta_mean"]
+    drawn = {p.stem for p in figures.glob("irt_fig*.png")}
+    assert {"irt_fig2_response_patterns", "irt_fig4_information_theta"} <= drawn
+    page = (out / "report.html").read_text()
+    assert all(name in page for name in drawn) and page.count("data:image/png;base64,") >= len(drawn)

@@ -88,6 +88,7 @@ def test_runs_import_no_ray_unless_a_ray_run_is_asked_for():
     """Ray is an optional extra: the run package, its pool modules and the CLI import it only when a pool connects."""
     code = ("import sys, mcqa_toolkit.run, mcqa_toolkit.run.recipe, mcqa_toolkit.run.grid, mcqa_toolkit.run.pool, "
             "mcqa_toolkit.run.pool.remote, mcqa_toolkit.run.pool.worker, mcqa_toolkit.run.pool.scheduler, "
+            "mcqa_toolkit.run.kernel, "
             "mcqa_toolkit.cli; print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"

@@ -1,6 +1,7 @@
 """Loaders: one module per source format, each `path -> ItemSet`; `load(name, **kwargs)` dispatches by name.
 
 Modules are imported lazily so that `load('medicina', ...)` does not import `datasets` (the HF library).
+`load_items(name, args, language)` is what a run is given: the loaded set restricted to one exam version.
 """
 from __future__ import annotations
 
@@ -45,4 +46,19 @@ def load(name: str, **kwargs: Any) -> ItemSet:
     return func(**kwargs)
 
 
-__all__ = ["load", "loader", "REGISTRY"]
+def load_items(name: str, args: dict[str, Any] | None = None, language: str | None = None) -> ItemSet:
+    """The items a run is given: dataset `name` loaded with `args`, restricted to the exam version in `language`
+    (`Item.exam_language`: a Portuguese ENEM keeps its English and Spanish questions; the demo is loaded in that
+    language only); None keeps every item. A language the dataset lacks is a ValueError."""
+    args = dict(args or {})
+    if name == "demo" and language is not None:
+        args.setdefault("language", language)
+    items = load(name, **args)
+    if language is not None:
+        items = items.filter(exam_language=language)
+        if not len(items):
+            raise ValueError(f"dataset {name!r} has no items in language {language!r}")
+    return items
+
+
+__all__ = ["load", "load_items", "loader", "REGISTRY"]

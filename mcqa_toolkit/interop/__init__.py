@@ -42,21 +42,21 @@ def _resolve(table: dict[str, str], name: str, what: str) -> Any:
     return getattr(importlib.import_module(module), func)
 
 
-def import_run(tool: str, path: str | Path, out_dir: str | Path, items: ItemSet | None = None,
+def import_run(tool: str, path: str | Path, run_dir: str | Path, items: ItemSet | None = None,
                dataset: str | None = None, model: str | None = None, **reader_kw: Any) -> ImportResult:
-    """Read `tool`'s results at `path` and write them as the run folder `out_dir` (see interop.runfolder).
+    """Read `tool`'s results at `path` and write them as the run folder `run_dir` (see interop.runfolder).
     items: our items to match the questions against (human IRT parameters attach to matched ones);
     model: the records' model name (default: the tool's, e.g. lm-eval's `pretrained` path); reader_kw: the
     reader's options (e.g. normalization="char" for lm-eval's acc_norm)."""
     source, responses = _resolve(IMPORTERS, tool, "tool")(path, **reader_kw)
-    return write_run(source, responses, out_dir, items, dataset, model)
+    return write_run(source, responses, run_dir, items, dataset, model)
 
 
-def import_folder(folder: str | Path, out_dir: str | Path, items: ItemSet | None = None,
+def import_folder(folder: str | Path, results_dir: str | Path, items: ItemSet | None = None,
                   dataset: str | None = None) -> "pd.DataFrame":
     """Import every tool output under `folder` (lm-eval: each folder holding samples_*.jsonl; inspect_ai: each
-    .eval log) into `out_dir/<folder name or log stem>__<tool>`; one row per import: tool, source, run_dir,
-    n_records, matched, unmatched. Re-running returns the finished imports as they are."""
+    .eval log) into the run folder `results_dir/<folder name or log stem>__<tool>`; one row per import: tool,
+    source, run_dir, n_records, matched, unmatched. Re-running returns the finished imports as they are."""
     import pandas as pd
 
     root = Path(folder)
@@ -68,7 +68,7 @@ def import_folder(folder: str | Path, out_dir: str | Path, items: ItemSet | None
         raise FileNotFoundError(f"{root}: no lm-eval samples_*.jsonl and no inspect .eval log")
     rows = []
     for tool, path in jobs:
-        res = import_run(tool, path, Path(out_dir) / f"{path.stem}__{tool}", items, dataset)
+        res = import_run(tool, path, Path(results_dir) / f"{path.stem}__{tool}", items, dataset)
         prov = res.provenance
         rows.append({"tool": tool, "source": str(path.relative_to(root)), "run_dir": str(res.run_dir.dir),
                      "model": str(res.records["model"].iloc[0]), "n_records": len(res.records),

@@ -3,7 +3,9 @@
 The tool readers (interop.lm_eval, interop.inspect_log, interop.helm) turn their files into `Response`s and a
 `Source`; `write_run` matches every question to our items (interop.match), makes one record per response with
 `records.factory.make_record` (so every derived column is derived as for our own runs), and writes the folder as
-run.runner does, opened through records.state.open_for_write: run.json (what is imported), records, provenance naming
+run.runner does, opened through records.state.open_for_write with its identity (records.identity: the tool and
+model, the items matched against, the tool's settings, the files' sha256): run.json (what is imported), records,
+provenance naming
 the tool, its version and the sha256 of every file read, items.jsonl (the items the records are about, so the
 notebooks, the inspector and the HTML report need no loader arguments), and summary.json. A folder already
 holding the same import is returned as it is; one holding anything else is refused.
@@ -28,6 +30,7 @@ from mcqa_toolkit.interop.payload import record_from_payload
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.measure.summary import summarize_run
 from mcqa_toolkit.records.factory import make_record, run_fields
+from mcqa_toolkit.records.identity import RunIdentity, files_hash, model_name
 from mcqa_toolkit.records.state import RunState, open_for_write
 from mcqa_toolkit.records.store import RunDir
 
@@ -110,7 +113,7 @@ def _record(resp: Response, match_item: Item, perm: Sequence[int], run: dict[str
                        n_prompt_tokens=resp.n_prompt_tokens, seconds=resp.seconds, extra=dict(resp.extra))
 
 
-def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path, items: ItemSet | None = None,
+def write_run(source: Source, responses: Sequence[Response], run_dir: str | Path, items: ItemSet | None = None,
               dataset: str | None = None, model: str | None = None) -> ImportResult:
     """Write (or return, when already there) the run folder of an import; see the module docstring.
     `items`: our items to match against (None: every question keeps the source's own identity); `dataset`:
@@ -118,18 +121,18 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
     tool recorded, e.g. lm-eval's `pretrained` path)."""
     if not responses:
         raise ValueError(f"{', '.join(map(str, source.files))}: no question to import")
-    store = RunDir(out_dir)
+    run_dir = RunDir(run_dir)
     files = [{"name": Path(f).name, "sha256": sha256_file(f)} for f in source.files]
     matcher = ItemMatcher(items)
     dataset = dataset or source.task
     if model:
         source = replace(source, model=model)
-    identity = {"source": source.tool, "files": files, "dataset": dataset, "model": source.model,
-                "items_fingerprint": matcher.items.fingerprint()}
-    with open_for_write(store, {"import": identity}) as folder:  # state, lock, state (records.state)
-        if folder.state is RunState.COMPLETE:
-            return ImportResult(store, store.load(), folder.state, _unmatched_frame(store.provenance()))
-        run = run_fields(run_id=store.name, model=source.model, dataset=dataset,
+    identity = RunIdentity(model_name(source.tool, source.model), dataset, matcher.items.fingerprint(),
+                           _strategy_hash(source), shots="", source=files_hash(files))
+    with open_for_write(run_dir, identity) as opened:  # state, lock, state (records.state)
+        if opened.state is RunState.COMPLETE:
+            return ImportResult(run_dir, run_dir.load(), opened.state, _unmatched_frame(run_dir.provenance()))
+        run = run_fields(run_id=run_dir.name, model=source.model, dataset=dataset,
                          strategy=f"{source.tool}:{source.task}", strategy_hash=_strategy_hash(source),
                          method=source.method, normalization=source.normalization, shots=source.shots,
                          seed=source.seed)
@@ -137,7 +140,7 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
         occurrences: dict[str, int] = {}
         for resp in responses:
             if resp.payload is not None:
-                item, rec = record_from_payload(resp.payload, {**run, "run_id": store.name}, resp)
+                item, rec = record_from_payload(resp.payload, {**run, "run_id": run_dir.name}, resp)
             else:
                 m = matcher.match(resp.question)
                 if isinstance(m, str):
@@ -160,7 +163,7 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
         if len(set(keys)) != len(keys):
             dup = next(k for k in keys if keys.count(k) > 1)
             raise ValueError(f"{source.files[0]}: item {dup[0]!r} shuffle {dup[1]} appears twice")
-        prov = {"mcqa_toolkit": __version__, "import": identity,
+        prov = {"mcqa_toolkit": __version__,
                 "imported_from": {"tool": source.tool, "version": source.version, "files": files, "task": source.task,
                                   "details": dict(source.details)},
                 "model": {"model": source.model, "source": f"{source.tool}:{source.model}"},
@@ -168,14 +171,14 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
                              "shots": source.shots}, "strategy_hash": run["strategy_hash"], "dataset": dataset,
                 "dataset_fingerprint": ItemSet(used.values()).fingerprint(), "n_items": len(used), "seed": source.seed,
                 "items": {"matched": sum(how.values()), "matched_by": how, "unmatched": unmatched}}
-        folder.start(prov)
-        if store.jsonl.exists():  # a killed import left part of its records: an import is redone whole
-            store.jsonl.unlink()
-        store.append(records)
-        store.write_items(used.values())
-        frame = store.finalize(prov)
-        store.write_summary(summarize_run(frame), {"import": identity})
-        return ImportResult(store, frame, folder.state, _unmatched_frame(prov))
+        prov = opened.start(prov)
+        if run_dir.jsonl.exists():  # a killed import left part of its records: an import is redone whole
+            run_dir.jsonl.unlink()
+        run_dir.append(records)
+        run_dir.write_items(used.values())
+        frame = run_dir.finalize(prov)
+        run_dir.write_summary(summarize_run(frame), identity)
+        return ImportResult(run_dir, frame, opened.state, _unmatched_frame(prov))
 
 
 def _unmatched_frame(prov: Mapping[str, Any]) -> pd.DataFrame:

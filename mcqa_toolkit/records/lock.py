@@ -13,10 +13,9 @@ own business (older releases opened it with O_TRUNC, wiping what a holder wrote)
 dependency here, and it would add nothing this module needs. flock is POSIX (Linux, macOS); where the platform
 or the filesystem cannot lock, the run goes on unlocked with a warning (concurrent writers are then not detected).
 
-The lock is re-entrant for the thread that holds it (run_job holds it and calls run(), which takes it again).
-`mcqa run` takes the lock itself before executing a run's notebook, so that nothing else writes the folder
-(notebook included); its kernel, started with MCQA_RUN_LOCK_LENDER=<that process's pid> in its environment,
-runs in a folder locked by that process (and only by it).
+The lock is re-entrant for the thread that holds it. It is held by the process that writes the folder, and only
+by it: under `mcqa run` that is the grid's kernel, which opens a run's folder before its notebook and keeps the
+lock until the executed notebook is in the folder (run.kernel); nothing is lent between processes.
 """
 from __future__ import annotations
 
@@ -35,10 +34,9 @@ try:
 except ImportError:  # not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["RunLock", "RunLocked", "lock_holder", "LENDER_ENV", "LOCK_FILE"]
+__all__ = ["RunLock", "RunLocked", "lock_holder", "describe", "LOCK_FILE"]
 
 LOCK_FILE = "run.lock"
-LENDER_ENV = "MCQA_RUN_LOCK_LENDER"
 _LOG = logging.getLogger("mcqa_toolkit.records")
 _CONTENDED = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES)
 
@@ -81,7 +79,7 @@ def _read(fd: int) -> dict[str, Any]:
 
 def lock_holder(run_dir: str | Path) -> dict[str, Any] | None:
     """Who holds the run folder's lock ({} when the holder is not recorded yet), or None when nobody does
-    (or the folder has no lock file). Creates nothing; a lock lent to this process counts as not held."""
+    (or the folder has no lock file). Creates nothing."""
     path = Path(run_dir) / LOCK_FILE
     if fcntl is None or not path.exists():
         return None
@@ -101,19 +99,11 @@ def lock_holder(run_dir: str | Path) -> dict[str, Any] | None:
         except OSError as e:
             if e.errno not in _CONTENDED:
                 return None
-            holder = _read(fd)
-            return None if _lent(holder) else holder
+            return _read(fd)
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:
         os.close(fd)
-
-
-def _lent(holder: dict[str, Any]) -> bool:
-    """Whether the holder is the process that started this one to run in its locked folder (see the module
-    docstring: `mcqa run` and its kernel)."""
-    lender = os.environ.get(LENDER_ENV, "")
-    return bool(lender) and str(holder.get("pid")) == lender and holder.get("host") == socket.gethostname()
 
 
 def _flock(fd: int, tries: int = 5, pause: float = 0.05) -> OSError | None:
@@ -172,9 +162,6 @@ class RunLock:
                 if failure.errno not in _CONTENDED:  # e.g. a filesystem without locks
                     _LOG.warning("%s: cannot lock %s (%s); a second writer would not be detected", self.dir,
                                  self.path.name, failure.strerror)
-                    _HELD[self._key] = (*me, 1)
-                    return
-                if _lent(holder):
                     _HELD[self._key] = (*me, 1)
                     return
                 raise RunLocked(self.dir, holder)

@@ -1,34 +1,34 @@
-"""The one place that decides what a run folder holds (nothing yet, a run to resume, a finished run, or
-another run that must not be mixed with this one), and the one guarded entry for writing it.
+"""The one place that decides what a run folder holds (nothing yet, a run to resume, a finished run, or another
+run that must not be mixed with this one), and the guarded entry for writing it.
 
-`run_state(run_dir, identity)` compares `identity` with what the folder's run.json recorded when its run
-started. A key the folder recorded with another value refuses the folder (RunRefused, one sentence naming the
-key); a key it never recorded refuses it too, except in a folder that holds nothing yet. COMPLETE means every
-step of the recipe is done: the records are compacted (provenance complete) and summary.json is written.
+`run_state(run_dir, identity)` compares a records.identity.RunIdentity with the one the folder's run.json recorded
+when its run started (records.identity.recorded_identity reads folders written before RunIdentity too): a field
+that differs refuses the folder (RunRefused, one sentence naming the fields). COMPLETE means every step of the run
+is done: the records are compacted (provenance complete) and summary.json is written.
 
-`open_for_write(run_dir, identity)` is how every writer enters a run folder
-(run.recipe.run_job, run.runner.run, `mcqa run`'s grid, batch mode, imports): check the state (a different
-run is refused before anything is created), take the one-writer lock (records.lock; RunLocked at once when
-another process holds it), check again (another writer may have finished it meanwhile), and yield an OpenRun
-holding the decided state. The identity is what is known when the folder is opened: a job's parameters
-{"job": Job.identity()} before anything is loaded, or, for run() from Python, what determines the records
-(strategy hash, dataset fingerprint, model source, judges). `OpenRun.start(provenance)` records run.json once
-the model is loaded, comparing only the identity keys the open did not already compare, so every key is
-checked once. `check_writable` is the same decision without the lock, for callers that must refuse before loading
-a model (run_job: a finished, foreign or busy folder costs no load; a backend that cannot serve the run is
-refused before the folder is created).
+The process that writes a run folder decides its state twice, and no other process decides it for it:
+- `check_writable(run_dir, identity)`: once, without the lock or creating anything: the state, RunRefused for a
+  folder holding another run, RunLocked when another process is writing it (a COMPLETE run is never locked).
+  Writers that load a model first ask this before loading (a finished, foreign or busy folder costs no load);
+- `locked(run_dir, identity)`: once more, under the one-writer lock (records.lock; another writer may have finished
+  it meanwhile), removing what a killed writer left; it yields an OpenRun holding the decided state, and the lock
+  is held until the block ends.
+`open_for_write(run_dir, identity)` is both in a row, for writers with nothing to load in between (imports, `mcqa
+run`'s kernel opening a run before its notebook: run.kernel). `OpenRun.start(provenance)` records run.json with
+the identity once the run is under way.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator
 
+from mcqa_toolkit.records.identity import RunIdentity, recorded_identity
 from mcqa_toolkit.records.lock import RunLocked
 from mcqa_toolkit.records.store import RunDir
 
-__all__ = ["RunState", "RunRefused", "run_state", "run_identity", "OpenRun", "check_writable", "open_for_write"]
+__all__ = ["RunState", "RunRefused", "run_state", "OpenRun", "check_writable", "locked", "open_for_write"]
 
 
 class RunState(str, Enum):
@@ -41,42 +41,23 @@ class RunRefused(ValueError):
     """The folder holds a different run; nothing was written."""
 
 
-def run_identity(provenance: Mapping[str, Any]) -> dict[str, Any]:
-    """The provenance keys that determine a run's records (what run() refuses to mix in one folder)."""
-    return {"strategy_hash": provenance.get("strategy_hash"),
-            "dataset_fingerprint": provenance.get("dataset_fingerprint"),
-            "model_source": provenance.get("model", {}).get("source"),
-            "judges": provenance.get("judges", []), "judge_combine": provenance.get("judge_combine", "")}
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
-
-
-def run_state(run_dir: RunDir, identity: Mapping[str, Any]) -> RunState:
-    """NEW | RESUMABLE | COMPLETE for a run with `identity` in `run_dir`; RunRefused when the folder holds
-    another run (see the module docstring)."""
+def run_state(run_dir: RunDir, identity: RunIdentity) -> RunState:
+    """NEW | RESUMABLE | COMPLETE for a run of `identity` in `run_dir`; RunRefused when the folder holds another
+    run (see the module docstring)."""
     recorded = run_dir.run_info()
     if not recorded:
         if run_dir.jsonl.exists() and run_dir.read_records():
             raise RunRefused(f"{run_dir.dir} holds records but no {run_dir.run_info_file.name} saying what produced "
                              "them; use another output folder or delete it")
         return RunState.NEW
-    have = {**run_identity(recorded), **recorded}
-    for key, want in identity.items():
-        if key not in have:
-            raise RunRefused(f"{run_dir.dir} holds a run that recorded no {key!r} (made another way, e.g. by "
-                             "run() from Python or an older version); use another output folder or delete it")
-        if have[key] != want:
-            old = have[key]
-            if isinstance(old, dict) and isinstance(want, dict):  # name the parameters that differ
-                diff = sorted(k for k in set(old) | set(want) if old.get(k) != want.get(k))
-                what = ", ".join(f"{k} {_describe(old.get(k))} (this run: {_describe(want.get(k))})" for k in diff)
-            else:
-                what = f"{_describe(old)} (this run: {_describe(want)})"
-            raise RunRefused(f"{run_dir.dir} holds a different run, made with {key} {what}; use another output "
-                             "folder or delete it")
+    try:
+        have = recorded_identity(recorded, run_dir.run_info_file)
+    except ValueError as e:
+        raise RunRefused(f"{e}; use another output folder or delete it") from None
+    diff = have.differences(identity)
+    if diff:
+        raise RunRefused(f"{run_dir.dir} holds a different run, made with {'; '.join(diff)}; use another output "
+                         "folder or delete it")
     if run_dir.is_complete() and run_dir.summary_file.exists():
         return RunState.COMPLETE
     return RunState.RESUMABLE
@@ -84,25 +65,22 @@ def run_state(run_dir: RunDir, identity: Mapping[str, Any]) -> RunState:
 
 @dataclass
 class OpenRun:
-    """A run folder opened for writing (lock held): its decided `state` and the identity it was opened with."""
+    """A run folder opened for writing (lock held unless COMPLETE): its decided `state` and its identity."""
 
     run_dir: RunDir
     state: RunState
-    identity: dict[str, Any] = field(default_factory=dict)
+    identity: RunIdentity
 
-    def start(self, provenance: dict[str, Any]) -> None:
-        """Record what is being run (run.json), after refusing a folder whose run recorded another value of an
-        identity key the open did not compare (e.g. the dataset fingerprint once the items are known)."""
-        rest = {k: v for k, v in run_identity(provenance).items() if k not in self.identity}
-        if rest and self.state is not RunState.NEW:
-            run_state(self.run_dir, rest)
-        self.run_dir.write_run_info(provenance)
+    def start(self, provenance: dict[str, Any]) -> dict[str, Any]:
+        """Record what is being run (run.json): the provenance with the identity and its hash, which it returns
+        (what the finished run's provenance.json builds on)."""
+        info = {**provenance, "identity": self.identity.to_dict(), "identity_hash": self.identity.hash}
+        self.run_dir.write_run_info(info)
+        return info
 
 
-def check_writable(run_dir: RunDir, identity: Mapping[str, Any]) -> RunState:
-    """What open_for_write would decide now, without locking or creating anything: the state, RunRefused for a
-    folder holding another run, RunLocked when another process is writing it (a COMPLETE run is never locked).
-    Callers that load a model first ask this before loading (a finished or busy folder costs no load)."""
+def check_writable(run_dir: RunDir, identity: RunIdentity) -> RunState:
+    """The first decision (see the module docstring): no lock, nothing created."""
     state = run_state(run_dir, identity)
     if state is not RunState.COMPLETE:
         holder = run_dir.holder()
@@ -112,15 +90,22 @@ def check_writable(run_dir: RunDir, identity: Mapping[str, Any]) -> RunState:
 
 
 @contextmanager
-def open_for_write(run_dir: RunDir, identity: Mapping[str, Any]) -> Iterator[OpenRun]:
-    """The one guarded entry to a run folder (see the module docstring): state, lock, state. A COMPLETE run is
-    yielded without taking the lock (nothing will be written); RunRefused / RunLocked before anything is written;
-    leftovers of a killed writer are removed once the lock is held."""
-    if check_writable(run_dir, identity) is RunState.COMPLETE:
-        yield OpenRun(run_dir, RunState.COMPLETE, dict(identity))
-        return
+def locked(run_dir: RunDir, identity: RunIdentity) -> Iterator[OpenRun]:
+    """The second decision, under the lock (see the module docstring); RunLocked at once when another process
+    holds it. Leftovers of a killed writer are removed once the lock is held (not in a COMPLETE folder)."""
     with run_dir.lock():
         state = run_state(run_dir, identity)
         if state is not RunState.COMPLETE:
             run_dir.remove_leftovers()
-        yield OpenRun(run_dir, state, dict(identity))
+        yield OpenRun(run_dir, state, identity)
+
+
+@contextmanager
+def open_for_write(run_dir: RunDir, identity: RunIdentity) -> Iterator[OpenRun]:
+    """check_writable, then locked: a COMPLETE run is yielded without taking the lock (nothing will be written);
+    RunRefused / RunLocked before anything is written."""
+    if check_writable(run_dir, identity) is RunState.COMPLETE:
+        yield OpenRun(run_dir, RunState.COMPLETE, identity)
+        return
+    with locked(run_dir, identity) as folder:
+        yield folder

@@ -2,15 +2,17 @@
 
 A run folder (`outputs/<model>__<dataset>__<language>__<strategy>/`) holds
   records.jsonl     one JSON object per (item, shuffle), appended per unit of work (fsynced every second or so)
-  run.json          what is being run (provenance without results), written at start; resume checks it
+  run.json          what is being run: provenance without results, the dataset (name, loader arguments, exam
+                    version, fingerprint) and the run's identity (records.identity), written at start; resume
+                    checks it (records.state)
+  items.jsonl       the items the run was given (Item.to_dict per line; the records are about some of them),
+                    written at start: reports, the inspector and the analyses read them, never a loader
   records.parquet   the records sorted by item and shuffle, written when the run completes
   provenance.json   run.json + usage + complete=True + n_records, written when the run completes
-  summary.json      headline numbers and the job parameters that produced them (resume contract of run.jobs)
+  summary.json      headline numbers and the identity that produced them
   min_k.parquet     Min-K% prob of each question under the run's model (contamination)
   run_model.ipynb   the executed notebook, when the run came from `mcqa run`
   batch.json        batch-mode state (API batch ids, counts, failures), see run.batch
-  items.jsonl       the items the records are about (Item.to_dict per line), written by runs that do not come
-                    from a dataset loader (imported results, interop): the analyses read them instead of a loader
   run.lock          the one-writer lock (records.lock): who is writing the folder now
 Nothing else in the package or the notebooks spells these names. A killed run leaves at most a partial last
 JSONL line; on resume it is dropped (it was never a finished record) and the rest is kept, so re-running
@@ -30,6 +32,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from mcqa_toolkit.items import ItemSet, item_from_dict
 from mcqa_toolkit.records.columns import KEY, conform, records_frame, unique_records
 from mcqa_toolkit.records.files import RunWriteError, atomic, json_default, read_json, write_json
 from mcqa_toolkit.records.lock import LOCK_FILE, RunLock, lock_holder
@@ -43,6 +46,8 @@ MIN_K = "min_k.parquet"
 NOTEBOOK = "run_model.ipynb"
 BATCH = "batch.json"
 ITEMS = "items.jsonl"
+SUMMARY_IDENTITY = ("identity", "identity_hash", "params")  # summary.json keys that are not numbers ("params":
+                                                            # the notebook parameters folders wrote before)
 SYNC_SECONDS = 1.0  # append forces records.jsonl to disk when this long has passed since it last did
 
 
@@ -66,6 +71,18 @@ class RunDir:
     @property
     def name(self) -> str:
         return self.dir.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunDir) and other.dir == self.dir
+
+    def __hash__(self) -> int:
+        return hash(self.dir)
+
+    def __fspath__(self) -> str:
+        return str(self.dir)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.dir)!r})"
 
     def lock(self) -> RunLock:
         """The folder's one-writer lock (records.lock): `with rd.lock(): ...`; RunLocked when another writer holds it."""
@@ -181,17 +198,24 @@ class RunDir:
     def run_info(self) -> dict[str, Any]:
         return read_json(self.run_info_file)
 
+    def described(self) -> dict[str, Any]:
+        """What the folder says of its run: provenance.json when the run is finished (run.json and more), else
+        run.json ({} for neither)."""
+        return self.provenance() or self.run_info()
+
     def write_run_info(self, info: dict[str, Any]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         write_json(self.run_info_file, info)
 
     def summary(self) -> dict[str, Any]:
-        return read_json(self.summary_file)
+        """summary.json's headline numbers (without the identity that produced them; also in folders that
+        recorded their notebook parameters there)."""
+        return {k: v for k, v in read_json(self.summary_file).items() if k not in SUMMARY_IDENTITY}
 
-    def write_summary(self, summary: dict[str, Any], params: dict[str, Any]) -> Path:
-        """summary.json: headline numbers and the parameters that produced them."""
+    def write_summary(self, summary: dict[str, Any], identity: Any) -> Path:
+        """summary.json: headline numbers and the identity that produced them (records.identity.RunIdentity)."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        write_json(self.summary_file, {"params": params, **summary})
+        write_json(self.summary_file, {"identity": identity.to_dict(), "identity_hash": identity.hash, **summary})
         return self.summary_file
 
     def batch_state(self) -> dict[str, Any]:
@@ -202,7 +226,7 @@ class RunDir:
         write_json(self.batch_file, state)
 
     def write_items(self, items: Iterable[Any]) -> Path:
-        """items.jsonl: the run's items (Item.to_dict per line), for runs whose items no loader gives back."""
+        """items.jsonl: the items the run was given (Item.to_dict per line)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         text = "".join(json.dumps(it.to_dict(), ensure_ascii=False, default=json_default) + "\n" for it in items)
         atomic(self.items_file, lambda tmp: tmp.write_text(text, encoding="utf-8"), self.items_file.name,
@@ -215,6 +239,13 @@ class RunDir:
             return []
         lines = self.items_file.read_text(encoding="utf-8").splitlines()
         return [json.loads(line) for line in lines if line.strip()]
+
+    def items(self) -> ItemSet | None:
+        """The items the run was given (items.jsonl), named after its dataset; None for a folder written before
+        runs carried their items (its dataset's loader and arguments are in run.json: records.dataset)."""
+        if not self.items_file.exists():
+            return None
+        return ItemSet([item_from_dict(d) for d in self.read_items()], self.described().get("dataset") or self.name)
 
     def write_min_k(self, table: pd.DataFrame) -> Path:
         self.dir.mkdir(parents=True, exist_ok=True)

@@ -2,9 +2,8 @@
 students' statistics, the exam scores and the student comparison, and the comparison as the course-exam
 benchmark's comparison.json (one entry per system x exam).
 
-The items (and so the student statistics) come from the course-exam folder the runs were made on, as their
-summary.json files record it (`mcqa run`: the loader arguments, none for the shipped demo course exam), or
-from `dataset_args` when given (e.g. runs made by calling run() directly).
+The items (and so the student statistics) are the ones the runs were given, read from their run folders
+(report.headline.run_items), whatever course-exam folder they were made on.
 """
 from __future__ import annotations
 
@@ -15,10 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.exam_rules import compare_to_students, course_exam_scores, student_statistics
-from mcqa_toolkit.records.results import run_dirs
+from mcqa_toolkit.report.headline import dataset_runs, run_items
 
 DATASET = "course_exam"
 SYSTEM = ("model", "strategy")
@@ -30,7 +28,6 @@ class CourseExamRuns:
 
     records: pd.DataFrame
     items: ItemSet
-    dataset_args: dict[str, Any]
 
     @property
     def students(self) -> pd.DataFrame:
@@ -52,38 +49,14 @@ class CourseExamRuns:
                 f"questions in {r['exam'].nunique()} exam(s); items: {self.items.name}")
 
 
-def _run_args(results_dir: str | Path) -> set[str]:
-    """The loader arguments (as JSON) of every complete course-exam run made by `mcqa run`."""
-    found = set()
-    for rd in run_dirs(results_dir):
-        params = rd.summary().get("params", {})
-        if rd.is_complete() and params.get("DATASET") == DATASET:
-            found.add(json.dumps(params.get("DATASET_ARGS") or {}, sort_keys=True))
-    return found
-
-
-def load_course_exam_runs(results_dir: str | Path, dataset_args: dict[str, Any] | None = None
-                          ) -> CourseExamRuns | None:
-    """The complete course-exam runs under `results_dir` (any depth), or None when there is none. Their items
-    are loaded with `dataset_args`, else with the one set of loader arguments their summary.json files record
-    (runs made on different course-exam folders need `dataset_args`)."""
-    frames = [rd.load() for rd in run_dirs(results_dir) if rd.is_complete()]
-    records = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["dataset"])
-    records = records[records["dataset"] == DATASET].reset_index(drop=True)
-    if records.empty:
+def load_course_exam_runs(results_dir: str | Path) -> CourseExamRuns | None:
+    """The complete course-exam runs under `results_dir` (any depth) with the items they were given, or None when
+    there is none."""
+    runs = dataset_runs(results_dir, DATASET)
+    if not runs:
         return None
-    if dataset_args is None:
-        found = _run_args(results_dir)
-        if len(found) > 1:
-            raise ValueError(f"the course-exam runs under {results_dir} were made on {len(found)} course exams "
-                             f"({sorted(found)}); choose one with DATASET_ARGS")
-        dataset_args = json.loads(found.pop()) if found else {}
-    items = load(DATASET, **dataset_args)
-    unknown = sorted(set(records["item_id"]) - set(items.ids))
-    if unknown:
-        raise ValueError(f"records of item(s) {unknown[:3]} are not in the course exam {items.name!r}; give the "
-                         "loader arguments the runs were made with (DATASET_ARGS)")
-    return CourseExamRuns(records, items, dict(dataset_args))
+    records = pd.concat([rd.load() for rd in runs], ignore_index=True)
+    return CourseExamRuns(records.reset_index(drop=True), run_items(runs, DATASET))
 
 
 def comparison_json(comparison: pd.DataFrame, scores: pd.DataFrame) -> dict[str, Any]:

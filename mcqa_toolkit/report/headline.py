@@ -1,6 +1,6 @@
-"""What the analysis notebooks share: loading the runs of one dataset with its items, and recording the
-notebook's headline numbers (printed, and written as `<LATEX_DIR>/<notebook>_headline.json` where the
-regression tests and the README read them)."""
+"""What the analysis notebooks share: the runs of one dataset with their items, read from the run folders alone
+(each carries the items it was given, records.store), and recording the notebook's headline numbers (printed, and
+written as `<LATEX_DIR>/<notebook>_headline.json` where the regression tests and the README read them)."""
 from __future__ import annotations
 
 import json
@@ -12,17 +12,22 @@ from typing import Any, Sequence
 import pandas as pd
 
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.items import ItemSet, item_from_dict
+from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.abilities import GROUP_BY
-from mcqa_toolkit.records.results import load_results, run_dirs
+from mcqa_toolkit.records.dataset import run_dataset
+from mcqa_toolkit.records.results import run_dirs
+from mcqa_toolkit.records.store import RunDir
+
+REPORTED_APART = ("course_exam",)   # datasets with a notebook of their own (16_course_exam), not the default one
 
 
 @dataclass(frozen=True)
 class Runs:
-    """Every complete run of one dataset: its records and its items."""
+    """Every complete run of one dataset: its name, its records and its items."""
 
     records: pd.DataFrame
     items: ItemSet
+    dataset: str = ""
 
     def overview(self) -> pd.DataFrame:
         """Shuffles per model x strategy (rows) and language (columns)."""
@@ -34,32 +39,79 @@ class Runs:
                 f"{self.items.name!r}")
 
 
-def stored_items(results_dir: str | Path, dataset: str) -> ItemSet | None:
-    """The items the complete runs of `dataset` under `results_dir` carry in their items.jsonl (imported runs,
-    interop), merged by item_id; None unless every such run carries them."""
-    runs = [r for r in run_dirs(results_dir) if r.is_complete() and r.provenance().get("dataset") == dataset]
-    if not runs or not all(r.items_file.exists() for r in runs):
-        return None
-    merged = {d["item_id"]: d for r in runs for d in r.read_items()}
-    return ItemSet([item_from_dict(d) for d in merged.values()], dataset)
+def _complete(results_dir: str | Path) -> list[RunDir]:
+    return [r for r in run_dirs(results_dir) if r.is_complete()] if Path(results_dir).is_dir() else []
 
 
-def dataset_items(results_dir: str | Path, dataset: str, dataset_args: dict[str, Any] | None = None) -> ItemSet:
-    """The items of `dataset`: the loader's with `dataset_args`, or, without them, the items its runs under
-    `results_dir` carry when every run carries them (imported runs need no loader)."""
-    carried = None if dataset_args or not Path(results_dir).is_dir() else stored_items(results_dir, dataset)
-    return carried if carried is not None else load(dataset, **(dataset_args or {}))
+def runs_dataset(results_dir: str | Path, dataset: str | None = None) -> str:
+    """`dataset`, or the one dataset of the complete runs under `results_dir` (not counting those reported apart,
+    REPORTED_APART, when others are there); several is a ValueError naming them."""
+    if dataset is not None:
+        return dataset
+    found = sorted({run_dataset(r).name for r in _complete(results_dir)})
+    main = [d for d in found if d not in REPORTED_APART] or found
+    if len(main) != 1:
+        raise ValueError(f"the runs under {results_dir} are of " + (f"the datasets {main}: choose one (mcqa report "
+                         "--dataset NAME, or DATASET in a notebook)" if main else "no dataset: no complete run"))
+    return main[0]
 
 
-def load_runs(results_dir: str | Path, dataset: str, dataset_args: dict[str, Any] | None = None) -> Runs:
-    """The complete runs of `dataset` under `results_dir` (any depth) and the dataset's items: the loader's
-    (`load(dataset, **dataset_args)`), or, without loader arguments, the items the runs carry when every run
-    carries them (imported runs need no loader)."""
-    records = load_results(results_dir)
-    records = records[records["dataset"] == dataset].reset_index(drop=True)
-    if records.empty:
-        raise FileNotFoundError(f"no complete run of dataset {dataset!r} under {results_dir}")
-    return Runs(records, dataset_items(results_dir, dataset, dataset_args))
+def run_items(runs: Sequence[RunDir], name: str = "") -> ItemSet:
+    """The items of `runs`, merged by item_id: the items each was given (items.jsonl) or, for folders written
+    before runs carried their items, their dataset loaded again with the arguments their run.json records, once
+    for all of them, kept to their exam versions (in the loader's order, as reports read it then). An item two runs
+    hold differently (e.g. an exam file edited between them) is a ValueError naming both folders: such runs are
+    reported apart."""
+    legacy: dict[str, list[Any]] = {}   # (name, args) of folders without items.jsonl -> their exam versions
+    for rd in runs:
+        if not rd.items_file.exists():
+            ds = run_dataset(rd)
+            legacy.setdefault(json.dumps([ds.name, ds.args], sort_keys=True, default=str), []).append(ds.language)
+    merged: dict[str, Any] = {}
+    where: dict[str, Path] = {}
+    for rd in runs:
+        items = rd.items()
+        if items is None:
+            ds = run_dataset(rd)
+            languages = legacy.pop(json.dumps([ds.name, ds.args], sort_keys=True, default=str), None)
+            if languages is None:   # its dataset was loaded for an earlier folder
+                continue
+            items = [it for it in load(ds.name, **ds.args) if None in languages or it.exam_language in languages]
+        for it in items:
+            if it.item_id not in merged:
+                merged[it.item_id], where[it.item_id] = it, rd.dir
+            elif merged[it.item_id] != it:
+                raise ValueError(f"item {it.item_id!r} differs between the runs {where[it.item_id]} and {rd.dir}; "
+                                 "report them apart (one results folder each)")
+    return ItemSet(list(merged.values()), name)
+
+
+def dataset_runs(results_dir: str | Path, dataset: str) -> list[RunDir]:
+    """The complete runs of `dataset` under `results_dir` (any depth)."""
+    return [r for r in _complete(results_dir) if run_dataset(r).name == dataset]
+
+
+def dataset_items(results_dir: str | Path, dataset: str | None = None,
+                  dataset_args: dict[str, Any] | None = None) -> ItemSet:
+    """The items of `dataset`'s runs under `results_dir` (run_items); with no run there (the question inspector
+    exploring an exam before any run), the loader's items with `dataset_args`."""
+    runs = dataset_runs(results_dir, runs_dataset(results_dir, dataset)) if _complete(results_dir) else []
+    if runs:
+        return run_items(runs, run_dataset(runs[0]).name)
+    if dataset is None:
+        raise ValueError(f"no complete run under {results_dir}: name the dataset to explore (DATASET)")
+    return load(dataset, **(dataset_args or {}))
+
+
+def load_runs(results_dir: str | Path, dataset: str | None = None) -> Runs:
+    """The complete runs of `dataset` (default: the runs' one dataset, runs_dataset) under `results_dir` (any
+    depth), with their records and items, from the run folders alone."""
+    name = runs_dataset(results_dir, dataset)
+    runs = dataset_runs(results_dir, name)
+    if not runs:
+        raise FileNotFoundError(f"no complete run of dataset {name!r} under {results_dir}")
+    records = pd.concat([r.load() for r in runs], ignore_index=True)
+    return Runs(records, run_items(runs, name), name)
 
 
 def output_dir(path: str | Path | None, kind: str) -> Path:

@@ -2,7 +2,7 @@
 each run finishes), and the headline table `mcqa demo` / `mcqa report` print at the end and the HTML report
 opens with (accuracy and kappa per model x strategy, one column per language).
 
-Only the side files of each run folder are read (summary, provenance), never the records, so this is instant
+Only the side files of each run folder are read (summary, run.json, provenance), never the records, so this is instant
 even for large grids.
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mcqa_toolkit.records.dataset import run_dataset
 from mcqa_toolkit.records.results import run_dirs
 
 # the headline numbers of a run's summary.json shown per run, and the overview table's columns
@@ -29,7 +30,7 @@ def runs_frame(results_dir: str | Path) -> pd.DataFrame:
         strategy = prov.get("strategy", {})
         rows.append({
             "model": (prov.get("model") or {}).get("model", ""), "dataset": prov.get("dataset", ""),
-            "language": summary.get("params", {}).get("LANGUAGE") or "all",
+            "language": run_dataset(rd).language or "all",
             "strategy": strategy.get("name", ""),
             **{k: summary.get(k) for k in SUMMARY_KEYS},
             "run_dir": rd.dir, "notebook": rd.notebook if rd.notebook.exists() else None})

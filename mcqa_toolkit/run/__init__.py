@@ -12,6 +12,8 @@
     grid       `mcqa run`: every incomplete job's run notebook, cheapest first, in one kernel (session)
     batch      API batch mode: collect a job's requests, submit them, fetch the results into the request cache
     session    KernelSession: one Jupyter kernel that executes many papermill notebooks in turn
+    kernel     KernelRuns, what that kernel holds (BackendCache, Ray pool, the open run folder): it decides each
+               run folder's state and holds its lock while the run notebook writes it
     pool/      a Ray cluster's actors scoring a run's blocks (RayPool; the driver writes the records)
 
 The record format and the run folder (columns, record factory, grading, equality, RunDir, lock, state) are

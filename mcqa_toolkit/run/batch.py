@@ -47,7 +47,7 @@ def collect_requests(job: Any, backends: BackendCache) -> tuple[Any, dict[str, t
         collected = [stack.enter_context(b.collecting()) for b in {id(b): b for b in run_backends}.values()
                      if isinstance(b, BatchBackend)]
         with tempfile.TemporaryDirectory(prefix="mcqa_batch_") as tmp:
-            run_job(dataclasses.replace(job, out_dir=Path(tmp)), backends, progress=False)
+            run_job(dataclasses.replace(job, run_dir=Path(tmp)), backends, progress=False)
         return backend, dict(collected[0])
 
 

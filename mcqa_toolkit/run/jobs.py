@@ -1,9 +1,10 @@
 """Jobs: a params file (models x datasets x languages x strategies) expanded into run folders.
 
 A Job says *what* one run is (its model, dataset, language, strategy and options, and its run folder); the
-recipe (run.recipe.run_job) does it. `Job.identity()` are the parameters that determine the run's records:
-they are recorded in the run folder, and records.state refuses a folder made with other ones. A Job converts to
-and from the run notebook's UPPER_CASE parameters (papermill injects them).
+recipe (run.recipe.run_job) does it, and its identity (records.identity.RunIdentity, what determines the records)
+comes from its plan (run.recipe.prepare). A Job converts to and from the run notebook's UPPER_CASE parameters
+(papermill injects them; nothing else spells them) and to and from a plain dict of its fields (`to_dict`), which
+`mcqa run` sends its kernel.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from typing import Any, Mapping
 import yaml
 
 from mcqa_toolkit.backends.secrets import strip_credentials
-from mcqa_toolkit.datasets import load
+from mcqa_toolkit.datasets import load_items
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.records.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy, build_strategy
@@ -29,24 +30,7 @@ from mcqa_toolkit.scoring.judge import COMBINE_RULES
 PARAM_KEYS = {"output_dir", "models", "datasets", "languages", "strategies", "kernel", "limit", "seed", "shuffles",
               "shots", "device", "dtype", "min_k", "judges", "judge_combine", "cluster"}
 _OPTIONS = ("limit", "seed", "shuffles", "shots", "device", "dtype", "judges", "judge_combine")  # Job fields too
-_PARAMETER = {"backend_options": "BACKEND", "out_dir": "OUTPUT_DIR"}  # notebook parameter names that differ
-# fields that do not change the records: where they go, where the model runs, whether Min-K% is measured
-_NOT_IDENTITY = ("out_dir", "device", "dtype", "min_k", "backend_options")
-
-
-def load_items(dataset: str, dataset_args: dict[str, Any] | None = None, language: str | None = None) -> ItemSet:
-    """Items of a registered dataset (every question type), restricted to the exam version in `language`
-    (`Item.exam_language`: a Portuguese ENEM keeps its English and Spanish questions; demo: loaded in that
-    language only)."""
-    args = dict(dataset_args or {})
-    if dataset == "demo" and language is not None:
-        args.setdefault("language", language)
-    items = load(dataset, **args)
-    if language is not None:
-        items = items.filter(exam_language=language)
-        if not len(items):
-            raise ValueError(f"dataset {dataset!r} has no items in language {language!r}")
-    return items
+_PARAMETER = {"backend_options": "BACKEND"}  # notebook parameter names that are not the field's upper-cased
 
 
 @dataclass(frozen=True)
@@ -58,7 +42,7 @@ class Job:
     dataset_args: dict[str, Any]
     language: str | None
     strategy: Any                    # a predefined name or a dict of Strategy fields
-    out_dir: Path
+    run_dir: RunDir                  # the run folder (a path is taken as one)
     shots: int | None = None
     shuffles: int | None = None
     seed: int | None = None
@@ -73,6 +57,8 @@ class Job:
                                              # an earlier year's, as the ENEM paper did); None: the job's own items
 
     def __post_init__(self) -> None:
+        if not isinstance(self.run_dir, RunDir):
+            object.__setattr__(self, "run_dir", RunDir(self.run_dir))
         if self.judge_combine not in COMBINE_RULES:
             raise ValueError(f"judge_combine must be one of {COMBINE_RULES}, got {self.judge_combine!r}")
         if self.judges is not None and (not isinstance(self.judges, list) or not self.judges):
@@ -82,22 +68,13 @@ class Job:
                                                and isinstance(self.shot_pool.get("args") or {}, dict)):
             raise ValueError(f"shot_pool must be a mapping with a dataset 'name' and 'args', got {self.shot_pool!r}")
 
-    @property
-    def run_dir(self) -> RunDir:
-        return RunDir(self.out_dir)
-
     def model_entry(self) -> dict[str, Any]:
         """The params-file entry of the job's model (backends.backend_entry completes it)."""
         return {"model": self.model, **self.backend_options}
 
     def items(self) -> ItemSet:
+        """The items the job's run is given (datasets.load_items; run.recipe.prepare loads them and its shot pool)."""
         return load_items(self.dataset, self.dataset_args, self.language)
-
-    def shot_items(self) -> ItemSet | None:
-        """The few-shot pool's items in the job's exam version (None: shots come from the job's own items)."""
-        if self.shot_pool is None:
-            return None
-        return load_items(self.shot_pool["name"], self.shot_pool.get("args") or {}, self.language)
 
     def build_strategy(self) -> Strategy:
         """The job's Strategy, built once per Job (scheduling, the params check and the run all use it)."""
@@ -111,22 +88,22 @@ class Job:
         """The run notebook's parameters for this job (papermill injects them)."""
         return {_name(f.name): _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
-    def identity(self) -> dict[str, Any]:
-        """The parameters that determine the records, and the backend kind (see records.state)."""
-        skip = {_name(n) for n in _NOT_IDENTITY}
-        if self.shot_pool is None:   # absent rather than None: folders made before shot pools keep their identity
-            skip.add(_name("shot_pool"))
-        return {**{k: v for k, v in self.parameters().items() if k not in skip},
-                "BACKEND_KIND": self.backend_options.get("backend", "hf")}
+    def to_dict(self) -> dict[str, Any]:
+        """The job's fields as JSON-ready values (the run folder as a string); `from_dict` is the inverse."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, fields: Mapping[str, Any]) -> "Job":
+        return cls(**fields)
 
     @classmethod
     def from_parameters(cls, params: Mapping[str, Any]) -> "Job":
         """The job of a run notebook's parameters (any mapping holding them, e.g. the notebook's `globals()`;
-        other names are ignored). OUTPUT_DIR None: a fresh temporary folder (tests re-execute the notebook)."""
+        other names are ignored). RUN_DIR None: a fresh temporary folder (tests re-execute the notebook)."""
         fields = {f.name: params[_name(f.name)] for f in dataclasses.fields(cls) if _name(f.name) in params}
         fields["backend_options"] = dict(fields.get("backend_options") or {})
-        out = fields.get("out_dir")
-        fields["out_dir"] = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="mcqa_run_"))
+        if fields.get("run_dir") is None:
+            fields["run_dir"] = tempfile.mkdtemp(prefix="mcqa_run_")
         if fields.get("judge_combine") is None:
             fields.pop("judge_combine", None)
         return cls(**fields)
@@ -138,7 +115,7 @@ def _name(field_name: str) -> str:
 
 
 def _plain(value: Any) -> Any:
-    return str(value) if isinstance(value, Path) else value
+    return str(value.dir if isinstance(value, RunDir) else value) if isinstance(value, (Path, RunDir)) else value
 
 
 def _slug(text: str) -> str:
@@ -282,4 +259,4 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
     return jobs
 
 
-__all__ = ["Job", "load_items", "load_params", "expand", "model_label", "PARAM_KEYS"]
+__all__ = ["Job", "load_params", "expand", "model_label", "PARAM_KEYS"]

@@ -6,7 +6,8 @@ Checked per job: the strategy builds (a name that is not predefined, a field out
 with its arguments and holds the job's language (Item.exam_language), the few-shot pool loads, and the run can
 be planned: the shots its rule needs exist (e.g. `easiest` with k=4 needs four subjects with IRT parameters in
 the exam version) and items are left to evaluate. Each dataset (and pool) is loaded once for all the jobs that
-use it. What needs the model (a backend that cannot serve the method, a missing API key) is refused by the run
+use it. The checks are the run's own planning (run.recipe.prepare), which also gives each job's identity.
+What needs the model (a backend that cannot serve the method, a missing API key) is refused by the run
 itself, before any request (run.dispatch.check_plan).
 """
 from __future__ import annotations
@@ -14,15 +15,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mcqa_toolkit.datasets import load_items
 from mcqa_toolkit.items import ItemSet
-from mcqa_toolkit.run.jobs import Job, load_items
-from mcqa_toolkit.run.runner import plan_run
+from mcqa_toolkit.records.identity import RunIdentity
+from mcqa_toolkit.run.jobs import Job
+from mcqa_toolkit.run.recipe import prepare
 
 __all__ = ["preflight"]
 
 
-def preflight(jobs: list[Job]) -> tuple[list[Job], list[tuple[Job, str]]]:
-    """(the jobs that can start, [(job, one-line reason)] for those that cannot), in the given order."""
+def preflight(jobs: list[Job]) -> tuple[list[Job], list[tuple[Job, str]], dict[str, RunIdentity]]:
+    """(the jobs that can start, [(job, one-line reason)] for those that cannot), in the given order, and the
+    identity of each job that can (by run folder name: what `mcqa run --dry-run` compares folders with)."""
     loaded: dict[str, ItemSet | Exception] = {}
 
     def items(dataset: str, args: dict[str, Any], language: str | None) -> ItemSet:
@@ -37,19 +41,11 @@ def preflight(jobs: list[Job]) -> tuple[list[Job], list[tuple[Job, str]]]:
             raise got
         return got
 
-    ok, refused = [], []
+    ok, refused, identities = [], [], {}
     for job in jobs:
         try:
-            strategy = job.build_strategy()
-            pool = None
-            if job.shot_pool is not None:
-                try:
-                    pool = items(job.shot_pool["name"], job.shot_pool.get("args") or {}, job.language)
-                except (ValueError, FileNotFoundError, OSError, ImportError) as e:
-                    raise ValueError(f"shot_pool: {e}") from None
-            plan_run(items(job.dataset, job.dataset_args, job.language), strategy, job.dataset, shot_pool=pool,
-                     limit=job.limit, combine=job.judge_combine)
+            identities[job.run_dir.name] = prepare(job, items).identity
             ok.append(job)
         except (ValueError, FileNotFoundError, OSError, ImportError) as e:
             refused.append((job, " ".join(f"{type(e).__name__}: {e}".split())))
-    return ok, refused
+    return ok, refused, identities

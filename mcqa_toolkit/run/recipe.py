@@ -6,14 +6,17 @@ users all call.
     backends = BackendCache()                      # load each model once for many runs
     result = run_job(Job("gemma-3-270m", "demo", {}, "pt", "S5", Path("outputs/pt_S5")), backends)
 
-The steps: build the strategy; ask the run folder what it holds (records.state.check_writable: a finished run is
-returned as it is, another run is refused, a run another process is writing now stops at once with RunLocked,
-all before anything is loaded); load the items and plan the run (shots, limit); get the backends of the model and
-its judges; refuse what they cannot serve before any file is written (run.dispatch.check_plan, and Min-K%
-without log-probs of given text); open the folder (records.state.open_for_write, the one guarded entry: state,
-lock, state); administer (run.runner.administer: resumable records and provenance); summarise; measure Min-K%
-prob of the evaluated questions; write summary.json, the step that marks the run complete. The folder's
-one-writer lock is held from opening to summary.json.
+The steps (prepare, load_backends, write_run; run_job does them in a row): build the strategy, load the items and
+plan the run (shots, limit), which gives the run's identity (records.identity.RunIdentity); ask the run folder
+what it holds (records.state.check_writable, the first decision: a finished run is returned as it is, another run
+is refused, a run another process is writing now stops at once with RunLocked, all before any model is loaded);
+get the backends of the model and its judges; refuse what they cannot serve before any file is written
+(run.dispatch.check_plan, and Min-K% without log-probs of given text); take the folder's one-writer lock and
+decide once more (records.state.locked); administer (run.runner.administer: run.json, items.jsonl, resumable
+records and provenance); summarise; measure Min-K% prob of the evaluated questions; write summary.json, the step
+that marks the run complete. The lock is held from the second decision to summary.json. Under `mcqa run` the
+grid's kernel opens the folder before the run notebook and holds it until the executed notebook is in it
+(run.kernel), calling load_backends and write_run in between.
 
 With a pool (run.pool.RayPool, `mcqa run --ray`), a local model (and its judges) is loaded by the pool's workers
 instead of this process, and its items are scored there; everything else, the run folder included, stays here.
@@ -25,22 +28,26 @@ import dataclasses
 import gc
 import json
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 
 from mcqa_toolkit.backends import Backend, backend_entry, load_backend
 from mcqa_toolkit.backends.base import RenewableBackend
+from mcqa_toolkit.datasets import load_items
+from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.summary import summarize_run
-from mcqa_toolkit.records.state import RunState, check_writable, open_for_write
+from mcqa_toolkit.records.identity import RunIdentity, model_name, spec_name
+from mcqa_toolkit.records.state import OpenRun, RunState, check_writable, locked
 from mcqa_toolkit.run.dispatch import check_plan
 from mcqa_toolkit.run.jobs import Job, model_label
-from mcqa_toolkit.run.runner import administer, plan_run
+from mcqa_toolkit.run.runner import RunPlan, administer, plan_run
 from mcqa_toolkit.scoring.judge import LLMJudge
 from mcqa_toolkit.scoring.methods import MIN_K, check_need
 from mcqa_toolkit.scoring.min_k import min_k_table
 
-__all__ = ["BackendCache", "RunResult", "run_job", "HEADLINE"]
+__all__ = ["BackendCache", "RunResult", "PreparedRun", "prepare", "load_backends", "write_run", "finish_run", "stored",
+           "run_job", "HEADLINE"]
 
 HEADLINE = ("n_items", "accuracy", "kappa", "points_earned", "points_possible", "unanswered", "refused", "error")
 
@@ -48,7 +55,7 @@ HEADLINE = ("n_items", "accuracy", "kappa", "points_earned", "points_possible", 
 class BackendCache:
     """The loaded backends of one session, by their complete entry (backends.backend_entry), so that a grid of
     runs loads each model once. Whoever runs many jobs creates one and passes it to every run_job: the
-    `mcqa run` kernel holds one as BACKENDS (run.grid), a Python user makes their own. There is no
+    `mcqa run` kernel's run.kernel.KernelRuns holds one, a Python user makes their own. There is no
     module-level instance.
 
     For every run, `for_run` renews the backends it returns (fresh KV caches and token counters: the records
@@ -110,40 +117,90 @@ class RunResult:
         return {k: None if self.summary.get(k) is None else round(self.summary[k], 4) for k in HEADLINE}
 
 
-def _stored(job: Job, state: RunState) -> RunResult:
+def stored(job: Job, state: RunState) -> RunResult:
+    """The RunResult of a finished run folder, read back."""
     rd = job.run_dir
     min_k = pd.read_parquet(rd.min_k_file) if rd.min_k_file.exists() else None
-    summary = {k: v for k, v in rd.summary().items() if k != "params"}
-    return RunResult(job, state, rd.load(), summary, min_k)
+    return RunResult(job, state, rd.load(), rd.summary(), min_k)
 
 
-def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = True, pool: Any = None) -> RunResult:
-    """Every step of one run (see the module docstring); resumable, and a no-op on a finished run.
-    `backends`: the session's BackendCache (None: a fresh one, i.e. the model is loaded for this run).
-    `pool`: the session's run.pool.RayPool (None: everything in this process)."""
-    strategy, identity = job.build_strategy(), {"job": job.identity()}
-    if check_writable(job.run_dir, identity) is RunState.COMPLETE:  # finished, foreign or busy: nothing is loaded
-        return _stored(job, RunState.COMPLETE)
-    plan = plan_run(job.items(), strategy, job.dataset, shot_pool=job.shot_items(), limit=job.limit,
-                    combine=job.judge_combine)
+@dataclass(frozen=True)
+class PreparedRun:
+    """What one job will run, known before its model is loaded: its strategy, its plan (items, shots, limit) and
+    its identity (records.identity: model and judges as the job names them)."""
+
+    job: Job
+    plan: RunPlan
+    identity: RunIdentity
+
+
+def prepare(job: Job, load: Callable[[str, dict[str, Any], str | None], ItemSet] = load_items) -> PreparedRun:
+    """The job's plan and identity: its strategy built, its items and shot pool loaded by `load` (datasets.load_items;
+    run.preflight passes one that loads each dataset once for a whole grid). A shot pool that does not load is a
+    ValueError saying so."""
+    pool = None
+    if job.shot_pool is not None:
+        try:
+            pool = load(job.shot_pool["name"], job.shot_pool.get("args") or {}, job.language)
+        except (ValueError, FileNotFoundError, OSError, ImportError) as e:
+            raise ValueError(f"shot_pool: {e}") from None
+    plan = plan_run(load(job.dataset, job.dataset_args, job.language), job.build_strategy(), job.dataset,
+                    shot_pool=pool, limit=job.limit, combine=job.judge_combine, dataset_args=job.dataset_args,
+                    language=job.language)
+    model = model_name(job.backend_options.get("backend", "hf"), job.model)
+    return PreparedRun(job, plan, plan.identity(model, [spec_name(j) for j in job.judges or ()]))
+
+
+def load_backends(prep: PreparedRun, backends: BackendCache | None = None, pool: Any = None) -> tuple[Backend, RunPlan]:
+    """The job's model backend and its plan with the judges on their backends, from the pool's workers (a local
+    model with a pool), the session's BackendCache, or a fresh load; what they cannot serve is refused here, before
+    any file is written (Min-K% without log-probs of given text, run.dispatch.check_plan)."""
+    job = prep.job
     judge_specs = list(job.judges or [])
     entries = [backend_entry(spec, device=job.device, dtype=job.dtype) for spec in [job.model_entry(), *judge_specs]]
     source = pool if pool is not None and pool.serves(entries[0]) else backends
     backend, *judge_backends = (source if source is not None else BackendCache()).for_run(entries)
     if job.min_k:
         check_need(backend, MIN_K, "min_k")
-    plan = dataclasses.replace(plan, judges=tuple(LLMJudge(b, name=model_label(spec))
-                                                  for b, spec in zip(judge_backends, judge_specs)))
-    check_plan(plan.items, backend, strategy, plan.judges)  # what the backends cannot serve: before any file
-    with open_for_write(job.run_dir, identity) as folder:  # state, lock, state (records.state)
-        if folder.state is RunState.COMPLETE:  # another process finished it meanwhile
-            return _stored(job, folder.state)
-        records = administer(folder, plan, backend, {**plan.provenance(backend), "job": job.identity()}, progress)
-        summary = summarize_run(records)
-        min_k = None
-        if job.min_k:
-            min_k = min_k_table(backend, plan.items.filter(item_id=set(records["item_id"])))
-            job.run_dir.write_min_k(min_k)
-            summary["min_k_prob_mean"] = float(min_k["min_k_prob"].mean())
-        job.run_dir.write_summary(summary, {**job.identity(), "strategy_hash": strategy.hash})
-        return RunResult(job, folder.state, records, summary, min_k)
+    plan = dataclasses.replace(prep.plan, judges=tuple(LLMJudge(b, name=model_label(spec))
+                                                       for b, spec in zip(judge_backends, judge_specs)))
+    check_plan(plan.items, backend, plan.strategy, plan.judges)
+    return backend, plan
+
+
+def write_run(opened: OpenRun, prep: PreparedRun, backend: Backend, plan: RunPlan, progress: bool = True, *,
+              finish: bool = True) -> RunResult:
+    """Into a folder opened for writing (records.state: decided, lock held): the records (run.runner.administer),
+    the Min-K% table, and summary.json, the step that marks the run complete (`finish`; False leaves it to
+    finish_run, once what must precede it is in the folder: `mcqa run`'s executed notebook, run.kernel)."""
+    job = prep.job
+    records = administer(opened, plan, backend, plan.provenance(backend), progress)
+    summary = summarize_run(records)
+    min_k = None
+    if job.min_k:
+        min_k = min_k_table(backend, plan.items.filter(item_id=set(records["item_id"])))
+        job.run_dir.write_min_k(min_k)
+        summary["min_k_prob_mean"] = float(min_k["min_k_prob"].mean())
+    result = RunResult(job, opened.state, records, summary, min_k)
+    if finish:
+        finish_run(prep, result)
+    return result
+
+
+def finish_run(prep: PreparedRun, result: RunResult) -> None:
+    """summary.json: the run's headline numbers and identity, the step that marks it complete."""
+    prep.job.run_dir.write_summary(result.summary, prep.identity)
+
+
+def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = True, pool: Any = None) -> RunResult:
+    """Every step of one run (see the module docstring); resumable, and a no-op on a finished run.
+    `backends`: the session's BackendCache (None: a fresh one, i.e. the model is loaded for this run).
+    `pool`: the session's run.pool.RayPool (None: everything in this process)."""
+    prep = prepare(job)
+    if check_writable(job.run_dir, prep.identity) is RunState.COMPLETE:  # finished, foreign or busy: no model load
+        return stored(job, RunState.COMPLETE)
+    backend, plan = load_backends(prep, backends, pool)
+    with locked(job.run_dir, prep.identity) as opened:  # decided once more, under the lock (records.state)
+        if opened.state is RunState.COMPLETE:  # another process finished it meanwhile
+            return stored(job, opened.state)
+        return write_run(opened, prep, backend, plan, progress)

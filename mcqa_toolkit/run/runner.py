@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import platform
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -32,7 +32,8 @@ from mcqa_toolkit.prompts import select_shots, split_shots
 from mcqa_toolkit.run.adaptive import run_adaptive
 from mcqa_toolkit.run.dispatch import ask, ask_letters, check_plan, letters_prompt, record_permutations
 from mcqa_toolkit.records.factory import UNSET, make_record, run_fields
-from mcqa_toolkit.records.state import OpenRun, RunState, open_for_write, run_identity
+from mcqa_toolkit.records.identity import RunIdentity, model_name, shots_fingerprint
+from mcqa_toolkit.records.state import OpenRun, RunState, open_for_write
 from mcqa_toolkit.records.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy
 from mcqa_toolkit.scoring.judge import COMBINE_RULES, LLMJudge
@@ -107,17 +108,18 @@ def block_records(backend: Backend, block: Sequence[Item], strategy: Strategy, s
     return [_record(by_id[pr.item_id], pr, sc, run_info, seconds, forwarded) for pr, sc in pairs]
 
 
-def run(items: ItemSet, backend: Backend | str | dict[str, Any], strategy: Strategy, out_dir: str | Path, *,
+def run(items: ItemSet, backend: Backend | str | dict[str, Any], strategy: Strategy, run_dir: str | Path, *,
         dataset: str = "", shot_pool: ItemSet | None = None, limit: int | None = None, progress: bool = True,
         judges: Sequence[LLMJudge] = (), combine: str = "mean", pool: Any = None) -> pd.DataFrame:
     """Administer `items` (any question types) to `backend` under `strategy`; one record per (item, shuffle)
-    in `out_dir`; resumable.
+    in the run folder `run_dir`; resumable.
 
     Few-shot examples come from `shot_pool` (default: `items`) and are excluded from evaluation. `limit`
     keeps the first N evaluated items (smoke runs). Short answers are graded by `judges` (scoring.judge.LLMJudge;
     required when there are short answers), their scores combined by `combine` (mean | majority). The folder is
-    opened through records.state.open_for_write with what determines the records (strategy, dataset, model,
-    judges); a finished run is read back. Returns the records as a DataFrame (records.columns + extra).
+    opened through records.state.open_for_write with what determines the records (records.identity.RunIdentity:
+    model, dataset and items, strategy, shots, judges); a finished run is read back. Returns the records as a
+    DataFrame (records.columns + extra).
 
     `pool` (run.pool.RayPool): the items are scored by the pool's workers, and `backend` is then the model
     spec they load (a name/path or a params-file dict); judges on a pool are LLMJudges over backends of
@@ -127,17 +129,24 @@ def run(items: ItemSet, backend: Backend | str | dict[str, Any], strategy: Strat
         backend = pool.backend(backend)
     plan = plan_run(items, strategy, dataset, shot_pool=shot_pool, limit=limit, judges=judges, combine=combine)
     check_plan(plan.items, backend, strategy, judges)
-    prov = plan.provenance(backend)
-    with open_for_write(RunDir(out_dir), run_identity(prov)) as folder:
-        if folder.state is RunState.COMPLETE:
-            return folder.run_dir.load()
-        return administer(folder, plan, backend, prov, progress)
+    identity = plan.identity(backend_model(backend), [backend_model(j.backend) for j in judges])
+    with open_for_write(RunDir(run_dir), identity) as opened:
+        if opened.state is RunState.COMPLETE:
+            return opened.run_dir.load()
+        return administer(opened, plan, backend, plan.provenance(backend), progress)
+
+
+def backend_model(backend: Backend) -> str:
+    """A loaded backend's model as the run identity names it (records.identity.model_name)."""
+    prov = backend.provenance()
+    return model_name(prov.get("backend"), prov.get("model") or backend.name)
 
 
 @dataclass(frozen=True)
 class RunPlan:
     """What a run will administer, known before any model is loaded: the evaluated items, each one's few-shot
-    examples, the shot items left out, and how short answers are judged."""
+    examples, the shot items left out, how short answers are judged, and the dataset they came from (`given`:
+    every item the run was given, what its folder's items.jsonl holds; the loader's arguments and exam version)."""
 
     items: ItemSet
     strategy: Strategy
@@ -147,22 +156,29 @@ class RunPlan:
     judges: tuple[LLMJudge, ...] = ()
     combine: str = "mean"
     skipped: tuple[Any, ...] = ()      # records the dataset's loader left out (items.SkippedRecord)
+    given: ItemSet | None = None
+    dataset_args: dict[str, Any] = field(default_factory=dict)
+    language: str | None = None
 
-    def identity(self) -> dict[str, Any]:
-        """The part of the run's identity (records.state.run_identity) known without a model."""
-        return {"strategy_hash": self.strategy.hash, "dataset_fingerprint": self.items.fingerprint()}
+    def identity(self, model: str, judges: Sequence[str] = ()) -> RunIdentity:
+        """The run's identity (records.identity) with `model` and `judges` named as it names them."""
+        return RunIdentity(model, self.dataset, self.items.fingerprint(), self.strategy.hash,
+                           shots_fingerprint(self.shots), tuple(judges), self.combine if judges else "")
 
     def provenance(self, backend: Backend) -> dict[str, Any]:
         prov = provenance(backend, self.strategy, self.items, self.dataset, self.excluded, self.judges, self.combine)
+        prov.update(dataset_args=self.dataset_args, language=self.language)
         if self.skipped:   # what the load left out (it cannot be administered), said in the run's provenance
             prov.update(n_skipped_records=len(self.skipped), skipped_records=[str(r) for r in self.skipped])
         return prov
 
 
 def plan_run(items: ItemSet, strategy: Strategy, dataset: str = "", *, shot_pool: ItemSet | None = None,
-             limit: int | None = None, judges: Sequence[LLMJudge] = (), combine: str = "mean") -> RunPlan:
+             limit: int | None = None, judges: Sequence[LLMJudge] = (), combine: str = "mean",
+             dataset_args: dict[str, Any] | None = None, language: str | None = None) -> RunPlan:
     """The RunPlan of `items` under `strategy` (shots reserved, `limit` applied); one clear error for a plan
-    that cannot run (unknown combine rule, shot ids missing, no item left)."""
+    that cannot run (unknown combine rule, shot ids missing, no item left). `dataset_args` and `language`: how a
+    loader gave `items` (recorded with the run; {} and None for items given by hand)."""
     if combine not in COMBINE_RULES:
         raise ValueError(f"combine {combine!r} not in {COMBINE_RULES}")
     if strategy.shots and strategy.shot_rule == "ids" and not strategy.shot_ids:
@@ -173,16 +189,18 @@ def plan_run(items: ItemSet, strategy: Strategy, dataset: str = "", *, shot_pool
         todo_items = todo_items[:limit]
     if not len(todo_items):
         raise ValueError("no items left to evaluate after excluding few-shot examples")
-    return RunPlan(todo_items, strategy, shots, excluded, dataset, tuple(judges), combine, items.skipped)
+    return RunPlan(todo_items, strategy, shots, excluded, dataset, tuple(judges), combine, items.skipped, items,
+                   dict(dataset_args or {}), language)
 
 
-def administer(folder: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str, Any],
+def administer(opened: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str, Any],
                progress: bool = True) -> pd.DataFrame:
     """Write every missing record of `plan` into an open run folder (records.state.OpenRun: state decided, lock
-    held) and finalise it: run.json, the records block by block, records.parquet and provenance.json."""
-    store, strategy = folder.run_dir, plan.strategy
-    folder.start(prov)
-    run_info = run_fields(run_id=store.name, model=backend.name, dataset=plan.dataset, strategy=strategy.name,
+    held) and finalise it: run.json, items.jsonl, the records block by block, records.parquet and provenance.json."""
+    run_dir, strategy = opened.run_dir, plan.strategy
+    prov = opened.start(prov)
+    run_dir.write_items(plan.given if plan.given is not None else plan.items)
+    run_info = run_fields(run_id=run_dir.name, model=backend.name, dataset=plan.dataset, strategy=strategy.name,
                           strategy_hash=strategy.hash, method=strategy.method, normalization=strategy.normalization,
                           shots=strategy.shots, seed=strategy.seed)
     usage_start = backend.usage()
@@ -203,17 +221,17 @@ def administer(folder: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str,
                                                                                         strategy)[0])])
             return _record(it, prompt, pairs[0][1], run_info, seconds, forwarded)
 
-        run_adaptive(plan.items, strategy, store, prompt_for, record_of, progress)
+        run_adaptive(plan.items, strategy, run_dir, prompt_for, record_of, progress)
     else:
-        _fixed_form(plan.items, strategy, store, score_blocks, f"{strategy.name} {backend.name}", progress,
+        _fixed_form(plan.items, strategy, run_dir, score_blocks, f"{strategy.name} {backend.name}", progress,
                     items_per_call(backend))
     prov["usage"] = usage_delta(usage_start, backend.usage())
     if pooled:  # the Ray pool that scored it: workers, nodes, loads, retries (run.pool)
         prov["pool"] = backend.pool_info()
-    return store.finalize(prov)
+    return run_dir.finalize(prov)
 
 
-def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, score_blocks: Any, label: str,
+def _fixed_form(items: ItemSet, strategy: Strategy, run_dir: RunDir, score_blocks: Any, label: str,
                 progress: bool, scoring_items: int = 1) -> None:
     """Every item x shuffle, block by block, skipping finished records.
 
@@ -224,7 +242,7 @@ def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, score_blocks:
     `score_blocks(blocks)` gives each block's records in block order (lazily: here one block at a time; a pool's
     workers several at once).
     """
-    done = store.done_keys()
+    done = run_dir.done_keys()
     if generates(strategy.method):
         size = strategy.block_size if strategy.temperature == 0 else 1
     else:
@@ -237,7 +255,7 @@ def _fixed_form(items: ItemSet, strategy: Strategy, store: RunDir, score_blocks:
     bar.update(len(items) - sum(len(b) for b in todo))
     for block, records in zip(todo, score_blocks(todo)):
         new = [r for r in records if (r["item_id"], r["shuffle"]) not in done]
-        store.append(new)
+        run_dir.append(new)
         done.update((r["item_id"], r["shuffle"]) for r in new)
         bar.update(len(block))
     bar.close()

@@ -7,11 +7,15 @@ cell timings, error markers, PapermillExecutionError on a failing cell).
 
 Between notebooks the kernel forgets the previous one: its user namespace is cleared except the names the
 caller asks to keep (`keep`), its output history is dropped and its execution counter restarts at 1, so an
-executed notebook reads as if it had had a kernel of its own. `setup` is code run once in a new kernel
-(`mcqa run` creates its BackendCache there, kept as BACKENDS, which every run notebook passes to run_job).
-A kernel that died (out of memory, say) is restarted, and set up again, before the next notebook. `env` adds
-variables to the kernel's environment (`mcqa run` lends its run-folder locks to its kernel this way, records.lock).
-`teardown` is code run in the kernel before it is shut down (`mcqa run --ray` ends its Ray pool's workers there).
+executed notebook reads as if it had had a kernel of its own (session_reset, called in the kernel).
+
+The caller talks to the kernel by calling importable code there, never by sending source: `call(target, *args)`
+calls a function ("package.module:function") or a method of an object the kernel keeps ("NAME.method") with
+JSON arguments and returns its JSON result (an exception there is KernelCallError, naming it); `into=NAME` keeps
+the result in the kernel instead. `setup` is such calls made whenever a kernel starts (`mcqa run` creates its
+run.kernel.KernelRuns there, kept as RUNS), `teardown` before it is shut down (the Ray pool's workers end there).
+A kernel that died (out of memory, say) is restarted, and set up again, before the next call or notebook; a call
+during which it dies is a KernelCallError at once. `env` adds variables to the kernel's environment.
 
 The kernel gets OPENBLAS_NUM_THREADS=1 unless the caller's environment sets it: torch already uses every core,
 and numpy's OpenBLAS threads, which keep spinning after each small matrix product, then slowed the model's runs
@@ -22,12 +26,17 @@ ipykernel no longer warns "Kernel is running over TCP without encryption".
 """
 from __future__ import annotations
 
+import ast
+import json
 import logging
 import os
+import queue
+import re
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import papermill as pm
 from jupyter_client.manager import AsyncKernelManager
@@ -58,12 +67,50 @@ class _SessionEngine(NBClientEngine):
 
 papermill_engines.register(ENGINE, _SessionEngine)
 
-# Runs in the kernel before each notebook (silently: no execution count, no history, no output).
-_RESET = """\
-def _mcqa_reset(keep, cwd):
-    import os, sys
+_TARGET = re.compile(r"^(?:[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|[A-Za-z_]\w*\.[A-Za-z_][\w.]*)$")
+_POLL_SECONDS = 1.0  # how often a waiting call checks that the kernel is alive
+
+
+class KernelCallError(RuntimeError):
+    """A call into the kernel raised (`ename`: the exception's class name there, `evalue`: its message), or the
+    kernel died during it (ename "DeadKernel")."""
+
+    def __init__(self, what: str, ename: str, evalue: str):
+        self.ename, self.evalue = ename, evalue
+        super().__init__(f"{what}: {ename}: {evalue}")
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """One call into the kernel (see the module docstring): `target(*args)`, its result kept as `into` if given."""
+
+    target: str
+    args: tuple[Any, ...] = ()
+    into: str | None = None
+
+    def code(self) -> str:
+        """The one statement that makes the call in the kernel (the result goes to `_mcqa_result`)."""
+        if not _TARGET.match(self.target) or (self.into is not None and not self.into.isidentifier()):
+            raise ValueError(f"not a call target: {self.target!r} (package.module:function or NAME.method)")
+        if ":" in self.target:
+            module, attr = self.target.split(":")
+            function = f"__import__('importlib').import_module({module!r}).{attr}"
+        else:
+            function = self.target
+        text = json.dumps(list(self.args), default=str)
+        code = f"_mcqa_result = {function}(*__import__('json').loads({text!r}))"
+        return code + (f"\n{self.into} = _mcqa_result\n_mcqa_result = None" if self.into else "")
+
+
+def session_reset(keep: Sequence[str], cwd: str | None) -> None:
+    """Called in the kernel before each notebook: forget the previous one except the `keep` names (its widgets and
+    figures closed, Out[] dropped, the execution counter back at 1) and move to `cwd`."""
+    import sys
+
+    from IPython import get_ipython
+
     shell = get_ipython()
-    kept = {{k: shell.user_ns[k] for k in keep if k in shell.user_ns}}
+    kept = {k: shell.user_ns[k] for k in keep if k in shell.user_ns}
     if "ipywidgets" in sys.modules:  # progress bars and widgets of the previous notebook
         sys.modules["ipywidgets"].Widget.close_all()
     if "matplotlib.pyplot" in sys.modules:
@@ -72,21 +119,20 @@ def _mcqa_reset(keep, cwd):
     shell.user_ns.update(kept)
     if cwd:
         os.chdir(cwd)
-_mcqa_reset({keep!r}, {cwd!r})
-"""
 
 
 class KernelSession:
     """One kernel for many notebooks: `with KernelSession(keep=("X",), setup="X = 1") as s: s.execute(nb, out, p)`."""
 
     def __init__(self, kernel_name: str = "python3", cwd: str | Path | None = None, keep: Iterable[str] = (),
-                 startup_timeout: int = 60, setup: str = "", env: dict[str, str] | None = None, teardown: str = ""):
+                 startup_timeout: int = 60, setup: Sequence[KernelCall] = (), env: dict[str, str] | None = None,
+                 teardown: Sequence[KernelCall] = ()):
         self.kernel_name = kernel_name
-        self.teardown = teardown
+        self.teardown = tuple(teardown)
         self.env = dict(env or {})  # added to the kernel's environment (over the caller's)
         self.cwd = str(cwd) if cwd is not None else None
         self.keep = tuple(keep)
-        self.setup = setup
+        self.setup = tuple(setup)
         self.startup_timeout = startup_timeout
         self.km: AsyncKernelManager | None = None
         self.kc: Any = None
@@ -110,8 +156,8 @@ class KernelSession:
         self.kc.start_channels()
         try:
             run_sync(self.kc.wait_for_ready)(timeout=self.startup_timeout)
-            if self.setup:
-                self._silent(self.setup, "set up the kernel")
+            for call in self.setup:
+                self._request(call, "set up the kernel", self.startup_timeout)
         except Exception:
             self.close()
             raise
@@ -120,10 +166,11 @@ class KernelSession:
         """Run `teardown` in a live kernel, stop the client and shut the kernel down (killed if it does not
         stop), remove the socket folder."""
         if self.teardown and self.kc is not None and self.km is not None and run_sync(self.km.is_alive)():
-            try:
-                self._silent(self.teardown, "tear down the kernel")
-            except Exception as e:  # shutting down goes on; what failed is said
-                _LOG.warning("%s", e)
+            for call in self.teardown:
+                try:
+                    self._request(call, "tear down the kernel", self.startup_timeout)
+                except Exception as e:  # shutting down goes on; what failed is said
+                    _LOG.warning("%s", e)
         if self.kc is not None:
             self.kc.stop_channels()
             self.kc = None
@@ -148,15 +195,41 @@ class KernelSession:
 
     def reset(self, cwd: str | Path | None = None) -> None:
         """Forget the previous notebook (except `keep`) and start counting cells at 1; raise if that fails."""
-        self._ensure_alive()
-        self._silent(_RESET.format(keep=self.keep, cwd=str(cwd) if cwd is not None else self.cwd), "reset the kernel")
+        self.call("mcqa_toolkit.run.session:session_reset", list(self.keep),
+                  str(cwd) if cwd is not None else self.cwd)
 
-    def _silent(self, code: str, what: str) -> None:
-        """Run code in the kernel without output, history or execution count; raise if it fails."""
-        reply = run_sync(self.kc.execute_interactive)(code, silent=True, store_history=False,
-                                                      timeout=self.startup_timeout, output_hook=lambda msg: None)
-        if reply["content"]["status"] != "ok":
-            raise RuntimeError(f"could not {what}: {reply['content'].get('evalue', '')}")
+    def call(self, target: str, *args: Any, into: str | None = None, timeout: float | None = None) -> Any:
+        """Call `target(*args)` in the kernel (see the module docstring) and return its JSON result (None with
+        `into`); a kernel that died is restarted (and set up) first. `timeout`: seconds to wait (None: as long as
+        the kernel lives)."""
+        self._ensure_alive()
+        return self._request(KernelCall(target, tuple(args), into), target, timeout)
+
+    def _request(self, call: KernelCall, what: str, timeout: float | None) -> Any:
+        """Make `call` silently (no output, history or execution count) and wait for its reply while the kernel
+        lives: its JSON result, or KernelCallError."""
+        result = "__import__('json').dumps(globals().pop('_mcqa_result', None), default=str)"  # leaves no name
+        msg_id = self.kc.execute(call.code(), silent=True, store_history=False, user_expressions={"r": result})
+        waited = 0.0
+        while True:
+            try:
+                reply = run_sync(self.kc.get_shell_msg)(timeout=_POLL_SECONDS)
+            except queue.Empty:
+                waited += _POLL_SECONDS
+                if not run_sync(self.km.is_alive)():
+                    raise KernelCallError(what, "DeadKernel", "the kernel died (out of memory?)") from None
+                if timeout is not None and waited >= timeout:
+                    raise KernelCallError(what, "TimeoutError", f"no reply in {timeout:.0f} s") from None
+                continue
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
+        content = reply["content"]
+        if content["status"] != "ok":
+            raise KernelCallError(what, content.get("ename", "Error"), content.get("evalue", ""))
+        value = content["user_expressions"]["r"]
+        if value.get("status") != "ok":
+            raise KernelCallError(what, value.get("ename", "Error"), value.get("evalue", ""))
+        return json.loads(ast.literal_eval(value["data"]["text/plain"]))
 
     def execute(self, notebook: str | Path, output: str | Path, parameters: dict[str, Any] | None = None,
                 cwd: str | Path | None = None) -> Any:
@@ -167,4 +240,4 @@ class KernelSession:
                                    km=self.km, kc=self.kc)
 
 
-__all__ = ["KernelSession", "ENGINE", "KERNEL_ENV"]
+__all__ = ["KernelSession", "KernelCall", "KernelCallError", "session_reset", "ENGINE", "KERNEL_ENV"]

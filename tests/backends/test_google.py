@@ -80,7 +80,7 @@ def test_letters_where_offered_refused_in_one_sentence_where_not(gemini, items, 
 
 def _job(tmp_path, url, **kw):
     return Job(model="gemini-2.0-flash", dataset="demo", dataset_args={}, language="pt", strategy="enem_0shot",
-               out_dir=tmp_path / "run", shuffles=2, limit=3, min_k=False,
+               run_dir=tmp_path / "run", shuffles=2, limit=3, min_k=False,
                backend_options={"backend": "google", "api_key_env": "FAKE_GEMINI_KEY", "base_url": url,
                                 "cache_dir": str(tmp_path / "cache"), "backoff": 0.001, **kw})
 

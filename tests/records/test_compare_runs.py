@@ -34,7 +34,7 @@ def runs(tmp_path_factory):
     table = demo_table()
     for strategy in ("enem_1shot", "S5"):
         job = lookup_job(root, strategy=strategy)
-        run_job(dataclasses.replace(job, out_dir=root / "a" / f"lookup__demo__pt__{strategy}"), lookup_cache(table),
+        run_job(dataclasses.replace(job, run_dir=root / "a" / f"lookup__demo__pt__{strategy}"), lookup_cache(table),
                 progress=False)
     return root / "a"
 

@@ -1,5 +1,5 @@
 """records.lock: the one-writer lock of a run folder in one process (re-entrant for its thread, refused to another
-thread), its holder record, and a lock lent by the parent `mcqa run` to its kernel. Several processes: the fault
+thread), its holder record, and a lock another process holds, never lent. Several processes: the fault
 suite (tests/faults/test_one_writer.py)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 import pytest
 from held_lock import held_by_another_process
 
-from mcqa_toolkit.records.lock import LENDER_ENV, RunLock, RunLocked, lock_holder
+from mcqa_toolkit.records.lock import RunLock, RunLocked, lock_holder
 
 
 def test_reentrant_for_its_thread_and_refused_to_another(tmp_path):
@@ -33,16 +33,13 @@ def test_reentrant_for_its_thread_and_refused_to_another(tmp_path):
     assert lock.path.read_bytes() == b"" and lock_holder(tmp_path / "run") is None
 
 
-def test_a_lock_is_lent_only_to_the_process_named_by_the_lender_variable(tmp_path, monkeypatch):
+def test_a_lock_another_process_holds_is_refused_naming_it_and_never_lent(tmp_path, monkeypatch):
+    """The holder is the only writer: its record names it, and nothing in this process's environment (the
+    MCQA_RUN_LOCK_LENDER variable `mcqa run` gave its kernel before) makes its lock this process's."""
     with held_by_another_process(tmp_path / "run") as proc:
         holder = lock_holder(tmp_path / "run")
         assert holder is not None and holder["pid"] == proc.pid
+        monkeypatch.setenv("MCQA_RUN_LOCK_LENDER", str(proc.pid))
+        assert lock_holder(tmp_path / "run") == holder
         with pytest.raises(RunLocked, match=f"pid {proc.pid} on host "):
-            RunLock(tmp_path / "run").acquire()
-        monkeypatch.setenv(LENDER_ENV, str(proc.pid))  # what `mcqa run` gives its kernel
-        assert lock_holder(tmp_path / "run") is None
-        with RunLock(tmp_path / "run"):
-            pass
-        monkeypatch.setenv(LENDER_ENV, str(proc.pid + 1))
-        with pytest.raises(RunLocked):
             RunLock(tmp_path / "run").acquire()

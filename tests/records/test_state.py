@@ -1,9 +1,10 @@
-"""records.state: what a run folder holds (NEW, RESUMABLE, COMPLETE, or another run refused naming the key that
-differs) and the one guarded entry for writing it (open_for_write: state, lock, state): a complete run is read
-without the lock, a folder another process is writing is refused before anything is touched, a killed writer's
-leftovers are removed once the lock is held, and OpenRun.start checks the identity keys the open did not."""
+"""records.state: what a run folder holds (NEW, RESUMABLE, COMPLETE, or another run refused naming the fields of its
+identity that differ) and the writer's two decisions (check_writable, then locked: state, lock, state): a complete
+run is read without the lock, a folder another process is writing is refused before anything is touched, a killed
+writer's leftovers are removed once the lock is held, and a fresh run_job decides its folder's state twice."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -16,10 +17,11 @@ import mcqa_toolkit.records.state as state_mod
 from mcqa_toolkit.items import Item
 from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.records.factory import make_record, run_fields
+from mcqa_toolkit.records.identity import RunIdentity
 from mcqa_toolkit.records.lock import RunLocked
-from mcqa_toolkit.records.state import RunRefused, RunState, check_writable, open_for_write, run_identity, run_state
+from mcqa_toolkit.records.state import RunRefused, RunState, check_writable, open_for_write, run_state
 from mcqa_toolkit.records.store import RunDir
-from mcqa_toolkit.run.recipe import run_job
+from mcqa_toolkit.run.recipe import prepare, run_job
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +36,16 @@ def test_run_state_new_resumable_complete_and_refused(tmp_path, table, killed_at
     import mcqa_toolkit.run.runner as runner_mod
 
     job = lookup_job(tmp_path)
-    assert run_state(job.run_dir, {"job": job.identity()}) is RunState.NEW
+    identity = prepare(job).identity
+    assert run_state(job.run_dir, identity) is RunState.NEW
     with killed_at_call(runner_mod, "ask", 3):
         run_job(job, lookup_cache(table), progress=False)
-    assert run_state(job.run_dir, {"job": job.identity()}) is RunState.RESUMABLE
-    for other, key in ((lookup_job(tmp_path, shuffles=3), "SHUFFLES"), (lookup_job(tmp_path, strategy="S5"), "STRATEGY"),
-                       (lookup_job(tmp_path, limit=5), "LIMIT")):
-        with pytest.raises(RunRefused, match=f"holds a different run, made with job {key} "):
+    assert run_state(job.run_dir, identity) is RunState.RESUMABLE
+    for other, field in ((lookup_job(tmp_path, shuffles=3), "strategy_hash"),
+                         (lookup_job(tmp_path, strategy="S5"), "strategy_hash"),
+                         (lookup_job(tmp_path, limit=5), "dataset_fingerprint"),
+                         (dataclasses.replace(lookup_job(tmp_path), language="es"), "dataset_fingerprint")):
+        with pytest.raises(RunRefused, match=f"holds a different run, made with (.* )?{field} "):
             run_job(other, lookup_cache(table), progress=False)
     resumed = run_job(job, lookup_cache(table), progress=False)
     assert resumed.state is RunState.RESUMABLE and len(resumed.records) == 8
@@ -48,19 +53,27 @@ def test_run_state_new_resumable_complete_and_refused(tmp_path, table, killed_at
     assert_same_records(resumed.records, clean.records)
 
 
+def test_a_fresh_run_job_decides_its_folder_state_twice(tmp_path, table, monkeypatch):
+    """Once before the model loads, once more under the lock (the issue counted 6 before)."""
+    decided = []
+    real = state_mod.run_state
+    monkeypatch.setattr(state_mod, "run_state", lambda rd, identity: decided.append(rd.dir) or real(rd, identity))
+    run_job(lookup_job(tmp_path), lookup_cache(table), progress=False)
+    assert decided == [tmp_path / "run"] * 2
+
+
 def test_folders_made_another_way_are_refused_with_one_sentence(tmp_path, table):
     job = lookup_job(tmp_path)
     job.run_dir.append([{"item_id": "x", "shuffle": 0}])
     with pytest.raises(RunRefused, match=r"holds records but no run.json"):
         run_job(job, lookup_cache(table), progress=False)
-    job.run_dir.write_run_info({"strategy_hash": "abc"})  # e.g. run() from Python: no job parameters
-    with pytest.raises(RunRefused, match=r"recorded no 'job'"):
-        run_state(job.run_dir, {"job": job.identity()})
+    job.run_dir.write_run_info({"identity": {"what": "else"}})
+    with pytest.raises(RunRefused, match=r"run.json: not a run identity"):
+        run_state(job.run_dir, prepare(job).identity)
 
 
 # ---- one folder, written by hand ----------------------------------------------------------------------------
-JOB = {"MODEL": "m", "SHUFFLES": 2, "LIMIT": 4}
-PROVENANCE = {"strategy_hash": "h1", "dataset_fingerprint": "f1", "model": {"source": "m1"}, "job": JOB}
+IDENTITY = RunIdentity("hf:m", "demo", "f1", "h1")
 
 
 def _record(item_id: str) -> dict:
@@ -68,46 +81,43 @@ def _record(item_id: str) -> dict:
     return make_record(item, run_fields(model="m"), choice=0)
 
 
-def _started(path: Path, provenance: dict = PROVENANCE) -> RunDir:
+def _started(path: Path, identity: RunIdentity = IDENTITY) -> RunDir:
     """A run folder whose run started (run.json) and wrote one record."""
     rd = RunDir(path)
-    rd.write_run_info(provenance)
+    rd.write_run_info({"identity": identity.to_dict()})
     rd.append([_record("q1")])
     return rd
 
 
-def _finish(rd: RunDir, provenance: dict = PROVENANCE) -> None:
-    rd.finalize(provenance)
-    rd.write_summary({"accuracy": 1.0}, {})
+def _finish(rd: RunDir, identity: RunIdentity = IDENTITY) -> None:
+    rd.finalize({"identity": identity.to_dict()})
+    rd.write_summary({"accuracy": 1.0}, identity)
 
 
-def test_a_folder_holding_another_run_is_refused_naming_the_key_that_differs(tmp_path):
+def test_a_folder_holding_another_run_is_refused_naming_the_fields_that_differ(tmp_path):
     rd = _started(tmp_path / "run")
-    assert run_state(rd, {"strategy_hash": "h1", "model_source": "m1", "job": JOB}) is RunState.RESUMABLE
+    assert run_state(rd, IDENTITY) is RunState.RESUMABLE
     with pytest.raises(RunRefused) as refused:
-        run_state(rd, {"strategy_hash": "h1", "dataset_fingerprint": "f2"})
+        run_state(rd, RunIdentity("hf:m", "demo", "f2", "h1"))
     assert str(refused.value) == (f"{rd.dir} holds a different run, made with dataset_fingerprint 'f1' (this run: "
                                   "'f2'); use another output folder or delete it")
-    with pytest.raises(RunRefused, match=r"made with model_source 'm1' \(this run: 'm2'\)"):
-        run_state(rd, {"model_source": "m2"})  # read from the recorded model's source
-    with pytest.raises(RunRefused, match=r"made with judges \[\] \(this run: \['j'\]\)"):
-        run_state(rd, {"judges": ["j"]})  # a run without judges recorded none
-    with pytest.raises(RunRefused) as refused:  # job parameters: only the ones that differ are named
-        run_state(rd, {"job": {**JOB, "SHUFFLES": 3}})
-    assert "made with job SHUFFLES 2 (this run: 3);" in str(refused.value)
-    assert "MODEL" not in str(refused.value) and "LIMIT" not in str(refused.value)
-    with pytest.raises(RunRefused, match="holds a run that recorded no 'seed'"):
-        run_state(rd, {"seed": 0})
+    with pytest.raises(RunRefused) as refused:   # every field that differs, and only those
+        run_state(rd, RunIdentity("hf:other", "demo", "f1", "h2", judges=("hf:j",), judge_combine="mean"))
+    message = str(refused.value)
+    assert "model 'hf:m' (this run: 'hf:other'); strategy_hash 'h1' (this run: 'h2'); judges [] (this run: " \
+           "['hf:j']); judge_combine '' (this run: 'mean')" in message and "dataset" not in message
 
 
 def test_complete_needs_the_compacted_records_and_the_summary(tmp_path):
     rd = RunDir(tmp_path / "run")
-    assert check_writable(rd, {"job": JOB}) is RunState.NEW and not rd.dir.exists()  # asking creates nothing
+    assert check_writable(rd, IDENTITY) is RunState.NEW and not rd.dir.exists()  # asking creates nothing
     _started(rd.dir)
-    rd.finalize(PROVENANCE)
-    assert rd.is_complete() and run_state(rd, {"job": JOB}) is RunState.RESUMABLE  # summary.json not written yet
-    rd.write_summary({"accuracy": 1.0}, {})
-    assert run_state(rd, {"job": JOB}) is RunState.COMPLETE
+    rd.finalize({"identity": IDENTITY.to_dict()})
+    assert rd.is_complete() and run_state(rd, IDENTITY) is RunState.RESUMABLE  # summary.json not written yet
+    rd.write_summary({"accuracy": 1.0}, IDENTITY)
+    assert run_state(rd, IDENTITY) is RunState.COMPLETE
+    assert json.loads(rd.summary_file.read_text())["identity_hash"] == IDENTITY.hash
+    assert rd.summary() == {"accuracy": 1.0}   # the numbers, without the identity
 
 
 def test_open_for_write_takes_the_lock_removes_leftovers_and_refuses_before_touching_anything(tmp_path):
@@ -115,15 +125,17 @@ def test_open_for_write_takes_the_lock_removes_leftovers_and_refuses_before_touc
     leftovers = [rd.dir / ".records.parquet.999999.tmp", rd.dir / ".summary.json.999998.tmp"]
     for f in leftovers:
         f.write_text("half a file of a killed writer")
-    with open_for_write(rd, {"job": JOB}) as folder:
-        assert folder.state is RunState.RESUMABLE and folder.identity == {"job": JOB}
+    with open_for_write(rd, IDENTITY) as folder:
+        assert folder.state is RunState.RESUMABLE and folder.identity == IDENTITY
         assert not any(f.exists() for f in leftovers) and len(rd.read_records()) == 1
         assert json.loads(rd.lock_file.read_text())["pid"] == os.getpid()  # held while open
+        folder.start({"n_items": 1})
+    assert rd.run_info() == {"n_items": 1, "identity": IDENTITY.to_dict(), "identity_hash": IDENTITY.hash}
     assert rd.lock_file.read_text() == "" and rd.holder() is None  # released
-    foreign = _started(tmp_path / "foreign", {**PROVENANCE, "job": {**JOB, "LIMIT": 5}})
+    foreign = _started(tmp_path / "foreign", RunIdentity("hf:m", "demo", "f1", "h9"))
     (foreign.dir / ".records.parquet.1.tmp").write_text("")
-    with pytest.raises(RunRefused, match="made with job LIMIT 5"):
-        with open_for_write(foreign, {"job": JOB}):
+    with pytest.raises(RunRefused, match="made with strategy_hash 'h9'"):
+        with open_for_write(foreign, IDENTITY):
             pass
     assert sorted(f.name for f in foreign.dir.iterdir()) == [".records.parquet.1.tmp", "records.jsonl", "run.json"]
 
@@ -134,42 +146,20 @@ def test_a_folder_another_process_is_writing_is_refused_and_a_complete_one_read_
     with held_by_another_process(rd.dir) as holder:
         theirs.write_text("being written")
         with pytest.raises(RunLocked, match=f"is being run by another process \\(pid {holder.pid} on host "):
-            check_writable(rd, {"job": JOB})
+            check_writable(rd, IDENTITY)
         with pytest.raises(RunLocked, match=f"pid {holder.pid} "):
-            with open_for_write(rd, {"job": JOB}):
+            with open_for_write(rd, IDENTITY):
                 pass
-        assert theirs.exists() and rd.run_info() == PROVENANCE  # nothing touched
+        assert theirs.exists() and rd.run_info() == {"identity": IDENTITY.to_dict()}  # nothing touched
         _finish(rd)  # the other process finishes the run while it still holds the lock
-        assert check_writable(rd, {"job": JOB}) is RunState.COMPLETE
-        with open_for_write(rd, {"job": JOB}) as folder:  # nothing will be written: no lock is taken
+        assert check_writable(rd, IDENTITY) is RunState.COMPLETE
+        with open_for_write(rd, IDENTITY) as folder:  # nothing will be written: no lock is taken
             assert folder.state is RunState.COMPLETE and rd.load()["item_id"].tolist() == ["q1"]
 
 
 def test_a_complete_run_is_yielded_without_creating_the_lock(tmp_path):
     rd = _started(tmp_path / "run")
     _finish(rd)
-    with open_for_write(rd, {"job": JOB}) as folder:
+    with open_for_write(rd, IDENTITY) as folder:
         assert folder.state is RunState.COMPLETE
     assert not rd.lock_file.exists()
-
-
-def test_start_checks_only_the_identity_keys_the_open_did_not(tmp_path, monkeypatch):
-    rd = _started(tmp_path / "run")
-    compared = []
-    real = state_mod.run_state
-    monkeypatch.setattr(state_mod, "run_state", lambda run_dir, identity: compared.append(set(identity)) or
-                        real(run_dir, identity))
-    with open_for_write(rd, {"job": JOB}) as folder:  # what run_job opens with: the job's parameters
-        at_open, compared[:] = set().union(*compared), []
-        with pytest.raises(RunRefused, match=r"made with dataset_fingerprint 'f1' \(this run: 'f2'\)"):
-            folder.start({**PROVENANCE, "dataset_fingerprint": "f2"})  # e.g. the dataset's file changed
-        assert rd.run_info() == PROVENANCE  # the refused start recorded nothing
-        compared.clear()
-        folder.start({**PROVENANCE, "n_items": 1})
-        assert set().union(*compared) == set(run_identity(PROVENANCE)) and not at_open & set().union(*compared)
-    assert rd.run_info() == {**PROVENANCE, "n_items": 1}
-    compared.clear()
-    with open_for_write(rd, run_identity(PROVENANCE)) as folder:  # what run() opens with: every identity key
-        compared.clear()
-        folder.start(PROVENANCE)
-        assert compared == []  # each key is compared once: nothing is left for start

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pandas as pd
 import pytest
 import yaml
 from fake_api import FakeAPI
@@ -25,13 +26,14 @@ from mcqa_toolkit.prompts.types import question_kind
 from mcqa_toolkit.resources import notebooks_dir
 from mcqa_toolkit.run import batch, grid
 from mcqa_toolkit.records.equality import assert_same_records
-from mcqa_toolkit.run.jobs import Job
+from mcqa_toolkit.run.jobs import Job, expand, load_params
+from mcqa_toolkit.run.kernel import KernelRuns
 from mcqa_toolkit.run.recipe import BackendCache, run_job
 
 
 def _job(tmp_path, url, backend_options, strategy="enem_1shot", shuffles=2, limit=3):
     return Job(model="fake-model", dataset="demo", dataset_args={}, language="pt", strategy=strategy,
-               out_dir=tmp_path / "run", shuffles=shuffles, limit=limit, min_k=False,
+               run_dir=tmp_path / "run", shuffles=shuffles, limit=limit, min_k=False,
                backend_options={"base_url": url, "cache_dir": str(tmp_path / "cache"), "backoff": 0.001,
                                 **backend_options})
 
@@ -80,40 +82,69 @@ def test_openai_batch_submit_poll_fetch_resubmit_then_run_from_cache(tmp_path):
     assert_same_records(records, direct, ignore=["run_id", "n_forwarded_tokens"])
 
 
+def _params(tmp_path, model):
+    params = tmp_path / "p.yaml"
+    params.write_text(yaml.safe_dump({"output_dir": "out", "models": [model], "datasets": ["demo"],
+                                      "languages": ["pt"], "strategies": [{"base": "enem_0shot", "shuffles": 2}],
+                                      "limit": 3, "min_k": False}))
+    return params
+
+
+def _kernel_step(runs: KernelRuns, job: Job, mode: str) -> str:
+    """What `mcqa run --batch-submit / --batch-fetch` asks its kernel for one combination (run.grid), here."""
+    assert runs.open(job.to_dict())["state"] in ("new", "resumable")
+    try:
+        return runs.batch(mode)["lines"]
+    finally:
+        runs.close()
+
+
 @pytest.mark.parametrize("outcome,reason,stored", [
     ("failed", "line 1: This line is not parseable as valid JSON. (invalid_json_line)", 0),
     ("cancelled", "cancelled", 3),
     ("expired", "not finished within its 24h completion window", 3)])
-def test_failed_cancelled_expired_batches_end_in_one_line_and_no_online_request(tmp_path, capsys, outcome, reason,
-                                                                               stored):
+def test_failed_cancelled_expired_batches_end_in_one_line_and_no_online_request(tmp_path, outcome, reason, stored):
     with FakeAPI() as api:
         _serve_completions(api)
         server = OpenAIBatchServer(api, outcome=outcome)
         model = {"backend": "openai", "model": "fake-model", "base_url": api.url + "/v1",
                  "cache_dir": str(tmp_path / "cache"), "backoff": 0.001}
-        params = tmp_path / "p.yaml"
-        params.write_text(yaml.safe_dump({"output_dir": "out", "models": [model], "datasets": ["demo"],
-                                          "languages": ["pt"], "strategies": [{"base": "enem_0shot", "shuffles": 2}],
-                                          "limit": 3, "min_k": False}))
-        notebook = notebooks_dir() / "run_model.ipynb"
-        assert grid.run_params(params, notebook, tmp_path, batch="submit") == 0
+        (job,) = expand(load_params(_params(tmp_path, model)), base_dir=tmp_path)
+        _kernel_step(KernelRuns(), job, "submit")
         probes = len(api.calls("/v1/completions"))  # the capability probe is the only online use
-        for _ in range(2):  # in progress, then ended: the run is never executed
-            assert grid.run_params(params, notebook, tmp_path, batch="fetch") == 0
-        out = capsys.readouterr().out
-        run_dir = next((tmp_path / "out").iterdir())
-        state = json.loads((run_dir / "batch.json").read_text())
+        lines = [_kernel_step(KernelRuns(), job, "fetch") for _ in range(2)]  # in progress, then ended: never ready
+        state = json.loads(job.run_dir.batch_file.read_text())
         entry = state["batches"][0]
         assert not state["ready"] and entry["status"] == outcome and entry["stored"] == stored
         assert entry["stored"] + entry["n_failed"] == entry["n_requests"] == 6 == len(state["failed"]) + stored
         assert f"batch {entry['id']} {outcome}: {6 - stored} of 6 requests failed ({reason}); --batch-submit " \
-               "resubmits them" in out
-        assert len(api.calls("/v1/completions")) == probes and not (run_dir / "records.jsonl").exists()
+               "resubmits them" in lines[-1]
+        assert len(api.calls("/v1/completions")) == probes and not job.run_dir.jsonl.exists()
         server.outcome = "completed"
-        assert grid.run_params(params, notebook, tmp_path, batch="submit") == 0
-        resubmitted = json.loads((run_dir / "batch.json").read_text())
-        assert _ids(run_dir / resubmitted["batches"][0]["input_file"]) == {f["custom_id"] for f in state["failed"]}
+        _kernel_step(KernelRuns(), job, "submit")
+        resubmitted = json.loads(job.run_dir.batch_file.read_text())
+        assert _ids(job.run_dir.dir / resubmitted["batches"][0]["input_file"]) == {f["custom_id"] for f in state["failed"]}
         assert len(api.calls("/v1/completions")) == probes and not api.rejected()
+
+
+@pytest.mark.notebooks
+def test_mcqa_run_batch_submit_then_fetch_runs_in_its_kernel_from_the_cache(tmp_path, capsys):
+    """`mcqa run --batch-submit`, then `--batch-fetch` until the batch has ended: the grid's kernel opens the run
+    folder, submits or fetches, and once every answer is stored executes the run notebook, which makes no request."""
+    with FakeAPI() as api:
+        _serve_completions(api)
+        OpenAIBatchServer(api)
+        model = {"backend": "openai", "model": "fake-model", "base_url": api.url + "/v1",
+                 "cache_dir": str(tmp_path / "cache"), "backoff": 0.001}
+        params, notebook = _params(tmp_path, model), notebooks_dir() / "run_model.ipynb"
+        assert grid.run_params(params, notebook, tmp_path, batch="submit") == 0
+        probes = len(api.calls("/v1/completions"))
+        for _ in range(2):  # in progress, then ended: the second fetch runs the notebook
+            assert grid.run_params(params, notebook, tmp_path, batch="fetch") == 0
+        out = capsys.readouterr().out
+        (run_dir,) = (tmp_path / "out").iterdir()
+        assert "1 processed, 0 already complete, 0 failed" in out and (run_dir / "run_model.ipynb").exists()
+        assert len(pd.read_parquet(run_dir / "records.parquet")) == 6 and len(api.calls("/v1/completions")) == probes
 
 
 def test_large_runs_are_split_at_the_documented_limits(tmp_path, monkeypatch):
@@ -238,7 +269,7 @@ def test_short_answer_grid_under_batch_submit(tmp_path):
         OpenAIBatchServer(api, answer=judged)
         entry = {"backend": "openai", "model": "fake-model"}
         job = Job(model="fake-model", dataset="course_exam", dataset_args={}, language="en",
-                  strategy={"base": "S1", "max_new_tokens": 24}, out_dir=tmp_path / "run", min_k=False,
+                  strategy={"base": "S1", "max_new_tokens": 24}, run_dir=tmp_path / "run", min_k=False,
                   backend_options={"base_url": api.url + "/v1", "cache_dir": str(tmp_path / "cache"), "backoff": 0.001,
                                    "backend": "openai"},
                   judges=[{**entry, "base_url": api.url + "/v1", "cache_dir": str(tmp_path / "cache"),

@@ -141,7 +141,7 @@ def test_structured_strategy_asks_for_json_and_keeps_old_hashes(items, tmp_path)
 def test_report_table_figure_and_comparison(items, tmp_path):
     _run(items, tmp_path, name="a")
     _run(items, tmp_path, Strategy.generate(name="other", shuffles=1, max_new_tokens=40), name="b")
-    runs = load_course_exam_runs(tmp_path, {})
+    runs = load_course_exam_runs(tmp_path)   # the items the runs were given, from their folders
     assert load_course_exam_runs(tmp_path / "a" / "nothing_here") is None
     cmp = runs.comparison()
     assert len(cmp) == 4 and set(cmp["exam_name"]) == {"Computer Networks: Fall 2023 Midterm",

@@ -1,8 +1,10 @@
 """run.grid (`mcqa run`): the schedule (model by model, cheapest strategies first), the dry run (complete runs
-counted, a folder holding another run reported), a combination another process is running skipped without a
-kernel, and the grid executed in one kernel: resume after a failure or a kill, failures reported at the end."""
+counted, a folder holding another run reported, from a read of the folders: no kernel), a combination another
+process is running skipped with nothing written by this grid, and the grid executed in one kernel that decides,
+locks and writes each run folder (run.kernel): resume after a failure or a kill, failures reported at the end."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -24,6 +26,7 @@ from mcqa_toolkit.records.state import RunState, run_state
 from mcqa_toolkit.records.store import RunDir
 from mcqa_toolkit.resources import notebooks_dir
 from mcqa_toolkit.run import grid, jobs
+from mcqa_toolkit.run.recipe import prepare
 
 
 def test_schedule_runs_cheapest_first_model_by_model():
@@ -48,39 +51,37 @@ def _three_jobs(tmp_path: Path) -> tuple[Path, list[jobs.Job]]:
 
 def test_dry_run_counts_complete_runs_and_reports_a_folder_holding_another_run(tmp_path, capsys):
     p, (done, foreign, todo) = _three_jobs(tmp_path)
-    done.run_dir.write_run_info({"job": done.identity()})  # a finished run (records.state: COMPLETE)
+    identity = prepare(done).identity
+    done.run_dir.write_run_info({"identity": identity.to_dict()})  # a finished run (records.state: COMPLETE)
     pd.DataFrame({"item_id": ["q"], "shuffle": [0]}).to_parquet(done.run_dir.parquet)
     done.run_dir.provenance_file.write_text(json.dumps({"complete": True}))
-    done.run_dir.write_summary({"accuracy": 0.5}, {})
-    foreign.run_dir.write_run_info({"job": {**foreign.identity(), "SHUFFLES": 9}})
+    done.run_dir.write_summary({"accuracy": 0.5}, identity)
+    other = dataclasses.replace(prepare(foreign).identity, strategy_hash="0" * 12)
+    foreign.run_dir.write_run_info({"identity": other.to_dict()})
     assert grid.run_params(p, tmp_path / "unused.ipynb", tmp_path, dry_run=True) == 1
     out = capsys.readouterr().out
     assert "3 combinations, 1 already complete, 1 to run" in out
     assert f"would run {todo.run_dir.name}" in out and f"would run {done.run_dir.name}" not in out
-    assert f"FAILED {foreign.run_dir.name}: {foreign.out_dir} holds a different run, made with job SHUFFLES 9 " \
-           "(this run: None)" in out
-    assert not todo.out_dir.exists()  # a dry run creates nothing
+    assert f"FAILED {foreign.run_dir.name}: {foreign.run_dir.dir} holds a different run, made with strategy_hash " \
+           f"'000000000000' (this run: '{prepare(foreign).identity.strategy_hash}')" in out
+    assert not todo.run_dir.dir.exists()  # a dry run creates nothing
     with pytest.raises(ValueError, match="batch must be None, 'submit' or 'fetch', got 'later'"):
         grid.run_params(p, tmp_path / "unused.ipynb", tmp_path, batch="later")
 
 
-def test_a_combination_another_process_is_running_is_skipped_without_a_kernel(tmp_path, capsys, monkeypatch):
-    import mcqa_toolkit.run.session as session
-
-    class NoKernel:
-        def __init__(self, *args, **kwargs):
-            raise AssertionError("no notebook runs, so no kernel is started")
-
-    monkeypatch.setattr(session, "KernelSession", NoKernel)
+@pytest.mark.notebooks
+def test_a_combination_another_process_is_running_is_skipped_and_nothing_written(tmp_path, capsys):
+    """The grid's kernel finds the folder locked when it opens it (run.kernel): no notebook runs, nothing is
+    written by this grid, and the grid ends saying what runs elsewhere."""
     p, (job, *_) = _three_jobs(tmp_path)
     p.write_text(yaml.safe_dump({**yaml.safe_load(p.read_text()), "strategies": ["S1"]}))
-    with held_by_another_process(job.out_dir) as holder:
+    with held_by_another_process(job.run_dir.dir) as holder:
         assert grid.run_params(p, tmp_path / "unused.ipynb", tmp_path) == 0
     out = capsys.readouterr().out
     assert f"{job.run_dir.name:<40} running elsewhere (pid {holder.pid} on host {socket.gethostname()}, since " in out
-    assert "0 processed, 0 failed, 1 running elsewhere (run again later to pick up what they leave unfinished): " \
-           f"{job.run_dir.name}" in out
-    assert [f.name for f in job.out_dir.iterdir()] == ["run.lock"]  # nothing written by this grid
+    assert "0 processed, 0 already complete, 0 failed, 1 running elsewhere (run again later to pick up what they " \
+           f"leave unfinished): {job.run_dir.name}" in out
+    assert [f.name for f in job.run_dir.dir.iterdir()] == ["run.lock"]  # nothing written by this grid
 
 
 def _params(tmp_path, model_dir, strategies, **extra):
@@ -110,7 +111,7 @@ def test_run_resume_and_failures(tmp_path, tiny_model_dir, capsys):
     mtimes = [(r / "records.parquet").stat().st_mtime for r in runs]
     p2 = _params(tmp_path, tiny_model_dir, [{"base": "enem_1shot", "shuffles": 2}])
     assert grid.run_params(p2, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
-    assert "2 already complete, 0 to run" in capsys.readouterr().out
+    assert "0 processed, 2 already complete, 0 failed" in capsys.readouterr().out
     assert [(r / "records.parquet").stat().st_mtime for r in runs] == mtimes
     assert set(load_results(tmp_path / "out")["language"]) == {"pt", "en"}
 
@@ -139,14 +140,14 @@ def test_killed_mcqa_run_resumes_with_the_records_of_an_uninterrupted_one(tmp_pa
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
     killed = jobs.expand(jobs.load_params(params))
-    complete = lambda j: run_state(j.run_dir, {"job": j.identity()}) is RunState.COMPLETE  # noqa: E731
+    complete = lambda j: run_state(j.run_dir, prepare(j).identity) is RunState.COMPLETE  # noqa: E731
     assert not all(complete(j) for j in killed), "the grid finished before the kill; nothing was tested"
     assert grid.run_params(params, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
     assert all(complete(j) for j in killed)
     clean = _grid(tmp_path, tiny_model_dir, "clean")
     assert grid.run_params(clean, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
     for job in killed:
-        resumed, uninterrupted = RunDir(job.out_dir).load(), RunDir(tmp_path / "clean" / job.out_dir.name).load()
+        resumed, uninterrupted = RunDir(job.run_dir.dir).load(), RunDir(tmp_path / "clean" / job.run_dir.dir.name).load()
         volatile = ["seconds", "n_forwarded_tokens"]  # a resumed run re-encodes its run prefix
         pd.testing.assert_frame_equal(resumed.drop(columns=volatile), uninterrupted.drop(columns=volatile))
-        assert (job.out_dir / "run_model.ipynb").exists()
+        assert (job.run_dir.dir / "run_model.ipynb").exists()

@@ -1,16 +1,19 @@
 """run.jobs: a params file read and checked (one error naming the file and the key), expanded into Jobs (run folder
 names, Min-K% measured once per model x dataset x language, credentials kept out), a Job's strategy built once, its
-identity (what determines the records) and its notebook parameters."""
+identity (what determines the records), its notebook parameters and its plain dict."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 
 from mcqa_toolkit import cli
+from mcqa_toolkit.datasets import load_items
 from mcqa_toolkit.run import grid, jobs
 from mcqa_toolkit.run.jobs import Job
+from mcqa_toolkit.run.recipe import prepare
 
 
 def test_expand_and_validation(tmp_path):
@@ -54,7 +57,7 @@ def test_course_exam_params_expand_with_judges_and_every_question_type(tmp_path)
     job = js[0]
     assert job.dataset_args["path"] == str(tmp_path / "data/demo/course_exam")  # relative to where mcqa run runs
     assert job.parameters()["JUDGES"] == ["gemma-3-270m"] and job.parameters()["JUDGE_COMBINE"] == "mean"
-    items = jobs.load_items("course_exam", {}, "en")  # every question type is administered, none filtered out
+    items = load_items("course_exam", {}, "en")  # every question type is administered, none filtered out
     assert {it.answer_type for it in items} == {"single", "multi", "truefalse", "short"} and len(items) == 10
     bad = tmp_path / "bad.yaml"
     bad.write_text("models: [m]\ndatasets: [course_exam]\nstrategies: [S1]\njudge_combine: median\n")
@@ -92,7 +95,7 @@ def test_expand_names_run_folders_and_measures_min_k_once_per_model_dataset_lang
     js = jobs.expand(params, base_dir=tmp_path)
     assert [j.run_dir.name for j in js[:3]] == ["org-model-a__demo__pt__S1", "org-model-a__demo__pt__S5-long",
                                                 "org-model-a__demo__pt__S4"]
-    assert js[0].out_dir == tmp_path / "outputs" / "org-model-a__demo__pt__S1" and js[0].model == "org/model-a"
+    assert js[0].run_dir.dir == tmp_path / "outputs" / "org-model-a__demo__pt__S1" and js[0].model == "org/model-a"
     assert [j.run_dir.name for j in js[6:9]] == ["B__demo__pt__S1", "B__demo__pt__S5-long", "B__demo__pt__S4"]
     assert js[6].model == "m-b" and js[6].backend_options["backend"] == "openai"
     # Min-K% depends on the model and the questions only: the first strategy of each model x dataset x language
@@ -117,15 +120,20 @@ def test_a_job_builds_its_strategy_once(monkeypatch):
     assert other.build_strategy().shuffles == 4 and len(built) == 2
 
 
-def test_identity_leaves_out_what_does_not_change_the_records_and_parameters_round_trip(tmp_path):
+def test_identity_leaves_out_what_does_not_change_the_records_and_a_job_round_trips(tmp_path):
+    """The identity (records.identity, from run.recipe.prepare) is the same wherever the run goes and runs (folder,
+    device, dtype, Min-K%, the server's URL) and changes with what changes the records; a Job round-trips through
+    its notebook parameters (UPPER_CASE, for papermill) and through its plain dict (what `mcqa run` sends its
+    kernel)."""
     job = Job("m", "demo", {}, "pt", "S1", tmp_path / "a", shuffles=2, backend_options={"base_url": "http://h"})
-    same = dataclasses.replace(job, out_dir=tmp_path / "b", device="cuda", dtype="bfloat16", min_k=False,
+    same = dataclasses.replace(job, run_dir=tmp_path / "b", device="cuda", dtype="bfloat16", min_k=False,
                                backend_options={"base_url": "http://other"})
-    assert same.identity() == job.identity() and job.identity()["BACKEND_KIND"] == "hf"
-    assert "OUTPUT_DIR" not in job.identity() and job.identity()["SHUFFLES"] == 2
+    identity = prepare(job).identity
+    assert prepare(same).identity == identity and identity.model == "hf:m"
     for change in ({"shuffles": 3}, {"language": "en"}, {"limit": 5}, {"strategy": "S2"},
-                   {"backend_options": {"backend": "openai"}}):
-        assert dataclasses.replace(job, **change).identity() != job.identity(), change
+                   {"backend_options": {"backend": "openai"}}, {"judges": ["j"]}, {"dataset_args": {"per_subject": 1}}):
+        assert prepare(dataclasses.replace(job, **change)).identity != identity, change
     params = job.parameters()
-    assert params["OUTPUT_DIR"] == str(tmp_path / "a") and params["BACKEND"] == {"base_url": "http://h"}
+    assert params["RUN_DIR"] == str(tmp_path / "a") and params["BACKEND"] == {"base_url": "http://h"}
     assert Job.from_parameters({**params, "unrelated": 1}) == job  # e.g. the notebook's globals()
+    assert Job.from_dict(json.loads(json.dumps(job.to_dict()))) == job and job.to_dict()["run_dir"] == str(tmp_path / "a")

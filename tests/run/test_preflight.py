@@ -2,16 +2,19 @@
 (and --dry-run) refuse those that cannot start with one line each, before any kernel or run folder, and exit 2
 when none can start. (Before: --dry-run listed "would run gemma-3-270m__demo__xx__enem_9shot" and the real run
 failed inside the notebook, leaving a folder behind.)"""
+import dataclasses
+
 import yaml
 
 from mcqa_toolkit import cli
 from mcqa_toolkit.run.jobs import Job, expand
 from mcqa_toolkit.run.preflight import preflight
+from mcqa_toolkit.run.recipe import prepare
 
 
 def _job(tmp_path, **kw):
     fields = dict(model="m", dataset="demo", dataset_args={"per_subject": 2}, language="pt", strategy="S5",
-                  out_dir=tmp_path / "r")
+                  run_dir=tmp_path / "r")
     return Job(**{**fields, **kw})
 
 
@@ -23,7 +26,7 @@ def test_each_reason_is_one_line(tmp_path):
             _job(tmp_path, strategy={"base": "enem_4shot", "shots": 9}),
             _job(tmp_path, strategy="enem_1shot", shot_pool={"name": "demo", "args": {"language": "pt"}},
                  language="en")]
-    ok, refused = preflight(jobs)
+    ok, refused, _ = preflight(jobs)
     assert ok == [jobs[0]]
     reasons = dict((j.strategy if isinstance(j.strategy, str) else "9 shots", why) for j, why in refused)
     assert "unknown strategy 'enem_9shot'" in reasons["enem_9shot"]
@@ -40,8 +43,10 @@ def test_each_dataset_is_loaded_once(tmp_path, monkeypatch):
     calls = []
     real = module.load_items
     monkeypatch.setattr(module, "load_items", lambda *a: calls.append(a) or real(*a))
-    ok, refused = preflight([_job(tmp_path, strategy=s) for s in ("S1", "S5", "enem_1shot")])
+    jobs = [_job(tmp_path, strategy=s) for s in ("S1", "S5", "enem_1shot")]
+    ok, refused, identities = preflight(jobs)
     assert len(ok) == 3 and not refused and len(calls) == 1
+    assert identities == {j.run_dir.name: prepare(j).identity for j in jobs}   # the run's own identity
 
 
 def test_a_shot_pool_from_an_earlier_exam_plans(tmp_path):
@@ -50,10 +55,11 @@ def test_a_shot_pool_from_an_earlier_exam_plans(tmp_path):
                                              "shot_pool": {"name": "demo", "args": {"per_subject": 1}}}],
               "languages": ["pt"], "strategies": ["enem_4shot"], "output_dir": "o"}
     (job,) = expand(params, base_dir=tmp_path)
-    assert job.shot_pool == {"name": "demo", "args": {"per_subject": 1}} and "SHOT_POOL" in job.identity()
-    ok, refused = preflight([job])
+    assert job.shot_pool == {"name": "demo", "args": {"per_subject": 1}}
+    ok, refused, identities = preflight([job])
     assert ok == [job] and not refused
-    assert "SHOT_POOL" not in _job(tmp_path).identity()     # folders made without a pool keep their identity
+    own = prepare(dataclasses.replace(job, shot_pool=None)).identity   # shots from the exam itself
+    assert identities[job.run_dir.name].shots not in ("", own.shots)   # the identity says where the shots came from
 
 
 def test_cli_refuses_before_any_folder_and_exits_2_when_none_can_start(tmp_path, capsys):

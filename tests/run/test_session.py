@@ -96,3 +96,27 @@ def test_no_tcp_warning_from_the_kernel(tmp_path):
     assert done.returncode == 0, done.stderr
     assert _outputs(tmp_path / "o.ipynb") == ["5\n"]
     assert "without encryption" not in done.stderr + done.stdout
+
+
+@pytest.mark.notebooks
+def test_the_kernel_is_set_up_and_asked_by_calling_importable_code(tmp_path):
+    """setup keeps an object made by an importable function; calls return JSON; an exception there is one
+    KernelCallError naming it; the call leaves no name behind; teardown calls run before shutdown; a target that is
+    not a function or a kept object's method is refused before anything is sent."""
+    from mcqa_toolkit.run.session import KernelCall, KernelCallError, KernelSession
+
+    marker = tmp_path / "torn_down"
+    nb = _notebook(tmp_path / "nb.ipynb", "print(sorted(k for k in globals() if not k.startswith('_') and "
+                                          "k not in ('In', 'Out', 'exit', 'quit', 'get_ipython', 'open', 'X')))")
+    setup = (KernelCall("collections:Counter", ("abca",), into="KEPT"),)
+    teardown = (KernelCall("os:mkdir", (str(marker),)),)
+    with KernelSession(cwd=tmp_path, keep=("KEPT",), setup=setup, teardown=teardown) as session:
+        assert session.call("KEPT.most_common", 1) == [["a", 2]]
+        assert session.call("os.path:join", "a", "b") == "a/b"
+        with pytest.raises(KernelCallError, match="KEPT.pop: KeyError: 'zzz'") as err:
+            session.call("KEPT.pop", "zzz")
+        assert err.value.ename == "KeyError"
+        session.execute(nb, tmp_path / "out.ipynb", {"X": 1})
+        with pytest.raises(ValueError, match="not a call target"):
+            session.call("print('x'); KEPT.clear")
+    assert _outputs(tmp_path / "out.ipynb") == ["['KEPT']\n"] and marker.exists()

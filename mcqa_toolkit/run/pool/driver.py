@@ -6,7 +6,7 @@
         result = run_job(job, BackendCache(), pool=pool)
 
 The driver is the process that calls run_job / run (under `mcqa run`, the grid's notebook kernel, where the pool
-is kept as POOL beside the BackendCache, run.grid). A run's items are split into blocks exactly as in-process
+is held by run.kernel.KernelRuns beside the BackendCache). A run's items are split into blocks exactly as in-process
 (run.runner: one item with all its shuffles and options, so the item's stem is shared; several items for padded
 generation) and the blocks go to the workers as they free up (run.pool.scheduler); each worker (run.pool.worker)
 loads the model once per pool and renews it per run, so a grid loads each model once per worker. The records come

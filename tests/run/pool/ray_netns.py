@@ -44,7 +44,7 @@ for n, address in json.loads(sys.argv[3]):
         with RayPool(address, 1, stall_seconds=120) as pool:
             pool.put("lookup", functools.partial(LookupBackend, table))
             run_job(job, BackendCache(), progress=False, pool=pool)
-        said = {"run_dir": str(job.out_dir), "nodes": job.run_dir.provenance()["pool"]["nodes"]}
+        said = {"run_dir": str(job.run_dir.dir), "nodes": job.run_dir.provenance()["pool"]["nodes"]}
     except Exception as e:
         said = {"error": f"{type(e).__name__}: {e}"[-2000:]}
     print(json.dumps({"address": address, **said}), flush=True)

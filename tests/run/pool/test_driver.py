@@ -290,7 +290,7 @@ with RayPool({ray_cluster.address!r}, 2) as pool:
     pool.put("lookup", functools.partial(LookupBackend, table, None, 0.05))
     pool.backend("lookup")
     pool.wait_for_workers(timeout=240)
-    run_job(Job("lookup", "demo", {{}}, "pt", "enem_1shot", {str(job.out_dir)!r}, shuffles=3, min_k=False),
+    run_job(Job("lookup", "demo", {{}}, "pt", "enem_1shot", {str(job.run_dir.dir)!r}, shuffles=3, min_k=False),
             BackendCache(), progress=False, pool=pool)
 """)
     driver = subprocess.Popen([sys.executable, str(script)], env={**os.environ, **ray_cluster.env},
