@@ -1,4 +1,4 @@
-"""2-fold cross-validation of the ENEM errata discovery (`mcqa_toolkit.enem.discover`) on the development set, and
+"""2-fold cross-validation of the ENEM errata discovery (`mcqa_toolkit.enem.errata.discover`) on the development set, and
 its table in docs/enem.md:
 
     python scripts/enem_errata_crossval.py [--shared ../shared]
@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from mcqa_toolkit.enem.cases import read_cases, score_cases
-from mcqa_toolkit.enem.discover import cross_validate
+from mcqa_toolkit.enem.errata.discover import cross_validate
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs" / "enem.md"

@@ -8,7 +8,7 @@ Runs `mcqa validate-enem <enem_inep>/ <enem_inep>/inep_cases_dev.json` twice (wi
 files' ERRATUM column; the blank rule's id where an all-blank sheet took the all-wrong score), keeps the causes
 already written in the CSV for rows below 90% exact (curated by hand; a new one gets "unexplained (not
 diagnosed)"), writes the CSV and replaces docs/enem.md between its markers (the reproducibility table and the
-errata table, from mcqa_toolkit/enem/errata.json).
+errata table, from mcqa_toolkit/enem/errata/errata.json).
 """
 from __future__ import annotations
 

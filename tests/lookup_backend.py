@@ -1,6 +1,6 @@
 """A backend that answers from a lookup table (no model at all): fast, exact, and proof that run() and the
 scorers need nothing but the Backend protocol. Shared by the backend-seam, recipe and fault tests; the Ray pool
-tests (tests/run/test_pool*.py) load it on a cluster's workers, where `delay` makes each call latency-bound and
+tests (tests/run/pool/) load it on a cluster's workers, where `delay` makes each call latency-bound and
 `KilledOnce` SIGKILLs the worker process holding it, once per marker file."""
 from __future__ import annotations
 

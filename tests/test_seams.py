@@ -41,6 +41,19 @@ def test_no_private_name_crosses_a_package_boundary():
     assert not crossings, "\n".join(crossings)
 
 
+def test_no_private_name_crosses_a_module_of_run_records_or_the_feature_subpackages():
+    """In run/ (pool/ included), records/, measure/dif/ and enem/errata/ a module uses another's public names only
+    (run/pool_worker.py imported runner._usage_delta); what two modules share is public in one of them."""
+    crossings = []
+    for pkg in ("run", "records", "measure/dif", "enem/errata"):
+        for path in sorted((PKG / pkg).rglob("*.py")):
+            for module, names in _imports(path):
+                private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+                if private:
+                    crossings.append(f"{path.relative_to(PKG)}: {module} {private}")
+    assert not crossings, "\n".join(crossings)
+
+
 def test_irt_is_generic_psychometrics_without_file_io():
     for path in sorted((PKG / "irt").glob("*.py")):
         text = path.read_text()
@@ -74,7 +87,7 @@ def test_psychometrics_and_numbers_import_no_torch():
 def test_runs_import_no_ray_unless_a_ray_run_is_asked_for():
     """Ray is an optional extra: the run package, its pool modules and the CLI import it only when a pool connects."""
     code = ("import sys, mcqa_toolkit.run, mcqa_toolkit.run.recipe, mcqa_toolkit.run.grid, mcqa_toolkit.run.pool, "
-            "mcqa_toolkit.run.pool_remote, mcqa_toolkit.run.pool_worker, mcqa_toolkit.run.pool_dispatch, "
+            "mcqa_toolkit.run.pool.remote, mcqa_toolkit.run.pool.worker, mcqa_toolkit.run.pool.scheduler, "
             "mcqa_toolkit.cli; print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
@@ -97,7 +110,7 @@ def _package_graph() -> dict[str, dict[str, list[str]]]:
 
 
 def test_no_import_cycle_between_packages():
-    """The packages form a DAG (arrows point down only: items <- records <- run, DESIGN.md)."""
+    """The packages form a DAG (arrows point down only: items <- records <- run; the README's Layout)."""
     graph = _package_graph()
 
     def reachable(start: str) -> set[str]:
@@ -128,17 +141,18 @@ def test_package_modules_stay_under_300_lines():
     assert not long, f"modules over 300 lines: {long}"
 
 
-# Modules of run/ and records/ tested through their user instead of a test file of their own: "<pkg>/<module>" ->
-# the test file that tests them. Only a module of constants only belongs here; today every module of both packages
-# holds behaviour of its own and has tests/<pkg>/test_<module>.py, so the list is empty.
+# Modules of the mirrored packages tested through their user instead of a test file of their own:
+# "<pkg>/<module>" -> the test file that tests them. Only a module of constants only belongs here; today every
+# mirrored module holds behaviour of its own and has its test file, so the list is empty.
 TESTED_THROUGH_THEIR_USER: dict[str, str] = {}
+MIRRORED = ("run", "run/pool", "records", "measure/dif")   # packages whose tests mirror them module by module
 
 
-def test_tests_mirror_run_and_records_module_by_module():
-    """tests/<package>/ mirrors the package (DESIGN.md): every module of run/ and records/ has its own
-    test_<module>.py, and every test file there is named after a module."""
+def test_tests_mirror_run_records_and_dif_module_by_module():
+    """tests/<package>/ mirrors the package (the README's Layout): every module of run/ (and run/pool/), records/
+    and measure/dif/ has its own test_<module>.py, and every test file there is named after a module."""
     missing, orphans = [], []
-    for pkg in ("run", "records"):
+    for pkg in MIRRORED:
         modules = {p.stem for p in (PKG / pkg).glob("*.py")} - {"__init__"}
         for module in sorted(modules):
             name = f"{pkg}/{module}"
@@ -150,5 +164,68 @@ def test_tests_mirror_run_and_records_module_by_module():
                     if p.stem.removeprefix("test_") not in modules]
     assert not missing, f"modules without their test file: {missing}"
     assert not orphans, f"test files named after no module: {orphans}"
-    assert all(m.split("/")[0] in ("run", "records") and (PKG / f"{m}.py").exists()
-               for m in TESTED_THROUGH_THEIR_USER), "the allow-list names a module that is not there"
+    assert all((PKG / f"{m}.py").exists() for m in TESTED_THROUGH_THEIR_USER), \
+        "the allow-list names a module that is not there"
+
+
+def _module_file(module: str) -> Path | None:
+    """The file of a module path of the package (its .py, or its package's __init__.py), None outside it."""
+    parts = module.split(".")[1:]
+    base = PKG.joinpath(*parts)
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if parts and path.exists():
+            return path
+    return PKG / "__init__.py" if not parts else None
+
+
+def _file_graph() -> dict[Path, set[Path]]:
+    """file -> the files of the package it imports at module level or inside functions (`from pkg.mod import x`:
+    pkg/mod.py, or pkg/mod/x.py when x is a submodule). Imports under `if TYPE_CHECKING:` count too: a cycle in
+    the types is a cycle in the design."""
+    graph: dict[Path, set[Path]] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        edges = graph.setdefault(path, set())
+        for module, names in _imports(path):
+            target = _module_file(module)
+            if target is None:
+                continue
+            subs = [sub for n in names if (sub := _module_file(f"{module}.{n}")) is not None]
+            edges.update(subs if subs and len(subs) == len(names) else [target])
+        edges.discard(path)
+    return graph
+
+
+def test_no_import_cycle_between_files():
+    """No module imports, directly or through others, a module that imports it (records/state.py and
+    records/store.py did). A package's __init__ re-exporting its modules is an edge like any other, so a module
+    imports its siblings, never its own package."""
+    graph = _file_graph()
+    index = {p: i for i, p in enumerate(graph)}
+    low, stack, on_stack, cycles, counter = {}, [], set(), [], [0]
+
+    def connect(v: Path) -> None:   # Tarjan's strongly connected components
+        index_v = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in low:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], low[w])
+        if low[v] == index_v:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(str(c.relative_to(PKG)) for c in component))
+
+    for v in sorted(graph, key=index.get):
+        if v not in low:
+            connect(v)
+    assert not cycles, "files importing each other: " + "; ".join(" <-> ".join(c) for c in cycles)

@@ -15,15 +15,24 @@ What a backend can do is declared in `capabilities`; the table of methods (scori
 method needs, and `scoring.methods.check_method` turns a strategy that needs a missing capability into one
 sentence before any work starts. Token accounting (`usage()`), caching and retries
 are the backend's business. Records are computed from these calls only, so two backends serving the
-same weights give comparable records. A backend may declare `items_per_call` (an int, read by
-`items_per_call()`): how many items the runner should bring in one log-prob scoring call (the local engine fills
-its forward calls with several items on a GPU); one otherwise.
+same weights give comparable records.
+
+Beyond the three calls, a backend may offer declared optional parts, each a Protocol checked with isinstance
+(never an attribute looked up by name):
+- `MultiItemBackend`: `items_per_call`, how many items the runner brings in one log-prob scoring call (the local
+  engine fills its forward calls with several items on a GPU; `items_per_call()` reads it, one otherwise);
+- `RenewableBackend`: `renew()`, the same loaded model with fresh KV caches and token counters (run.recipe's
+  BackendCache renews a model between runs instead of loading it again);
+- `PooledBackend`: a backend whose blocks of items are scored elsewhere (run.pool's RemoteBackend, a Ray
+  cluster's workers): `score_blocks` gives each block's records, `pool_info` what the pool did, and it is a
+  MultiItemBackend, so its runs cut the blocks an in-process run cuts;
+- `BatchBackend`: a provider's batch API (run.batch).
 """
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -32,7 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Capabilities", "LetterLogprobs", "Continuation", "ContinuationLogprobs", "Generation", "Backend",
-    "BatchBackend", "CapabilityError", "items_per_call",
+    "BatchBackend", "MultiItemBackend", "RenewableBackend", "PooledBackend", "CapabilityError", "items_per_call",
+    "usage_delta",
 ]
 
 
@@ -143,12 +153,49 @@ class BatchBackend(Protocol):
     def batch_api(self) -> BatchClient: ...
 
 
+@runtime_checkable
+class MultiItemBackend(Protocol):
+    """Declared optional part: how many items one log-prob scoring call should carry (an execution detail that
+    changes float rounding, never what is asked). The local engine declares its device budget's."""
+
+    items_per_call: int
+
+
+@runtime_checkable
+class RenewableBackend(Protocol):
+    """Declared optional part: `renew()` returns this loaded model with fresh state (KV caches, token counters), so
+    a run's records are those of a fresh load without loading the weights again."""
+
+    def renew(self) -> Backend: ...
+
+
+@runtime_checkable
+class PooledBackend(Protocol):
+    """Declared optional part: a backend whose blocks are scored by other processes (run.pool.remote.RemoteBackend).
+    `items_per_call` is the workers' model's (MultiItemBackend), so a pooled run cuts the blocks an in-process run
+    cuts; `score_blocks(blocks, plan, run_info)` yields each block's records (run.runner's record dicts) in block
+    order, each block once; `pool_info()` is what the pool did for the run (workers, nodes, retries), recorded in
+    the run's provenance."""
+
+    items_per_call: int
+
+    def score_blocks(self, blocks: Sequence[Sequence[Any]], plan: Any,
+                     run_info: Mapping[str, Any]) -> Iterator[list[dict[str, Any]]]: ...
+
+    def pool_info(self) -> dict[str, Any]: ...
+
+
 class CapabilityError(ValueError):
     """A strategy asks for something the backend cannot do; raised before any request is made."""
 
 
 def items_per_call(backend: Any) -> int:
-    """How many items one log-prob scoring call to `backend` should carry: its declared `items_per_call` (an
-    execution detail that changes float rounding, never what is asked), else 1."""
-    n = getattr(backend, "items_per_call", 1)
+    """How many items one log-prob scoring call to `backend` should carry: its declared `items_per_call`
+    (MultiItemBackend; an execution detail that changes float rounding, never what is asked), else 1."""
+    n = backend.items_per_call if isinstance(backend, MultiItemBackend) else 1
     return n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1
+
+
+def usage_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    """What a backend's cumulative usage counters (`Backend.usage()`) grew by between two readings."""
+    return {k: v - before.get(k, 0) for k, v in after.items() if isinstance(v, (int, float))}

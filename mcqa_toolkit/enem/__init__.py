@@ -10,11 +10,10 @@ lists, validation against INEP and the measured reproducibility of each exam.
 
     itens_prova      INEP's item file: read (errata applied), check, split booklets with two item sets
     attach           ItemParams: INEP's (a, b, c) on exam questions (positions: where each area sits, by year)
-    errata           INEP's errata (errata.json, or a user's file): items scored with other parameters or keys than
-                     published, the blank-sheet rule; errata_format: the file format (load, check, write)
-    discover         errata from data: discover_errata(items, microdata or cases) -> entries with their evidence
-                     (search: the corrections and their effect; greedy: the search; estimate: unpublished (a, b, c);
-                     sample: a bounded sample of microdata); imported on demand (it needs scipy.optimize)
+    errata/          INEP's errata (errata.json, or a user's file): items scored with other parameters or keys than
+                     published, the blank-sheet rule; the file format; and errata discovered from data (discover:
+                     discover_errata(items, microdata or cases) -> entries with their evidence; search, greedy,
+                     estimate, sample), imported on demand (it needs scipy.optimize)
     booklet          one booklet's items in answer-string order and the vectorised scoring kernel
     official         score_answers, EnemScore: one answer string scored as INEP does
     microdata        score_microdata, iter_microdata: every candidate of a microdata file, streamed

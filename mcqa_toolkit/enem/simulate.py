@@ -8,7 +8,7 @@ written out on the 40-point grid), then a known share is perturbed by OFFSETS an
 made unusable (booklet absent from the item file, a key of no item set, a 'Z' mark), so a validation report
 has known answers: `truth` says, per candidate and area, the booklet, item set, offset and problem.
 `publish_zip`, `publish_key` and `publish_unpublished` plant INEP's known errors in item rows (the candidates are
-simulated on the true rows, the file is published with the error), for `enem.discover` to find.
+simulated on the true rows, the file is published with the error), for `enem.errata.discover` to find.
 """
 from __future__ import annotations
 

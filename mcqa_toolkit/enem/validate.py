@@ -17,7 +17,7 @@ the figure enem_validation_<stem>.png/.pdf (report.plots.score_agreement).
 Rows that cannot be scored never stop the run; they are counted and shown. errata=False scores the item files
 as INEP published them (`enem.errata`), to measure what the corrections change; a path applies that errata file
 instead of the package's. discover=OUT.json first searches the errata the official scores imply
-(`enem.discover`, from the case list or a bounded sample of the microdata), writes them there and validates
+(`enem.errata.discover`, from the case list or a bounded sample of the microdata), writes them there and validates
 with them (for a case list the agreement is then in-sample: the corrections were found on those candidates).
 """
 from __future__ import annotations
@@ -32,8 +32,8 @@ import pandas as pd
 from mcqa_toolkit.enem.agreement import (add_counts, add_problems, agreement_counts, area_summary,
                                          problem_counts, reproducibility_rows, validation_table)
 from mcqa_toolkit.enem.cases import is_case_list, read_cases, score_cases
-from mcqa_toolkit.enem.discover import Discovery, discover_errata
-from mcqa_toolkit.enem.errata_format import load_errata
+from mcqa_toolkit.enem.errata.discover import Discovery, discover_errata
+from mcqa_toolkit.enem.errata.format import load_errata
 from mcqa_toolkit.enem.itens_prova import year_in_name
 from mcqa_toolkit.enem.reproducibility import EnemReproducibilityWarning
 from mcqa_toolkit.enem.microdata import iter_microdata

@@ -28,7 +28,7 @@ from mcqa_toolkit.interop.payload import record_from_payload
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.measure.summary import summarize_run
 from mcqa_toolkit.records.factory import make_record, run_fields
-from mcqa_toolkit.records.state import RunState
+from mcqa_toolkit.records.state import RunState, open_for_write
 from mcqa_toolkit.records.store import RunDir
 
 __all__ = ["Source", "Response", "ImportResult", "write_run", "sha256_file"]
@@ -126,7 +126,7 @@ def write_run(source: Source, responses: Sequence[Response], out_dir: str | Path
         source = replace(source, model=model)
     identity = {"source": source.tool, "files": files, "dataset": dataset, "model": source.model,
                 "items_fingerprint": matcher.items.fingerprint()}
-    with store.open_for_write({"import": identity}) as folder:  # state, lock, state (records.state)
+    with open_for_write(store, {"import": identity}) as folder:  # state, lock, state (records.state)
         if folder.state is RunState.COMPLETE:
             return ImportResult(store, store.load(), folder.state, _unmatched_frame(store.provenance()))
         run = run_fields(run_id=store.name, model=source.model, dataset=dataset,

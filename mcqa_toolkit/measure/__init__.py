@@ -11,10 +11,10 @@
     population    item banks from a population of models: response matrix, calibration, fit, leave-one-out CAT
     compare       language gap, correlations, paired McNemar, item attributes vs discrimination
     contamination Min-K% prob and its correlation with accuracy
-    dif           differential item functioning: Mantel-Haenszel (ETS A/B/C, purification, permutation within
-                  blocks), Benjamini-Hochberg; dif_models: logistic regression, IRT with fixed parameters;
-                  dif_persons: persons x items of language models across languages (parallel_id);
-                  dif_simulate: labelled simulated persons with DIF injected on known questions
+    dif/          differential item functioning, one method per module: Mantel-Haenszel (ETS A/B/C,
+                  purification), its permutation test within blocks, logistic regression, IRT with fixed
+                  parameters; persons x items of language models across languages (parallel_id); labelled
+                  simulated persons with DIF injected on known questions
     abilities     records -> response matrices -> irt: theta, psd, l_z, DI, information, central regions
     adaptive      CAT length per SE target, CAT vs full-test theta (population and paired model runs), anchors by k
     summary       one run's headline numbers
@@ -33,11 +33,9 @@ from mcqa_toolkit.measure.compare import (ATTRIBUTES, DI_THRESHOLD, Correlation,
                                           quality_gap_correlation)
 from mcqa_toolkit.measure.contamination import (contamination_correlation, contamination_frame,
                                                 min_k_accuracy_correlation, min_k_prob, min_k_scores)
-from mcqa_toolkit.measure.dif import (MIN_GROUP, DifResult, bh_adjust, ets_class, mantel_haenszel,
-                                      mh_permutation)
-from mcqa_toolkit.measure.dif_models import irt_dif, logistic_dif
-from mcqa_toolkit.measure.dif_persons import DifPersons, dif_persons
-from mcqa_toolkit.measure.dif_simulate import SimulatedDif, simulate_dif_persons
+from mcqa_toolkit.measure.dif import (MIN_GROUP, DifPersons, DifResult, SimulatedDif, bh_adjust, dif_persons,
+                                      ets_class, irt_dif, logistic_dif, mantel_haenszel, mh_permutation,
+                                      simulate_dif_persons)
 from mcqa_toolkit.measure.exam_rules import (MEDICINA_POINTS, MEDICINA_WEIGHTS, compare_to_students, course_exam_scores,
                                              medicina_final, medicina_points, medicina_score, student_statistics)
 from mcqa_toolkit.measure.frames import DEFAULT_BY

@@ -6,7 +6,7 @@ started. A key the folder recorded with another value refuses the folder (RunRef
 key); a key it never recorded refuses it too, except in a folder that holds nothing yet. COMPLETE means every
 step of the recipe is done: the records are compacted (provenance complete) and summary.json is written.
 
-`open_for_write(run_dir, identity)` (also `RunDir.open_for_write`) is how every writer enters a run folder
+`open_for_write(run_dir, identity)` is how every writer enters a run folder
 (run.recipe.run_job, run.runner.run, `mcqa run`'s grid, batch mode, imports): check the state (a different
 run is refused before anything is created), take the one-writer lock (records.lock; RunLocked at once when
 another process holds it), check again (another writer may have finished it meanwhile), and yield an OpenRun
@@ -23,12 +23,10 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from mcqa_toolkit.records.lock import RunLocked
-
-if TYPE_CHECKING:
-    from mcqa_toolkit.records.store import RunDir
+from mcqa_toolkit.records.store import RunDir
 
 __all__ = ["RunState", "RunRefused", "run_state", "run_identity", "OpenRun", "check_writable", "open_for_write"]
 
@@ -56,7 +54,7 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def run_state(run_dir: "RunDir", identity: Mapping[str, Any]) -> RunState:
+def run_state(run_dir: RunDir, identity: Mapping[str, Any]) -> RunState:
     """NEW | RESUMABLE | COMPLETE for a run with `identity` in `run_dir`; RunRefused when the folder holds
     another run (see the module docstring)."""
     recorded = run_dir.run_info()
@@ -88,7 +86,7 @@ def run_state(run_dir: "RunDir", identity: Mapping[str, Any]) -> RunState:
 class OpenRun:
     """A run folder opened for writing (lock held): its decided `state` and the identity it was opened with."""
 
-    run_dir: "RunDir"
+    run_dir: RunDir
     state: RunState
     identity: dict[str, Any] = field(default_factory=dict)
 
@@ -101,7 +99,7 @@ class OpenRun:
         self.run_dir.write_run_info(provenance)
 
 
-def check_writable(run_dir: "RunDir", identity: Mapping[str, Any]) -> RunState:
+def check_writable(run_dir: RunDir, identity: Mapping[str, Any]) -> RunState:
     """What open_for_write would decide now, without locking or creating anything: the state, RunRefused for a
     folder holding another run, RunLocked when another process is writing it (a COMPLETE run is never locked).
     Callers that load a model first ask this before loading (a finished or busy folder costs no load)."""
@@ -114,7 +112,7 @@ def check_writable(run_dir: "RunDir", identity: Mapping[str, Any]) -> RunState:
 
 
 @contextmanager
-def open_for_write(run_dir: "RunDir", identity: Mapping[str, Any]) -> Iterator[OpenRun]:
+def open_for_write(run_dir: RunDir, identity: Mapping[str, Any]) -> Iterator[OpenRun]:
     """The one guarded entry to a run folder (see the module docstring): state, lock, state. A COMPLETE run is
     yielded without taking the lock (nothing will be written); RunRefused / RunLocked before anything is written;
     leftovers of a killed writer are removed once the lock is held."""

@@ -26,14 +26,13 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, ContextManager, Iterable, Mapping
+from typing import Any, Iterable
 
 import pandas as pd
 
 from mcqa_toolkit.records.columns import KEY, conform, records_frame, unique_records
 from mcqa_toolkit.records.files import RunWriteError, atomic, json_default, read_json, write_json
 from mcqa_toolkit.records.lock import LOCK_FILE, RunLock, lock_holder
-from mcqa_toolkit.records.state import OpenRun, open_for_write
 
 RECORDS_JSONL = "records.jsonl"
 RECORDS_PARQUET = "records.parquet"
@@ -71,11 +70,6 @@ class RunDir:
     def lock(self) -> RunLock:
         """The folder's one-writer lock (records.lock): `with rd.lock(): ...`; RunLocked when another writer holds it."""
         return RunLock(self.dir)
-
-    def open_for_write(self, identity: Mapping[str, Any]) -> ContextManager[OpenRun]:
-        """`with rd.open_for_write(identity) as run: run.state ...`: the one guarded entry for writing this folder
-        (records.state.open_for_write: state, lock, state)."""
-        return open_for_write(self, identity)
 
     def remove_leftovers(self) -> None:
         """Remove temporary files a killed writer left (`.<name>.<pid>.tmp`); call with the lock held."""

@@ -3,7 +3,7 @@ simulated persons when the runs are too few), Mantel-Haenszel per focal language
 LaTeX table of the B and C questions with their text in both languages, and the per-question classes that the
 question inspector and the HTML report read (`<latex>/dif_classes.csv`).
 
-Persons: every model x strategy x language x shuffle of the runs is a response pattern (`measure.dif_persons`,
+Persons: every model x strategy x language x shuffle of the runs is a response pattern (`measure.dif.persons`,
 questions matched on parallel_id, blocks = model / strategy, so Mantel-Haenszel stratifies by block x score).
 Adaptive runs are left out: a CAT's pattern is incomplete by design and its items depend on its answers. A
 language with fewer than `measure.MIN_GROUP` patterns (or runs with fewer than 2 questions answered by every
@@ -21,9 +21,8 @@ import pandas as pd
 
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.adaptive import is_adaptive
-from mcqa_toolkit.measure.dif import MIN_GROUP, mantel_haenszel, mh_permutation
-from mcqa_toolkit.measure.dif_persons import DifPersons, dif_persons
-from mcqa_toolkit.measure.dif_simulate import simulate_dif_persons
+from mcqa_toolkit.measure.dif import (MIN_GROUP, DifPersons, dif_persons, mantel_haenszel, mh_permutation,
+                                      simulate_dif_persons)
 from mcqa_toolkit.report.tables import escape_latex
 
 SOURCES = ("auto", "runs", "simulated")

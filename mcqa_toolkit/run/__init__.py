@@ -8,9 +8,11 @@
     dispatch   the one dispatcher: how each item is asked (letters by the method table, generation per question
                type, yes/no log-probs) and judged
     adaptive   the CAT loop (run_adaptive): one item at a time, the most informative at the current theta
+    preflight  every combination of a params file checked without a model, before a kernel or a run folder
     grid       `mcqa run`: every incomplete job's run notebook, cheapest first, in one kernel (session)
     batch      API batch mode: collect a job's requests, submit them, fetch the results into the request cache
     session    KernelSession: one Jupyter kernel that executes many papermill notebooks in turn
+    pool/      a Ray cluster's actors scoring a run's blocks (RayPool; the driver writes the records)
 
 The record format and the run folder (columns, record factory, grading, equality, RunDir, lock, state) are
 the records/ package below this one.

@@ -26,7 +26,7 @@ from mcqa_toolkit.run.jobs import Job, expand, load_params
 from mcqa_toolkit.run.pool import ClusterOptions, cluster_options, require_ray
 from mcqa_toolkit.run.preflight import preflight
 from mcqa_toolkit.records.lock import LENDER_ENV, RunLocked, describe
-from mcqa_toolkit.records.state import RunRefused, RunState, run_state
+from mcqa_toolkit.records.state import RunRefused, RunState, open_for_write, run_state
 from mcqa_toolkit.scoring.methods import MIN_K_COST, record_cost
 
 # The kernel's BackendCache (run.recipe), created once per `mcqa run` and kept between notebooks; the run
@@ -173,7 +173,7 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
         for n, job in enumerate(todo, start=1):
             t = time.time()
             try:  # state, lock, state (records.state.open_for_write); the kernel runs under the lock (lender)
-                with job.run_dir.open_for_write({"job": job.identity()}) as folder:
+                with open_for_write(job.run_dir, {"job": job.identity()}) as folder:
                     if folder.state is RunState.COMPLETE:
                         result = "completed elsewhere meanwhile: " + _result_line(job)
                     else:

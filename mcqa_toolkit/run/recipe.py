@@ -30,8 +30,9 @@ from typing import Any, Sequence
 import pandas as pd
 
 from mcqa_toolkit.backends import Backend, backend_entry, load_backend
+from mcqa_toolkit.backends.base import RenewableBackend
 from mcqa_toolkit.measure.summary import summarize_run
-from mcqa_toolkit.records.state import RunState, check_writable
+from mcqa_toolkit.records.state import RunState, check_writable, open_for_write
 from mcqa_toolkit.run.dispatch import check_plan
 from mcqa_toolkit.run.jobs import Job, model_label
 from mcqa_toolkit.run.runner import administer, plan_run
@@ -82,8 +83,8 @@ class BackendCache:
         for k, entry in zip(keys, entries):
             if k not in fresh:
                 old = self._loaded.get(k)
-                renew = getattr(old, "renew", None)
-                fresh[k] = load_backend(entry) if old is None else renew() if renew else old
+                fresh[k] = (load_backend(entry) if old is None else old.renew() if isinstance(old, RenewableBackend)
+                            else old)
                 self._loaded[k] = fresh[k]
         return [fresh[k] for k in keys]
 
@@ -134,7 +135,7 @@ def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = 
     plan = dataclasses.replace(plan, judges=tuple(LLMJudge(b, name=model_label(spec))
                                                   for b, spec in zip(judge_backends, judge_specs)))
     check_plan(plan.items, backend, strategy, plan.judges)  # what the backends cannot serve: before any file
-    with job.run_dir.open_for_write(identity) as folder:  # state, lock, state (records.state)
+    with open_for_write(job.run_dir, identity) as folder:  # state, lock, state (records.state)
         if folder.state is RunState.COMPLETE:  # another process finished it meanwhile
             return _stored(job, folder.state)
         records = administer(folder, plan, backend, {**plan.provenance(backend), "job": job.identity()}, progress)

@@ -9,8 +9,8 @@ while run() writes it. The finished run is compacted to Parquet with its
 provenance. Same seed => identical records (timing fields aside). A strategy the backend cannot serve is
 refused before any work.
 
-A backend that scores blocks elsewhere (run.pool's RemoteBackend: a Ray cluster's workers) has `score_blocks`;
-its blocks' records come back to this process, in block order, and are written here exactly as the in-process
+A backend that scores blocks elsewhere (backends.base.PooledBackend: run.pool's RemoteBackend, a Ray cluster's
+workers) is given the blocks; their records come back to this process, in block order, and are written here exactly as the in-process
 ones are: only keys the folder does not hold yet, so a block computed twice (a worker lost mid-block and its
 block retried) is never written twice.
 """
@@ -26,13 +26,13 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from mcqa_toolkit import __version__
-from mcqa_toolkit.backends.base import Backend, items_per_call
+from mcqa_toolkit.backends.base import Backend, PooledBackend, items_per_call, usage_delta
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.prompts import select_shots, split_shots, template_languages
 from mcqa_toolkit.run.adaptive import run_adaptive
 from mcqa_toolkit.run.dispatch import ask, ask_letters, check_plan, letters_prompt, record_permutations
 from mcqa_toolkit.records.factory import UNSET, make_record, run_fields
-from mcqa_toolkit.records.state import OpenRun, RunState, run_identity
+from mcqa_toolkit.records.state import OpenRun, RunState, open_for_write, run_identity
 from mcqa_toolkit.records.store import RunDir
 from mcqa_toolkit.run.strategy import Strategy
 from mcqa_toolkit.scoring.judge import COMBINE_RULES, LLMJudge
@@ -100,15 +100,11 @@ def measured(backend: Backend, ask_block: Any) -> tuple[list[tuple[Any, Scored]]
 def block_records(backend: Backend, block: Sequence[Item], strategy: Strategy, shots: dict[str, list],
                   run_info: dict[str, Any], judges: Sequence[LLMJudge] = (), combine: str = "mean") -> list[dict]:
     """Every record of a block of items (what one backend call scores), in the order `ask` gives them; the
-    same function in this process and on a pool's workers (run.pool_worker)."""
+    same function in this process and on a pool's workers (run.pool.worker)."""
     pairs, seconds, forwarded = measured(backend, lambda: ask(backend, block, strategy, shots, judges=judges,
                                                               combine=combine))
     by_id = {it.item_id: it for it in block}
     return [_record(by_id[pr.item_id], pr, sc, run_info, seconds, forwarded) for pr, sc in pairs]
-
-
-def _usage_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {k: v - before.get(k, 0) for k, v in after.items() if isinstance(v, (int, float))}
 
 
 def run(items: ItemSet, backend: Backend | str | dict[str, Any], strategy: Strategy, out_dir: str | Path, *,
@@ -132,7 +128,7 @@ def run(items: ItemSet, backend: Backend | str | dict[str, Any], strategy: Strat
     plan = plan_run(items, strategy, dataset, shot_pool=shot_pool, limit=limit, judges=judges, combine=combine)
     check_plan(plan.items, backend, strategy, judges)
     prov = plan.provenance(backend)
-    with RunDir(out_dir).open_for_write(run_identity(prov)) as folder:
+    with open_for_write(RunDir(out_dir), run_identity(prov)) as folder:
         if folder.state is RunState.COMPLETE:
             return folder.run_dir.load()
         return administer(folder, plan, backend, prov, progress)
@@ -200,9 +196,9 @@ def administer(folder: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str,
     def records_of(block: list[Item]) -> list[dict[str, Any]]:
         return block_records(backend, block, strategy, plan.shots, run_info, plan.judges, plan.combine)
 
-    remote = getattr(backend, "score_blocks", None)  # a pool's workers score the blocks (run.pool)
-    score_blocks = (lambda todo: map(records_of, todo)) if remote is None else \
-        (lambda todo: remote(todo, plan, run_info))
+    pooled = isinstance(backend, PooledBackend)  # a pool's workers score the blocks (run.pool)
+    score_blocks = (lambda todo: backend.score_blocks(todo, plan, run_info)) if pooled else \
+        (lambda todo: map(records_of, todo))
 
     if strategy.adaptive is not None:
         def prompt_for(it: Item, perm: tuple[int, ...], k: int) -> Any:
@@ -217,8 +213,8 @@ def administer(folder: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str,
     else:
         _fixed_form(plan.items, strategy, store, score_blocks, f"{strategy.name} {backend.name}", progress,
                     items_per_call(backend))
-    prov["usage"] = _usage_delta(usage_start, backend.usage())
-    if hasattr(backend, "pool_info"):  # the Ray pool that scored it: workers, nodes, loads, retries (run.pool)
+    prov["usage"] = usage_delta(usage_start, backend.usage())
+    if pooled:  # the Ray pool that scored it: workers, nodes, loads, retries (run.pool)
         prov["pool"] = backend.pool_info()
     return store.finalize(prov)
 

@@ -11,6 +11,8 @@ import pytest
 from lookup_backend import LookupBackend
 
 from mcqa_toolkit.backends import Backend, Capabilities, CapabilityError, load_backend
+from mcqa_toolkit.backends.base import (MultiItemBackend, PooledBackend, RenewableBackend, items_per_call,
+                                        usage_delta)
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.run import Strategy, run, strategy
 from mcqa_toolkit.scoring.methods import check_method
@@ -72,3 +74,21 @@ def test_load_backend_errors():
         load_backend({"backend": "carrier-pigeon", "model": "x"})
     with pytest.raises(ValueError, match="needs a 'model'"):
         load_backend({"backend": "hf"})
+
+
+def test_the_declared_optional_parts_are_protocols_read_by_isinstance(table):
+    """items_per_call only from a MultiItemBackend (a bad value counts as 1), renew only from a RenewableBackend,
+    and a plain backend is neither, nor a PooledBackend; usage_delta is what the counters grew by."""
+    plain = LookupBackend(table)
+    assert items_per_call(plain) == 1 and not isinstance(plain, (MultiItemBackend, RenewableBackend, PooledBackend))
+    plain.items_per_call = 4
+    assert isinstance(plain, MultiItemBackend) and items_per_call(plain) == 4
+    for bad in (0, True, 2.5):
+        plain.items_per_call = bad
+        assert items_per_call(plain) == 1
+    assert not isinstance(plain, PooledBackend)           # several items per call is not a pool
+    plain.renew = lambda: plain
+    assert isinstance(plain, RenewableBackend)
+    assert usage_delta({"forwarded_tokens": 10, "requests": 1}, {"forwarded_tokens": 25, "requests": 1,
+                                                                   "model": "x"}) == {"forwarded_tokens": 15,
+                                                                                      "requests": 0}

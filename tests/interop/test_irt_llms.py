@@ -9,7 +9,7 @@ from paths import FIXTURES, SHARED
 
 from mcqa_toolkit.interop.irt_llms import read_response_patterns
 from mcqa_toolkit.items import DatasetError
-from mcqa_toolkit.measure.dif_persons import dif_persons
+from mcqa_toolkit.measure.dif import dif_persons
 
 SAMPLE = FIXTURES / "irt_llms" / "response_patterns_sample.csv"
 REAL = SHARED / "formats" / "irt_llms_response_patterns_2021.csv"

@@ -4,7 +4,7 @@ RemoteBackend (a backend loaded on them, as this process sees it).
 A RemoteBackend is a Backend (name, capabilities, provenance, usage, the three calls), so everything that asks a
 backend something (the run's checks, its provenance, Min-K%, an adaptive run's item-by-item calls) works
 unchanged: a call goes to one ready worker, and to another if that one is lost. Its `score_blocks` is what
-run.runner uses instead of scoring in this process: the blocks go out through run.pool_dispatch and their
+run.runner uses instead of scoring in this process: the blocks go out through run.pool.scheduler and their
 records come back in block order; nothing here writes a file. Imported only once a Ray run is asked for (run.pool).
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterator, Sequence
 from mcqa_toolkit import __version__
 from mcqa_toolkit.backends.base import Capabilities
 from mcqa_toolkit.run.jobs import model_label
-from mcqa_toolkit.run.pool_dispatch import PROBE_AGAIN_SECONDS, DispatchStats, PoolError, dispatch
-from mcqa_toolkit.run.pool_worker import PoolWorker, WorkerLoadError
+from mcqa_toolkit.run.pool.scheduler import PROBE_AGAIN_SECONDS, DispatchStats, PoolError, dispatch
+from mcqa_toolkit.run.pool.worker import PoolWorker, WorkerLoadError
 from mcqa_toolkit.run.recipe import BackendCache
 
 __all__ = ["WorkerGroup", "RemoteBackend", "MAX_RESTARTS"]
@@ -49,7 +49,7 @@ class WorkerGroup:
         self.stats, self.blocks_by_worker = DispatchStats(), Counter()
 
     def failure(self, exc: BaseException) -> str | None:
-        """run.pool_dispatch's classification of a Ray error: a worker lost (it restarts), dead, or neither."""
+        """run.pool.scheduler's classification of a Ray error: a worker lost (it restarts), dead, or neither."""
         errors = self.ray.exceptions
         if isinstance(exc, WorkerLoadError):
             return None
@@ -122,7 +122,7 @@ class WorkerGroup:
                          "pool, judges are LLMJudges over backends of pool.for_run([model, judge, ...])")
 
     def score(self, n_blocks: int, payload: Callable[[int], dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        """Each block's result (records, usage, worker), in block order, each once (run.pool_dispatch)."""
+        """Each block's result (records, usage, worker), in block order, each once (run.pool.scheduler)."""
         def submit(w: int, i: int) -> Future:
             return self.actors[w].score.remote(self.token, self.entries, payload(i)).future()
 
@@ -186,11 +186,14 @@ class WorkerGroup:
 class RemoteBackend:
     """A backend loaded on a pool's workers (one of a run's entries, `which`), as this process sees it: what it
     is (name, capabilities, provenance, as the first ready worker described it), its usage as the workers
-    reported it for this process's blocks and calls, its three calls forwarded to a worker, and `score_blocks`."""
+    reported it for this process's blocks and calls, its three calls forwarded to a worker, and what a
+    backends.base.PooledBackend offers: `items_per_call` (the workers' model's, so the run cuts the blocks an
+    in-process run of that model cuts), `score_blocks` and `pool_info`."""
 
     def __init__(self, group: WorkerGroup, which: int, described: dict[str, Any]):
         self.group, self.which = group, which
         self.name = described["name"]
+        self.items_per_call: int = described["items_per_call"]
         self._capabilities = Capabilities(**described["capabilities"])
         self._provenance = described["provenance"]
         self._usage: dict[str, float] = {}

@@ -1,5 +1,6 @@
-"""run.pool_remote: a RemoteBackend is a Backend whose calls and blocks go to its worker group, with the usage the
-workers report; each block carries only its own items' shots and the judges as (backend index, fields). On the
+"""run.pool.remote: a RemoteBackend is a Backend whose calls and blocks go to its worker group, with the usage the
+workers report; each block carries only its own items' shots and the judges as (backend index, fields); it declares
+its workers' items_per_call, so a pooled run cuts the in-process blocks and writes the in-process records. On the
 real cluster (marker `ray`): a model's workers serve every run of that model (loaded once) and a new model ends
 them; a judge's backend must be one of the pool's; a worker lost during a call is replaced by another."""
 from __future__ import annotations
@@ -12,15 +13,19 @@ import pytest
 from lookup_backend import KilledOnce, LookupBackend
 
 from mcqa_toolkit.backends import Backend, Continuation, backend_entry
+from mcqa_toolkit.backends.base import PooledBackend
 from mcqa_toolkit.datasets import load
+from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.run.pool import RayPool
-from mcqa_toolkit.run.pool_remote import RemoteBackend
-from mcqa_toolkit.run.runner import plan_run
+from mcqa_toolkit.run.pool.remote import RemoteBackend
+from mcqa_toolkit.run.pool.worker import describe_backend
+from mcqa_toolkit.run.runner import block_records, plan_run, run
 from mcqa_toolkit.run.strategy import strategy
 from mcqa_toolkit.scoring.judge import LLMJudge
 
 DESCRIBED = {"name": "lookup", "capabilities": {"next_token_logprobs": True, "continuation_logprobs": True,
-                                                 "generate": True}, "provenance": {"backend": "lookup", "source": "t"}}
+                                                 "generate": True}, "provenance": {"backend": "lookup", "source": "t"},
+             "items_per_call": 1}
 
 
 @pytest.fixture(scope="module")
@@ -143,3 +148,42 @@ def test_every_question_type_judged_and_an_adaptive_run_give_the_in_process_reco
     assert_same_records(run(demo, LookupBackend(table), cat, tmp_path / "ref" / "cat", progress=False), adaptive,
                         ignore=["n_forwarded_tokens"])
     assert set(judged["answer_type"]) == {"single", "multi", "truefalse", "short"}
+
+
+class MultiItemLookup(LookupBackend):
+    """A LookupBackend declaring several items per scoring call (backends.base.MultiItemBackend), as the local
+    engine does on a GPU."""
+
+    def __init__(self, table, items_per_call):
+        super().__init__(table)
+        self.items_per_call = items_per_call
+
+
+class InProcessGroup(Group):
+    """A worker group scoring each block in this process with the workers' own function (run.runner.block_records
+    on the worker's backend), so a pooled run's records can be compared with an in-process run's."""
+
+    def __init__(self, table, worker_backend):
+        super().__init__(table)
+        self.worker_backend = worker_backend
+
+    def score(self, n_blocks, payload):
+        for i in range(n_blocks):
+            p = payload(i)
+            self.payloads.append(p)
+            yield {"records": block_records(self.worker_backend, p["block"], p["strategy"], p["shots"],
+                                            p["run_info"], (), p["combine"]), "usage": {"forwarded_tokens": 0}}
+
+
+@pytest.mark.parametrize("name", ["enem_1shot", "S5"])
+def test_a_pooled_run_cuts_the_blocks_its_workers_model_cuts_and_equals_in_process(table, tmp_path, name):
+    """The pooled backend declares the workers' model's items_per_call (issue 42): blocks of 3 items go out, as
+    an in-process run of that model cuts them, and the records are the in-process ones."""
+    items, st = load("demo", language="pt"), strategy(name, shuffles=2)
+    group = InProcessGroup(table, MultiItemLookup(table, 3))
+    remote = RemoteBackend(group, 0, describe_backend(group.worker_backend))
+    assert isinstance(remote, PooledBackend) and remote.items_per_call == 3
+    pooled = run(items, remote, st, tmp_path / "pooled" / "r", progress=False, limit=8)
+    local = run(items, MultiItemLookup(table, 3), st, tmp_path / "local" / "r", progress=False, limit=8)
+    assert [len(p["block"]) for p in group.payloads] == [3, 3, 2]
+    assert_same_records(pooled, local)

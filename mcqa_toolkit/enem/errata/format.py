@@ -10,7 +10,7 @@ entries is read too). Every entry has `id`, `kind`, `year` and `area`; the rest 
     blank  (a rule: an all-blank answer sheet takes the all-wrong pattern's score instead of 0)
 
 and, for people: what (what INEP got wrong), evidence (one sentence), gain (exact scores without -> with it),
-source ("discovered": found by `enem.discover` from candidates' official scores; "hand": found by looking, with
+source ("discovered": found by `enem.errata.discover` from candidates' official scores; "hand": found by looking, with
 `reason` saying why the search does not find it), n_candidates (those of the exam-area it was found on), fixed
 and broken (the candidates it makes exact / no longer exact: case ids or 0-based microdata rows). An `unpublished`
 item's (a, b, c) are estimates: its `estimated` says how, `n_candidates` on how many, `cross_validation` the

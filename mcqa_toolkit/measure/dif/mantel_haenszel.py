@@ -1,14 +1,7 @@
 """Differential item functioning (DIF): does an item work differently for two groups of persons of the same
-ability? Here: Mantel-Haenszel with the ETS A/B/C classes, its permutation test within blocks, and
-Benjamini-Hochberg control across items. Logistic regression and the IRT test with fixed (human) parameters are
-in `measure.dif_models`; the persons of language models (response patterns, languages matched on parallel_id)
-are built by `measure.dif_persons`. docs/dif.md explains the choices.
-
-Input: `responses`, persons x items of 0/1 (a DataFrame whose columns are the item ids; complete: DIF needs every
-person's answer to every item), `group`, one label per person; persons in neither `focal` nor `reference` are
-left out. Below MIN_GROUP persons in either group every function raises ValueError: with fewer, most score
-strata hold one group only and the chi-square approximations have nothing to stand on (20 is this toolkit's
-floor, not a literature value; operational DIF programmes use hundreds per group).
+ability? Here: Mantel-Haenszel with the ETS A/B/C classes
+(its permutation test within blocks is measure.dif.permutation; the input and Benjamini-Hochberg are
+measure.dif.base). docs/dif.md explains the choices.
 
 Mantel-Haenszel (Holland & Thayer 1988): per item and stratum k (default: the total score, studied item
 included, as Holland & Thayer recommend), A/B = reference right/wrong, C/D = focal right/wrong, N = persons;
@@ -37,101 +30,18 @@ persons of each block (seeded, vectorised): under "no DIF within a model" its p-
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Hashable
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 from scipy import stats as sps
-from statsmodels.stats.multitest import multipletests
 
-MIN_GROUP = 20          # persons per group below which every DIF function refuses (see the module docstring)
+from mcqa_toolkit.measure.dif.base import MIN_GROUP, DifResult, block_codes, check_groups, with_bh
+
+__all__ = ["DELTA_SCALE", "ets_class", "score_strata", "mh_statistics", "mantel_haenszel"]
+
 DELTA_SCALE = -2.35     # ETS delta = -2.35 ln(alpha_MH)
-_CHUNK = 2_000_000      # (permutations x persons x items) entries counted at once
-
-
-@dataclass(frozen=True)
-class DifResult:
-    """One DIF analysis: `table` has one row per item (its columns depend on `method`); `anchor` are the items
-    in the matching criterion at the end (all items without purification), after `iterations` passes."""
-
-    method: str
-    focal: Hashable
-    reference: Hashable
-    table: pd.DataFrame
-    anchor: tuple[str, ...] = ()
-    iterations: int = 1
-    converged: bool = True
-
-    def to_frame(self) -> pd.DataFrame:
-        return self.table.copy()
-
-    def summary(self) -> str:
-        t = self.table
-        classes = t["ets_class"] if "ets_class" in t else t.get("effect", pd.Series(dtype=str))
-        counts = ", ".join(f"{k}: {v}" for k, v in classes.value_counts().sort_index().items())
-        return (f"{self.method}, focal {self.focal!r} vs reference {self.reference!r}: {len(t)} items"
-                + (f" ({counts})" if counts else "") + f"; {int(t['flag_bh'].sum())} flagged after Benjamini-Hochberg; "
-                f"{int((t['note'] != '').sum())} with a note")
-
-
-def check_groups(responses: pd.DataFrame, group: ArrayLike, focal: Hashable, reference: Hashable,
-                 min_group: int = MIN_GROUP) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
-    """(u, is_focal, item ids, kept): u (n, items) 0/1 of the persons in either group, is_focal (n,), and the mask
-    of those persons among the input rows. Raises ValueError on a small group, missing or non-0/1 answers."""
-    if not isinstance(responses, pd.DataFrame):
-        raise TypeError("responses must be a persons x items DataFrame whose columns are the item ids")
-    g = np.asarray(group, dtype=object)
-    if g.shape != (len(responses),):
-        raise ValueError(f"group has {g.size} labels for {len(responses)} persons")
-    if focal == reference:
-        raise ValueError(f"focal and reference are the same group {focal!r}")
-    is_f, is_r = g == focal, g == reference
-    n_f, n_r = int(is_f.sum()), int(is_r.sum())
-    if min(n_f, n_r) < min_group:
-        raise ValueError(f"DIF needs at least {min_group} persons per group: focal {focal!r} has {n_f}, reference "
-                         f"{reference!r} has {n_r} (with language models, count every shuffle as a person)")
-    kept = is_f | is_r
-    u = responses.to_numpy(dtype=float)[kept]
-    bad = np.isnan(u).any(axis=0)
-    if bad.any():
-        raise ValueError(f"item {responses.columns[int(np.argmax(bad))]!r} has missing answers: DIF needs complete "
-                         "0/1 patterns (drop the item or the persons; dif_persons does)")
-    if not np.isin(u, (0.0, 1.0)).all():
-        raise ValueError("responses must be 0/1")
-    return u, is_f[kept], [str(c) for c in responses.columns], kept
-
-
-def block_codes(within: ArrayLike | None, kept: np.ndarray) -> np.ndarray:
-    """Integer codes 0..B-1 of the block labels of the kept persons (all 0 without blocks)."""
-    if within is None:
-        return np.zeros(int(kept.sum()), dtype=np.int64)
-    w = np.asarray(within, dtype=object)
-    if w.shape != kept.shape:
-        raise ValueError(f"within has {w.size} labels for {kept.size} persons")
-    return pd.factorize(pd.Series(w[kept]).astype(str))[0].astype(np.int64)
-
-
-def bh_adjust(p_values: ArrayLike) -> np.ndarray:
-    """Benjamini-Hochberg adjusted p-values (statsmodels' multipletests, 'fdr_bh') over the finite entries;
-    NaN stays NaN. An item is flagged at false-discovery rate q when its adjusted p-value is below q."""
-    p = np.asarray(p_values, dtype=float)
-    out = np.full(p.shape, np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        out[ok] = multipletests(p[ok], method="fdr_bh")[1]
-    return out
-
-
-def with_bh(table: pd.DataFrame, alpha: float, p_column: str = "p_value") -> pd.DataFrame:
-    """`table` with p_bh (Benjamini-Hochberg across its items) and flag_bh (p_bh < alpha) before `note`."""
-    p_bh = bh_adjust(table[p_column])
-    t = table.drop(columns=["p_bh", "flag_bh"], errors="ignore")
-    at = t.columns.get_loc("note") if "note" in t else len(t.columns)
-    t.insert(at, "p_bh", p_bh)
-    t.insert(at + 1, "flag_bh", np.nan_to_num(p_bh, nan=1.0) < alpha)
-    return t
 
 
 def ets_class(delta: ArrayLike, delta_se: ArrayLike, p_value: ArrayLike, alpha: float = 0.05) -> np.ndarray:
@@ -239,43 +149,3 @@ def mantel_haenszel(responses: pd.DataFrame, group: ArrayLike, focal: Hashable, 
                           "note": _note(st["alpha"])})
     return DifResult("mantel-haenszel", focal, reference, with_bh(table, alpha),
                      tuple(str(i) for i in np.asarray(items)[anchor]), iterations, converged)
-
-
-def permuted_labels(ref: np.ndarray, blocks: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """n relabellings (n, persons) of the 0/1 vector `ref`, each a uniform permutation within every block."""
-    order = np.argsort(blocks, kind="stable")
-    shuffled = np.argsort(blocks[order][None, :] + rng.random((n, blocks.size)), axis=1)  # within-block orders
-    out = np.empty((n, blocks.size))
-    out[:, order] = ref[order][shuffled]
-    return out
-
-
-def mh_permutation(responses: pd.DataFrame, group: ArrayLike, focal: Hashable, reference: Hashable,
-                   within: ArrayLike | None, strata: ArrayLike | None = None, *, purify: bool = False,
-                   n_permutations: int = 999, seed: int = 0, alpha: float = 0.05,
-                   min_group: int = MIN_GROUP) -> DifResult:
-    """`mantel_haenszel` (strata crossed with `within`) plus p_perm: the share of `n_permutations` relabellings
-    (group labels swapped among the persons of each `within` block, seeded) whose MH chi-square reaches the
-    observed one, (1 + count) / (1 + n_permutations). p_bh and flag_bh are recomputed from p_perm. The strata
-    (and, with `purify`, the anchor items) are those of the observed analysis."""
-    if n_permutations < 1:
-        raise ValueError(f"n_permutations = {n_permutations}: must be >= 1")
-    res = mantel_haenszel(responses, group, focal, reference, strata, within=within, purify=purify, alpha=alpha,
-                          min_group=min_group)
-    u, is_f, items, kept = check_groups(responses, group, focal, reference, min_group)
-    blocks = block_codes(within, kept)
-    codes, k = score_strata(u, np.isin(items, res.anchor), blocks,
-                            None if strata is None else np.asarray(strata, object)[kept])
-    observed = res.table["chi2_mh"].to_numpy(float)
-    ref, rng = (~is_f).astype(float), np.random.default_rng(seed)
-    exceed, step = np.zeros(len(items)), max(1, _CHUNK // (u.shape[0] * u.shape[1]))
-    for start in range(0, n_permutations, step):          # chunks of relabellings bound the memory
-        labels = permuted_labels(ref, blocks, min(step, n_permutations - start), rng)
-        chi2 = mh_statistics(u, codes, k, labels)["chi2"]
-        exceed += (np.nan_to_num(chi2, nan=-np.inf) >= observed * (1 - 1e-12)).sum(axis=0)
-    table = res.table.copy()
-    table.insert(table.columns.get_loc("ets_class"), "p_perm",
-                 np.where(np.isnan(observed), np.nan, (1 + exceed) / (1 + n_permutations)))
-    return DifResult("mantel-haenszel permutation", focal, reference, with_bh(table, alpha, "p_perm"), res.anchor,
-                     res.iterations, res.converged)
-

@@ -1,4 +1,4 @@
-"""INEP's errata (enem.errata, enem.errata_format): the shipped table, the zip / key / annul corrections on item
+"""INEP's errata (enem.errata, enem.errata.format): the shipped table, the zip / key / annul corrections on item
 files, files that do not match an erratum's signature, the official scores they restore, a user's errata file,
 estimated parameters marked as estimates, and the blank-sheet rule as data.
 
@@ -15,8 +15,8 @@ import pytest
 from paths import FIXTURES, SHARED
 
 from mcqa_toolkit import enem
-from mcqa_toolkit.enem import errata as errata_mod
-from mcqa_toolkit.enem import errata_format
+from mcqa_toolkit.enem.errata import apply as errata_mod
+from mcqa_toolkit.enem.errata import format as errata_format
 from mcqa_toolkit.enem.errata import ErrataWarning, Erratum, booklet_signature, errata, errata_table
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
 from mcqa_toolkit.enem.reproducibility import EnemEstimatedParamsWarning
@@ -168,7 +168,7 @@ def test_every_erratum_applies_to_the_file_it_was_written_for():
         assert pd.api.types.is_integer_dtype(got["IN_ITEM_ABAN"])
 
 
-# ---- a user's errata file (the format of enem.errata_format) ---------------------------------------------------------
+# ---- a user's errata file (the format of enem.errata.format) ---------------------------------------------------------
 
 def test_a_users_errata_file_replaces_the_shipped_one(tmp_path):
     rows = read_itens_prova(MT2017, errata=False)

@@ -1,4 +1,4 @@
-"""The search behind `enem.discover`: the corrections of one exam-area's ITENS_PROVA rows that INEP's official
+"""The search behind `enem.errata.discover`: the corrections of one exam-area's ITENS_PROVA rows that INEP's official
 scores (NU_NOTA) imply, found from candidates (`discover_area`), greedy and bounded.
 
 The procedure. Score every candidate with the published rows; then, round by round, try every correction of these
@@ -9,7 +9,7 @@ kinds on the items of booklets that still have a candidate off:
   parameters shift over them (`enem.errata`); pairs extend the BEAM single ones with the lowest squared error
   (corrections that change the rows alike, e.g. zips of two booklets listing the same items, count once);
 - "estimate": an item with no published parameters of its own (flagged abandoned, or left out by a zip) was
-  scored: its (a, b, c) are estimated from the candidates (`enem.estimate`), on the current rows, and, when no
+  scored: its (a, b, c) are estimated from the candidates (`enem.errata.estimate`), on the current rows, and, when no
   other correction qualifies, on the BEAM best zips (a zip that explains no candidate without an estimate); an
   item is not fitted when making every inexact candidate who took it exact could not beat the best other move.
 A correction's gain is the candidates it makes exact (to 0.1) minus those it makes inexact. The best one is
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.enem.estimate import Estimate, FitData, fit, grid_loglik
-from mcqa_toolkit.enem.search import AreaSearch, Correction, Outcome, State
+from mcqa_toolkit.enem.errata.estimate import Estimate, FitData, fit, grid_loglik
+from mcqa_toolkit.enem.errata.search import AreaSearch, Correction, Outcome, State
 
 K = 2
 K_BLANK = 1

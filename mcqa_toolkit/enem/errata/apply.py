@@ -1,6 +1,6 @@
 """INEP's errata: where a published ITENS_PROVA file disagrees with the scores INEP itself gave, as data.
 
-The shipped table is `errata.json` beside this module (format: `enem.errata_format`); a user's table (e.g. one
+The shipped table is `errata.json` beside this module (format: `enem.errata.format`); a user's table (e.g. one
 `mcqa validate-enem ... --discover-errata` wrote from their microdata) is applied instead with
 `read_itens_prova(path, errata=PATH)`. Each entry names its year and area, what INEP got wrong, the evidence, what
 it changes, and the rows it applies to. Kinds:
@@ -41,7 +41,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.enem.errata_format import (KINDS, PARAMS, Erratum, ErratumResult, booklet_signature, load_errata,
+from mcqa_toolkit.enem.errata.format import (KINDS, PARAMS, Erratum, ErratumResult, booklet_signature, load_errata,
                                              markdown, parse_errata, table_frame)
 
 __all__ = ["ERRATUM_STATUSES", "ErrataWarning", "Erratum", "ErratumResult", "apply_errata", "booklet_signature",
@@ -55,8 +55,8 @@ class ErrataWarning(UserWarning):
 
 @lru_cache(maxsize=1)
 def _shipped() -> tuple[Erratum, ...]:
-    raw = json.loads(resources.files("mcqa_toolkit.enem").joinpath("errata.json").read_text(encoding="utf-8"))
-    return parse_errata(raw, "mcqa_toolkit/enem/errata.json")
+    raw = json.loads(resources.files("mcqa_toolkit.enem.errata").joinpath("errata.json").read_text(encoding="utf-8"))
+    return parse_errata(raw, "mcqa_toolkit/enem/errata/errata.json")
 
 
 def errata() -> tuple[Erratum, ...]:

@@ -1,4 +1,4 @@
-"""run.pool_dispatch without Ray: workers are single-thread executors (one block at a time, like an actor), their
+"""run.pool.scheduler without Ray: workers are single-thread executors (one block at a time, like an actor), their
 losses are exceptions. Every block is given back once and in order, through lost, dead and slow workers; the
 window bounds what runs ahead; a block that kills its workers, a pool with no worker left and a stall each stop
 with one PoolError; a real error is raised as it is."""
@@ -10,7 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
-from mcqa_toolkit.run.pool_dispatch import DispatchStats, PoolError, dispatch
+from mcqa_toolkit.run.pool.scheduler import DispatchStats, PoolError, dispatch
 
 
 class Lost(Exception):

@@ -19,9 +19,10 @@ from typing import Any, Callable
 
 from mcqa_toolkit import __version__
 from mcqa_toolkit.backends import Backend
+from mcqa_toolkit.backends.base import items_per_call, usage_delta
 from mcqa_toolkit.run.jobs import model_label
 from mcqa_toolkit.run.recipe import BackendCache
-from mcqa_toolkit.run.runner import _usage_delta, block_records
+from mcqa_toolkit.run.runner import block_records
 from mcqa_toolkit.scoring.judge import LLMJudge
 
 __all__ = ["PoolWorker", "WorkerLoadError", "describe_backend"]
@@ -32,8 +33,10 @@ class WorkerLoadError(RuntimeError):
 
 
 def describe_backend(backend: Backend) -> dict[str, Any]:
-    """What the driver needs to know of a backend a worker loaded: name, capabilities, provenance."""
-    return {"name": backend.name, "capabilities": backend.capabilities.as_dict(), "provenance": backend.provenance()}
+    """What the driver needs to know of a backend a worker loaded: name, capabilities, provenance, and how many
+    items it scores per call (backends.base.items_per_call: the driver cuts the run's blocks to it)."""
+    return {"name": backend.name, "capabilities": backend.capabilities.as_dict(), "provenance": backend.provenance(),
+            "items_per_call": items_per_call(backend)}
 
 
 def _node() -> dict[str, str]:
@@ -106,7 +109,7 @@ class PoolWorker:
         before = backend.usage()
         records = block_records(backend, payload["block"], payload["strategy"], payload["shots"],
                                 payload["run_info"], judges, payload["combine"])
-        return {"records": records, "usage": _usage_delta(before, backend.usage()), "worker": self.index,
+        return {"records": records, "usage": usage_delta(before, backend.usage()), "worker": self.index,
                 "loads": self.loads}
 
     def call(self, token: int, entries: list[dict[str, Any]], which: int, method: str, args: tuple,
@@ -119,4 +122,4 @@ class PoolWorker:
         backend = self.backends[which]
         before = backend.usage()
         result = getattr(backend, method)(*args, **kwargs)
-        return result, _usage_delta(before, backend.usage())
+        return result, usage_delta(before, backend.usage())

@@ -8,7 +8,7 @@
 The driver is the process that calls run_job / run (under `mcqa run`, the grid's notebook kernel, where the pool
 is kept as POOL beside the BackendCache, run.grid). A run's items are split into blocks exactly as in-process
 (run.runner: one item with all its shuffles and options, so the item's stem is shared; several items for padded
-generation) and the blocks go to the workers as they free up (run.pool_dispatch); each worker (run.pool_worker)
+generation) and the blocks go to the workers as they free up (run.pool.scheduler); each worker (run.pool.worker)
 loads the model once per pool and renews it per run, so a grid loads each model once per worker. The records come
 back here and are written by this process alone, through records/ as in-process: no shared filesystem for
 outputs, and the one-writer lock, resume and the equality rule hold as they are. The final records equal an
@@ -37,10 +37,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from mcqa_toolkit.backends import Backend, backend_entry, load_backend
-from mcqa_toolkit.run.pool_dispatch import PoolError
+from mcqa_toolkit.backends.base import PooledBackend
+from mcqa_toolkit.run.pool.scheduler import PoolError
 from mcqa_toolkit.run.recipe import BackendCache
 
-__all__ = ["RayPool", "PoolError", "ClusterOptions", "cluster_options", "check_address", "worker_resources",
+__all__ = ["RayPool", "ClusterOptions", "cluster_options", "check_address", "worker_resources",
            "require_ray", "INSTALL_HINT", "SERVED"]
 
 INSTALL_HINT = "pip install 'mcqa_toolkit[ray]' (or: pip install 'ray[default]')"
@@ -219,7 +220,7 @@ class RayPool:
         key = BackendCache.key(entries[0])
         if self._group is None or self._group.key != key:
             self._release()
-            from mcqa_toolkit.run.pool_remote import WorkerGroup
+            from mcqa_toolkit.run.pool.remote import WorkerGroup
 
             self._group = WorkerGroup(self._ray, entries[0], self.workers, self._factories,
                                       worker_resources(entries[0]), depth=self.depth,
@@ -228,7 +229,7 @@ class RayPool:
 
     def backend(self, spec: Any) -> Any:
         """The backend of model `spec` for run(): on the workers (a RemoteBackend), or here for an API model."""
-        if hasattr(spec, "score_blocks"):
+        if isinstance(spec, PooledBackend):
             return spec
         if isinstance(spec, Backend):
             raise ValueError("with a pool, give run() the model to load (a name/path or a params-file entry), not a "

@@ -1,4 +1,4 @@
-"""A bounded sample of INEP's MICRODADOS_ENEM_<year>.csv as a case list, for `enem.discover`: the errata search
+"""A bounded sample of INEP's MICRODADOS_ENEM_<year>.csv as a case list, for `enem.errata.discover`: the errata search
 needs candidates with their official score, not millions of them.
 
 The file is streamed in chunks (only the areas' columns are read). Per area, booklet and foreign language, the

@@ -23,7 +23,7 @@ import pandas as pd
 from mcqa_toolkit import irt
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.abilities import item_parameters
-from mcqa_toolkit.measure.dif_persons import DifPersons
+from mcqa_toolkit.measure.dif.persons import DifPersons
 
 SHIFTS = (1.0, -1.0, 0.5, -0.5)   # b shifts of the injected questions, in logits (> 0: harder for the focal group)
 BLOCK = "simulated"               # the block label of every simulated person (one block: no model)
@@ -31,7 +31,7 @@ BLOCK = "simulated"               # the block label of every simulated person (o
 
 @dataclass(frozen=True)
 class SimulatedDif:
-    """persons: the simulated response patterns as `measure.dif_persons` gives them (group = language, block =
+    """persons: the simulated response patterns as `measure.dif.persons` gives them (group = language, block =
     "simulated", persons has person, language, theta); truth: one row per focal language x question, with the b
     shift injected (0 for questions without DIF) and `injected` (shift != 0)."""
 

@@ -3,12 +3,12 @@
     discovery = discover_errata("ITENS_PROVA_2023.csv", "MICRODADOS_ENEM_2023.csv")   # or a case list + item dir
     discovery.write("errata_2023.json")        # then read_itens_prova(path, errata="errata_2023.json")
 
-Per exam-area, `enem.greedy.discover_area` searches items INEP did not score (the "zip" pattern), wrong keys,
+Per exam-area, `enem.errata.greedy.discover_area` searches items INEP did not score (the "zip" pattern), wrong keys,
 annulled items, the blank-sheet rule and, only for items with no published parameters of their own, parameters
 estimated from the candidates; each accepted correction becomes an entry of the package's errata format
-(`enem.errata_format`) with its evidence: the candidates it makes exact (`fixed`) and inexact (`broken`), the
+(`enem.errata.format`) with its evidence: the candidates it makes exact (`fixed`) and inexact (`broken`), the
 exact counts before and after, and for estimates the number of candidates and their held-out agreement. A
-microdata file is sampled in bounded memory first (`enem.sample`). The search starts from the files as INEP
+microdata file is sampled in bounded memory first (`enem.errata.sample`). The search starts from the files as INEP
 published them, whatever errata are shipped. `cross_validate` measures how the discovered corrections carry
 to candidates they were not found on (2-fold per exam-area).
 """
@@ -22,13 +22,13 @@ import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.enem.cases import is_case_list, item_files, read_cases, score_cases
-from mcqa_toolkit.enem.errata import ErrataWarning, apply_errata
-from mcqa_toolkit.enem.errata_format import Erratum, booklet_signature, errata_json
-from mcqa_toolkit.enem.estimate import METHOD
-from mcqa_toolkit.enem.greedy import K, AreaResult, discover_area
+from mcqa_toolkit.enem.errata.apply import ErrataWarning, apply_errata
+from mcqa_toolkit.enem.errata.format import Erratum, booklet_signature, errata_json
+from mcqa_toolkit.enem.errata.estimate import METHOD
+from mcqa_toolkit.enem.errata.greedy import K, AreaResult, discover_area
 from mcqa_toolkit.enem.itens_prova import read_itens_prova, year_in_name
 from mcqa_toolkit.enem.reproducibility import EnemEstimatedParamsWarning, EnemReproducibilityWarning
-from mcqa_toolkit.enem.sample import PER_GROUP, sample_microdata
+from mcqa_toolkit.enem.errata.sample import PER_GROUP, sample_microdata
 
 AREA_COLUMNS = ["year", "area", "n_candidates", "left_out", "exact_published", "exact_after", "corrections"]
 
@@ -43,7 +43,7 @@ class Discovery:
 
     def write(self, path: str | Path) -> Path:
         """Write the errata file (the package's format) and return its path."""
-        about = (f"Errata discovered by mcqa_toolkit.enem.discover from {self.source}: the corrections of INEP's "
+        about = (f"Errata discovered by mcqa_toolkit.enem.errata.discover from {self.source}: the corrections of INEP's "
                  "ITENS_PROVA that the candidates' official scores (NU_NOTA) imply. Apply with "
                  "read_itens_prova(path, errata=<this file>) or mcqa validate-enem ... --errata <this file>.")
         path = Path(path)

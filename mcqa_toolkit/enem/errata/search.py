@@ -1,4 +1,4 @@
-"""The search space of `enem.discover`: one exam-area's item rows as flat arrays, its candidates grouped by
+"""The search space of `enem.errata.discover`: one exam-area's item rows as flat arrays, its candidates grouped by
 booklet layout, the corrections that can be made to the rows, and their effect on the candidates' scores.
 
 `AreaSearch(rows, cases, year, area)` takes the exam-area's ITENS_PROVA rows as published and its candidates
@@ -19,7 +19,8 @@ import pandas as pd
 
 from mcqa_toolkit.enem.booklet import (ENEM_CONSTANTS, Booklet, KeyMismatch, booklet_sets, choose_sets, layout,
                                        score_chars, valid_rows)
-from mcqa_toolkit.enem.errata import PARAMS, Erratum, zip_correction
+from mcqa_toolkit.enem.errata.apply import zip_correction
+from mcqa_toolkit.enem.errata.format import PARAMS, Erratum
 
 EXACT = 0.05            # |score - NU_NOTA| below this: equal at 0.1 (both are rounded to 0.1)
 
@@ -116,7 +117,7 @@ class AreaSearch:
         for i, g in enumerate(self.groups):
             self.touches[i, g.pos[g.src >= 0]] = True
         self.state = self.published
-        self.accepted: list[tuple[Correction, ...]] = []      # kept by the caller (enem.discover)
+        self.accepted: list[tuple[Correction, ...]] = []      # kept by the caller (enem.errata.discover)
         self.score, self.unrounded = np.zeros(self.nota.size), np.zeros(self.nota.size)
         self.score, self.unrounded = self._score(self.state, range(len(self.groups)))
 

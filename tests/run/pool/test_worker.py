@@ -1,4 +1,4 @@
-"""run.pool_worker without Ray (PoolWorker is a plain class): a block's records are the in-process ones, the model
+"""run.pool.worker without Ray (PoolWorker is a plain class): a block's records are the in-process ones, the model
 is loaded once per worker and renewed per run (token), a stale task is skipped, a model that cannot load is one
 line naming the worker and the model, and protocol calls are forwarded with their usage."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from lookup_backend import LookupBackend
 from mcqa_toolkit.backends import Continuation, backend_entry
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.records.factory import run_fields
-from mcqa_toolkit.run.pool_worker import PoolWorker, WorkerLoadError
+from mcqa_toolkit.run.pool.worker import PoolWorker, WorkerLoadError
 from mcqa_toolkit.run.recipe import BackendCache
 from mcqa_toolkit.run.runner import block_records, plan_run
 from mcqa_toolkit.run.strategy import strategy

@@ -1,5 +1,5 @@
 """Estimating one item's 3PL (a, b, c) from candidates' official scores, for items INEP scored with parameters it
-never published (`enem.discover` tries this only for items with no published parameters of their own).
+never published (`enem.errata.discover` tries this only for items with no published parameters of their own).
 
 The objective is the mean pseudo-Huber loss (quadratic below DELTA = 0.1 point, linear above) of the difference
 between the UNROUNDED score k * theta + d (theta: INEP's EAP, with the other items' parameters fixed) and
