@@ -6,8 +6,8 @@ ruixiangcui/AGIEval publishes them: one JSONL file per task, `data/v1/<task>.jso
 
 - The stem is the passage, then the question (separated by a blank line), as the ENEM loader keeps a question's
   text: the passage is part of what the candidate reads.
-- Options lose their "(A)" prefixes when every option carries its own letter in order (otherwise they stay as
-  written). An options list of one string holding every option ("(A)x (B)y ...") is split at its markers when each
+- Options lose their "(A)" (or "A)") prefixes when every option carries its own letter in order (otherwise they
+  stay as written). An options list of one string holding every option ("(A)x (B)y ...") is split at its markers when each
   letter appears once, in order (meta["options_split"]); otherwise it is a DatasetError.
 - A letter label is a single-answer item; a list of letters is a multiple-answer item (answer_type "multi", the
   sorted option indices), even with one letter: the release writes select-all questions that way (JEC-QA, some
@@ -37,7 +37,7 @@ EN_TASKS = ("aqua-rat", "gaokao-english", "logiqa-en", "lsat-ar", "lsat-lr", "ls
             "sat-en-without-passage", "sat-math")
 ZH_TASKS = ("gaokao-biology", "gaokao-chemistry", "gaokao-chinese", "gaokao-geography", "gaokao-history",
             "gaokao-mathcloze", "gaokao-mathqa", "gaokao-physics", "jec-qa-ca", "jec-qa-kd", "logiqa-zh")
-_PREFIX = re.compile(r"^\s*\(([A-J])\)\s*")
+_PREFIX = re.compile(r"^\s*\(?([A-J])\)\s*")   # "(A)text", "(A) text", "A) text"
 _MARKER = re.compile(r"\(([A-J])\)")
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d{2})(?!\d)")
 
@@ -60,7 +60,7 @@ def _stem(rec: Mapping[str, Any], path: Any, n: int, item_id: str) -> str:
 
 
 def split_options(options: list[str], path: Any, n: int) -> tuple[list[str], bool]:
-    """(options without their "(A)" prefixes, whether one string had to be split into the options)."""
+    """(the options, whether they came as one string split at its "(A)", "(B)", ... markers, each kept once)."""
     if len(options) == 1 and isinstance(options[0], str):
         found = [m[1] for m in _MARKER.finditer(options[0])]
         if len(found) < 2 or found != list(LETTERS[:len(found)]):

@@ -13,14 +13,16 @@ A file is a run of blocks:
 Text is PDF extraction hard-wrapped at ~60 characters: lines of a paragraph are joined with a space (a line that
 starts an enumeration, "I -", "II.", "a)", "-", keeps its line break), paragraphs are separated by one newline.
 Mojibake (UTF-8 read as cp1252: "QuestÃ£o") is repaired per question where the repair is unambiguous
-(`datasets.mojibake`); what cannot be repaired is kept, marked meta["mojibake"] = "unrepaired" and warned about.
+(`datasets.mojibake`; meta["mojibake"] = "repaired"); what cannot be repaired is kept, marked meta["mojibake"] =
+"unrepaired" and warned about (TextRepairWarning, once per load).
 A file that is not UTF-8 is read as cp1252.
 
 An annulled question ("NULL", even when the file still marks a key) and a question without option text are left
 out and named (ItemSet.skipped, one warning; strict=True refuses them). Exams have 80 four-option questions (100
 in the first three); nothing here assumes either. `path` is one exam file or a folder: its files named
 `<year>-<n>[a].txt` are read (the release's answer sheets `-ans.txt`, `.xml` and `.plain` renderings are not
-exams), numbered by their file name.
+exams). Items are `oab-<year>-<n>[a]-q<N>` of exam `OAB_<year>-<n>[a]`, subject = the area in lower case; a record
+is numbered by the line of its "Questão N" header.
 """
 from __future__ import annotations
 
