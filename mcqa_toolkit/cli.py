@@ -178,6 +178,8 @@ def _main(argv: list[str] | None = None) -> int:
     v.add_argument("--area", action="append", choices=("CH", "CN", "LC", "MT"),
                    help="only this area (repeatable; default: every area in the file)")
     v.add_argument("--chunksize", type=int, default=100_000, help="rows per chunk (bounds memory)")
+    v.add_argument("--strict", action="store_true", help="a case list: refuse the first case that cannot be read or "
+                   "scored (default: report it, naming its record and field, and score the others)")
     im = sub.add_parser("import", help="another tool's per-question results as a run folder")
     im.add_argument("tool", choices=("lm-eval", "inspect", "helm"))
     im.add_argument("path", help="lm-eval samples_*.jsonl (or its folder), an inspect .eval/.json log, a HELM run "
@@ -208,7 +210,8 @@ def _main(argv: list[str] | None = None) -> int:
         from mcqa_toolkit.enem.validate import validate_enem
 
         result = validate_enem(args.item_params, args.microdata, args.out, args.area, args.chunksize,
-                               errata=args.errata or not args.as_published, discover=args.discover_errata)
+                               errata=args.errata or not args.as_published, discover=args.discover_errata,
+                               strict=args.strict)
         if len(result.table) and result.cases is None:  # a case list spans years: its tables are the output
             from mcqa_toolkit.report import plots       # matplotlib only once there is something to draw
 

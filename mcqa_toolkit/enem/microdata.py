@@ -174,7 +174,7 @@ class ChunkScorer:
             except _Problem as err:
                 if self.strict:
                     raise self._error(err) from None
-                f, p = [], [_problem(area, co, err.kind, str(err), group.index)]
+                f, p = [], [_problem(area, co, err.kind, str(err), group.index, err.field)]
             frames += f
             problems += p
         return frames, problems
@@ -205,7 +205,7 @@ class ChunkScorer:
             message = f"row {bad[0]}: {area} answer string with a character other than A-E, '.' or '*'"
             if self.strict:
                 raise _Problem("invalid answer characters", message, int(bad[0]), answers)
-            problems.append(_problem(area, co, "invalid answer characters", message, bad))
+            problems.append(_problem(area, co, "invalid answer characters", message, bad, answers))
             group, chars = group[ok], chars[ok]
         nota = pd.to_numeric(group["NU_NOTA"], errors="coerce")
         if nota.isna().any():                    # a decimal comma, or blanks around the number
@@ -257,6 +257,8 @@ def _equals(values: pd.Series, flag: str) -> pd.Series:
     return out
 
 
-def _problem(area: str, co: str, kind: str, detail: str, rows: pd.Index) -> dict:
+def _problem(area: str, co: str, kind: str, detail: str, rows: pd.Index, field: str) -> dict:
+    """One problem of a group (PROBLEM_COLUMNS; `rows` and `field`, the column at fault, for case lists, which
+    name each case's record)."""
     return {"area": area, "CO_PROVA": co, "problem": kind, "detail": detail, "n_rows": len(rows),
-            "first_row": int(rows[0])}
+            "first_row": int(rows[0]), "rows": rows, "field": field}

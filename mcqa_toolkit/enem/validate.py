@@ -31,12 +31,14 @@ import pandas as pd
 
 from mcqa_toolkit.enem.agreement import (add_counts, add_problems, agreement_counts, area_summary,
                                          problem_counts, reproducibility_rows, validation_table)
-from mcqa_toolkit.enem.cases import is_case_list, read_cases, score_cases
+from mcqa_toolkit.enem.cases import is_case_list, left_out_rows, read_case_list, score_cases
 from mcqa_toolkit.enem.errata.discover import Discovery, discover_errata
 from mcqa_toolkit.enem.errata.format import load_errata
 from mcqa_toolkit.enem.itens_prova import year_in_name
 from mcqa_toolkit.enem.reproducibility import EnemReproducibilityWarning
 from mcqa_toolkit.enem.microdata import iter_microdata
+
+SHOWN = 20          # unscored cases printed by name; the per-case file has every one
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,12 @@ class EnemValidation:
                  self.summary.to_string(index=False, formatters={**pct, **num}, na_rep="-"), "",
                  shown.to_string(index=False, formatters={**pct, **num}, na_rep="-")]
         problems = self.table[self.table["item_set_rule"] == ""]
-        if len(problems):
+        unscored = self.cases[self.cases["problem"] != ""] if self.cases is not None else problems.iloc[:0]
+        if len(unscored):               # a case list: every case, by record and field (the first SHOWN)
+            lines += ["", f"cases that could not be scored ({len(unscored)}; all in the per-case file):"]
+            lines += [f"  {p}" for p in unscored["problem"].head(SHOWN)]
+            lines += [f"  ... and {len(unscored) - SHOWN} more"] if len(unscored) > SHOWN else []
+        elif len(problems):
             lines += ["", "rows that could not be used (first message per booklet and problem):"]
             lines += [f"  {r.area} {r.CO_PROVA}: {r.detail}" for r in problems.itertuples()]
         lines += ["", "written: " + ", ".join(str(f) for f in self.files)]
@@ -81,10 +88,13 @@ class EnemValidation:
 
 def validate_enem(item_params: str | Path, data: str | Path, out_dir: str | Path = "enem_validation",
                   areas: list[str] | None = None, chunksize: int = 100_000, progress: bool = True,
-                  errata: bool | str | Path = True, discover: str | Path | None = None) -> EnemValidation:
+                  errata: bool | str | Path = True, discover: str | Path | None = None,
+                  strict: bool = False) -> EnemValidation:
     """Score every candidate of `data` (INEP microdata CSV, or a .json/.jsonl case list) with `item_params`
     (ITENS_PROVA csv; for a case list also a directory of ITENS_PROVA_<year>.csv) and tabulate the agreement
-    with NU_NOTA (see the module docstring); bad files raise ValueError / FileNotFoundError naming the file.
+    with NU_NOTA (see the module docstring); bad files raise ValueError / FileNotFoundError naming the file. A
+    case that cannot be read or scored is a row of the table naming its record and field (strict=True: a
+    DatasetError instead).
     The validation itself is the measurement: it does not warn about exams we do not reproduce."""
     for f in (item_params, data) + ((errata,) if isinstance(errata, (str, Path)) else ()):
         if not Path(f).exists():
@@ -99,10 +109,11 @@ def validate_enem(item_params: str | Path, data: str | Path, out_dir: str | Path
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EnemReproducibilityWarning)
         if is_case_list(data):
-            cases = read_cases(data)
-            if areas:
-                cases = cases[cases["area"].isin(areas)]
-            scored = score_cases(cases, item_params, errata=errata)
+            got = read_case_list(data, strict)
+            cases = got.cases[got.cases["area"].isin(areas)] if areas else got.cases
+            scored = score_cases(cases, item_params, errata=errata, strict=strict)
+            if got.left_out:
+                scored = pd.concat([scored, left_out_rows(got.left_out)]).sort_index(kind="stable")
             table, year, n_rows = _case_table(scored), None, len(cases)
         else:
             if Path(item_params).is_dir():
@@ -136,17 +147,19 @@ def _microdata_table(item_params, microdata, areas, chunksize, progress,
 def _case_table(scored: pd.DataFrame) -> pd.DataFrame:
     """The validation table of scored cases, year by year (set 1 and its alternatives count as set 1 only)."""
     tables = []
-    for year, sub in scored.groupby("year", sort=True):
+    for year, sub in scored.groupby("year", sort=True, dropna=False):   # a case left out may have no year
         ok = sub[sub["problem"] == ""]
         counts = agreement_counts(ok.assign(item_set=ok["item_set"].astype(int))) if len(ok) else None
         bad = sub[sub["problem"] != ""]
         problems = None
         if len(bad):
-            problems = problem_counts(pd.DataFrame({"area": bad["area"], "CO_PROVA": bad["CO_PROVA"],
+            problems = problem_counts(pd.DataFrame({"area": bad["area"].fillna("-"),   # a case left out unread
+                                                    "CO_PROVA": ["-" if pd.isna(c) else str(int(c))
+                                                                 for c in bad["CO_PROVA"]],
                                                     "problem": bad["problem"].str.split(":").str[0],
                                                     "detail": bad["problem"], "n_rows": 1,
                                                     "first_row": bad.index.to_numpy()}))
-        tables.append(validation_table(counts, problems, int(year)))
+        tables.append(validation_table(counts, problems, None if pd.isna(year) else int(year)))
     return pd.concat(tables, ignore_index=True)
 
 

@@ -5,7 +5,8 @@ A file is {"about": "...", "errata": [entries that correct item rows], "rules": 
 entries is read too). Every entry has `id`, `kind`, `year` and `area`; the rest depends on the kind:
 
     zip    reference_booklet, signature, not_scored [CO_ITEM...], unpublished [{co_item, a, b, c, ...}]
-    key    co_item, published_key, correct_key, published_params [a, b, c], booklets (optional)
+    key    co_item, published_key (A-E, or X: INEP's mark of an annulled item), correct_key (A-E),
+           published_params [a, b, c], booklets (optional)
     annul  co_item, published_key, published_params [a, b, c], booklets (optional)
     blank  (a rule: an all-blank answer sheet takes the all-wrong pattern's score instead of 0)
 
@@ -36,6 +37,7 @@ RULE_KINDS = ("blank",)                  # scoring rules: the "rules" list
 SOURCES = ("discovered", "hand")
 AREAS = ("CH", "CN", "LC", "MT")
 LETTERS = ("A", "B", "C", "D", "E")
+PUBLISHED_KEYS = LETTERS + ("X",)        # INEP's TX_GABARITO "X": annulled in the file (INEP may still score it)
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ def _entry(raw: Any, n: int, path: Any) -> Erratum:
               ("co_item", e.get("co_item") is None or _is_int(e["co_item"]), "an integer"),
               ("not_scored", all(map(_is_int, e.get("not_scored", ()))), "a list of item codes"),
               ("booklets", all(map(_is_int, e.get("booklets", ()))), "a list of booklet codes"),
-              ("published_key", e.get("published_key", "A") in LETTERS, f"one of {LETTERS}"),
+              ("published_key", e.get("published_key", "A") in PUBLISHED_KEYS, f"one of {PUBLISHED_KEYS}"),
               ("correct_key", e.get("correct_key", "A") in LETTERS + ("",), f"one of {LETTERS}"),
               ("published_params", kind not in ("key", "annul") or _abc(e.get("published_params")),
                "[a, b, c] with a > 0 and 0 <= c < 1")]

@@ -128,7 +128,37 @@ def worker_resources(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _loopback(address: str) -> bool:
-    return address == "local" or (_HOST_PORT.match(address) or [None, ""])[1] in _LOOPBACK
+    """`local`, or HOST:PORT with a loopback host (a ray:// address goes through Ray Client: no local node)."""
+    return address == "local" or not address.startswith("ray://") and (_HOST_PORT.match(address)
+                                                                       or [None, ""])[1] in _LOOPBACK
+
+
+def _node_ip(address: str) -> str:
+    """The IP a driver here must register at to join the cluster whose GCS listens at loopback `address`: where
+    the cluster's nodes on this machine registered. 127.0.0.1 for a cluster started on loopback (`ray start --head
+    --node-ip-address 127.0.0.1` with RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, ray.cluster_utils); the machine's own
+    IP for a head that registered there (`ray start --head` does, even when told 127.0.0.1), which ray.init
+    reaches through 127.0.0.1 too. Asked of the GCS; 127.0.0.1 when it cannot tell (Ray then says why)."""
+    import ray._raylet
+    from ray.core.generated.gcs_pb2 import GcsNodeInfo
+
+    try:
+        nodes = ray._raylet.GcsClient(address=address).get_all_node_info(
+            timeout=10, state_filter=GcsNodeInfo.GcsNodeState.ALIVE).values()
+        ips = sorted({n.node_manager_address for n in nodes})
+    except Exception:                # an older Ray, a GCS that does not answer: keep to loopback
+        return "127.0.0.1"
+    if not ips or any(ip.startswith("127.") or ip == "::1" for ip in ips):
+        return "127.0.0.1"
+    for ip in ips:
+        try:                         # an address of this machine binds; another machine's does not
+            socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET).bind((ip, 0))
+            return ip
+        except OSError:
+            continue
+    raise PoolError(f"the Ray cluster at {address} has no node on this machine (its nodes registered at "
+                    f"{', '.join(ips)}): address its head as HEAD_IP:PORT from one of them, or use Ray Client "
+                    "(ray://HEAD:10001)")
 
 
 def _stay_on_loopback() -> None:
@@ -182,7 +212,7 @@ class RayPool:
         if self._ray is not None:
             return
         require_ray()
-        if _loopback(self.address):
+        if self.address == "local":
             _stay_on_loopback()
         import ray
 
@@ -195,8 +225,10 @@ class RayPool:
             else:
                 if self.address != "auto":  # Ray itself retries an unreachable address for minutes
                     _reachable(self.address)
-                if _loopback(self.address):
-                    options["_node_ip_address"] = "127.0.0.1"
+                if _loopback(self.address):     # join where this machine's nodes registered (_node_ip)
+                    options["_node_ip_address"] = _node_ip(self.address)
+                    if options["_node_ip_address"] == "127.0.0.1":
+                        _stay_on_loopback()
                 ray.init(address=self.address, **options)
             self._owns_connection = True
         self._ray = ray

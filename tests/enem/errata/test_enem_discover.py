@@ -18,7 +18,7 @@ from mcqa_toolkit import cli, enem
 from mcqa_toolkit.enem.cases import read_cases, score_cases
 from mcqa_toolkit.enem.errata.discover import cross_validate, discover_cases, discover_errata
 from mcqa_toolkit.enem.errata import ErrataWarning, errata
-from mcqa_toolkit.enem.errata.format import booklet_signature
+from mcqa_toolkit.enem.errata.format import booklet_signature, load_errata
 from mcqa_toolkit.enem.errata.greedy import K
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
 from mcqa_toolkit.enem.reproducibility import EnemEstimatedParamsWarning
@@ -191,3 +191,56 @@ def test_cross_validation_scores_each_half_with_the_other_halfs_errata(tmp_path)
     assert cv["fold"].value_counts().tolist() == [5, 5]
     assert not cv["exact_published"].any() and cv["exact_held_out"].all()
     assert set(cv["corrections"]) == {"2017-MT-zip"}
+
+
+@pytest.fixture(scope="module")
+def every_kind(tmp_path_factory):
+    """(folder, truth) with an item file published with one error of each kind the discovery writes: in MT 1211 a
+    key published "X" (INEP's mark of an annulled item) that INEP scored, an item scored in the file that INEP
+    did not score, and all-blank sheets given the all-wrong score; a zip in CN 1221; an item of CH 1055 scored with
+    parameters INEP never published (an estimate). Candidates are simulated on the truth."""
+    d = tmp_path_factory.mktemp("every_kind")
+    true = read_itens_prova(GOLDEN, errata=False)
+    x_item, annul_item = (int(nth_scored(true, 1211, k)["CO_ITEM"]) for k in (7, 25))
+    zip_item, hidden = int(nth_scored(true, 1221, 15)["CO_ITEM"]), int(nth_scored(true, 1055, 12)["CO_ITEM"])
+    annul_params = true.loc[true["CO_ITEM"] == annul_item, P].iloc[0].to_numpy()
+    for item in (zip_item, annul_item):
+        true.loc[true["CO_ITEM"] == item, ["IN_ITEM_ABAN", *P]] = [1, np.nan, np.nan, np.nan]
+    published = publish_unpublished(publish_key(publish_zip(true, 1221, "CN", [zip_item]), x_item, "X"), hidden)
+    published.loc[published["CO_ITEM"] == annul_item, ["IN_ITEM_ABAN", *P]] = [0, *annul_params]
+    itens_prova_layout(published).to_csv(d / "ITENS_PROVA_2023.csv", sep=";", index=False, encoding="latin-1")
+    md, _ = simulate_microdata(true, {"MT": [1211], "CN": [1221], "CH": [1055]}, 300, np.random.default_rng(11),
+                               perturb=0.0, unusable=0.0)
+    mt = true[(true["CO_PROVA"] == 1211) & (true["SG_AREA"] == "MT")]
+    blank = md.index[md["TP_PRESENCA_MT"] == 1][:2]
+    md.loc[blank, "TX_RESPOSTAS_MT"] = "." * 45
+    md.loc[blank, "NU_NOTA_MT"] = enem.score_answers("*" * 45, mt, "MT").score     # not 0: INEP's rule that year
+    md.to_csv(d / "MICRODADOS_ENEM_2023.csv", sep=";", index=False, encoding="latin-1")
+    return d, {"x": x_item, "annul": annul_item, "zip": zip_item, "hidden": hidden}
+
+
+def test_every_kind_of_discovered_erratum_reads_back(every_kind, tmp_path):
+    """discover -> write -> read -> score equals the in-memory result, for zip, key (published "X"), annul, blank
+    and estimated entries. Fails before issue 41: the file was refused ("'X': expected one of ('A', ..., 'E')")."""
+    d, what = every_kind
+    items, micro = d / "ITENS_PROVA_2023.csv", d / "MICRODADOS_ENEM_2023.csv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ErrataWarning)                  # every entry applies as written
+        found = discover_errata(items, micro)
+    kinds = {(e.kind, e.area): e for e in found.entries}
+    assert sorted(kinds) == [("annul", "MT"), ("blank", "MT"), ("key", "MT"), ("zip", "CH"), ("zip", "CN")]
+    key, annul = kinds["key", "MT"], kinds["annul", "MT"]
+    assert (key.co_item, key.published_key, annul.co_item) == (what["x"], "X", what["annul"])
+    assert kinds["zip", "CN"].not_scored == (what["zip"],)
+    assert kinds["zip", "CH"].not_scored == () and kinds["zip", "CH"].unpublished[0]["co_item"] == what["hidden"]
+    path = found.write(tmp_path / "errata_2023.json")
+    assert load_errata(path) == found.entries                         # every field reads back as written
+    cases = sample_microdata(micro, 2023)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EnemEstimatedParamsWarning)
+        from_file = score_cases(cases, {2023: items}, errata=path)
+        in_memory = score_cases(cases, {2023: items}, errata=found.entries)
+        published = score_cases(cases, {2023: items}, errata=False)
+    pd.testing.assert_frame_equal(from_file, in_memory)
+    exact, before = (from_file["error"].abs() < 0.05), (published["error"].abs() < 0.05)
+    assert exact.groupby(cases["area"]).mean().min() > 0.9 and before.mean() < 0.5

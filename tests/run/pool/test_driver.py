@@ -10,6 +10,7 @@ import importlib.util
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -319,3 +320,75 @@ def test_a_worker_node_removed_mid_run_ends_with_every_record_once(ray_cluster, 
                                                                                           shuffles=2)))
     pool_info = job.run_dir.provenance()["pool"]
     assert removed_at and removed_at[0] < 120 and n == 120 and pool_info["sent"] > 60, (removed_at, pool_info)
+
+
+def _namespaces() -> bool:
+    """Whether this process may make network and PID namespaces (root, or a kernel that lets users)."""
+    try:
+        return shutil.which("unshare") is not None and shutil.which("ip") is not None and subprocess.run(
+            ["unshare", "--net", "--pid", "--fork", "--mount-proc", "true"], capture_output=True, timeout=30
+        ).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.ray
+def test_a_head_registered_at_its_ip_is_reached_through_every_address(table, tmp_path):
+    """`ray start --head` on a machine with one outward interface registers the head at that IP (10.201.0.1 in a
+    network namespace of the test's own, tests/run/pool/ray_netns.py; stopped with the namespace whatever happens):
+    the toolkit joins it through 127.0.0.1:PORT (fails before issue 41: "Failed to connect to Ray cluster at
+    127.0.0.1:PORT", the driver pinned to a loopback node that does not exist), through its IP, `auto`, and Ray
+    Client's ray://127.0.0.1:10001 (failed too: a loopback driver address was passed to Ray Client), each run
+    giving the in-process records."""
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
+    if not _namespaces():
+        pytest.skip("needs network and PID namespaces (unshare; root)")
+    (tmp_path / "table.json").write_text(json.dumps(table))
+    addresses = ["127.0.0.1:{port}", "{head}:{port}", "auto", "ray://127.0.0.1:{client}"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests"),
+                                                        *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run(["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount-proc", sys.executable,
+                           str(REPO / "tests" / "run" / "pool" / "ray_netns.py"), str(tmp_path / "out"),
+                           str(tmp_path / "table.json"), *addresses], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert not [s for s in said if "error" in s], said
+    assert [s["address"] for s in said] == ["127.0.0.1:6390", "10.201.0.1:6390", "auto", "ray://127.0.0.1:10001"]
+    ref = _in_process(table, Job("lookup", "demo", {}, "pt", "enem_1shot", tmp_path / "ref" / "run", shuffles=1,
+                                 min_k=False))
+    for s in said:
+        assert s["nodes"] == ["10.201.0.1"], s                    # the head's node, registered at its IP
+        assert _exactly_once_and_in_process_records(RunDir(s["run_dir"]), ref) == len(_keys(ref)) > 0
+
+
+@pytest.mark.parametrize("registered,expected", [(["127.0.0.1"], "127.0.0.1"), ([], "127.0.0.1"),
+                                                 (["203.0.113.9"], "no node on this machine")])
+def test_a_loopback_address_joins_where_this_machines_nodes_registered(monkeypatch, registered, expected):
+    """The driver's node address for a loopback HOST:PORT comes from the GCS's list of alive nodes (a fake here):
+    loopback when a node registered there; a cluster with no node on this machine is one clear PoolError (nothing
+    is sent anywhere: an address is tried for binding only)."""
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
+    import ray._raylet
+
+    from mcqa_toolkit.run.pool import PoolError
+    from mcqa_toolkit.run.pool.driver import _node_ip
+
+    class Node:
+        def __init__(self, ip):
+            self.node_manager_address = ip
+
+    class FakeGcs:
+        def __init__(self, address):
+            assert address == "127.0.0.1:6390"
+
+        def get_all_node_info(self, timeout, state_filter):
+            return {i: Node(ip) for i, ip in enumerate(registered)}
+
+    monkeypatch.setattr(ray._raylet, "GcsClient", FakeGcs)
+    if expected.startswith("no node"):
+        with pytest.raises(PoolError, match=r"127.0.0.1:6390 has no node on this machine \(its nodes registered at "
+                                            r"203.0.113.9\).*ray://"):
+            _node_ip("127.0.0.1:6390")
+    else:
+        assert _node_ip("127.0.0.1:6390") == expected

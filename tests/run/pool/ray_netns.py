@@ -1,0 +1,86 @@
+"""A Ray head registered at a non-loopback IP, driven through each address ray.init takes, all inside a network and
+PID namespace of its own (run as `unshare --net --pid --fork --kill-child --mount-proc python ray_netns.py OUT TABLE
+ADDR...` by tests/run/pool/test_driver.py).
+
+The namespace holds loopback and one veth pair whose end carries HEAD_IP, with the default route through it: what
+a machine with one outward interface looks like, so `ray start --head` registers the head at HEAD_IP as it does on
+such a machine (even when told 127.0.0.1). No traffic leaves the namespace (the veth pair's other end is in it
+too), and this script is its PID 1: when it ends (or unshare is killed: --kill-child), whatever it started ends
+with it (a `ray stop` inside first sees only this namespace's processes).
+
+For each ADDR ("{port}" is the head's GCS port, "{head}" HEAD_IP, "{client}" Ray Client's port) a driver joins with
+RayPool(ADDR, 1), runs the demo exam's pt items through the lookup backend into OUT/<n>/run and leaves (one driver
+process for every address but ray://, one for ray://); one JSON line per address: the address and either the run
+folder and the nodes its pool's provenance names, or the error.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HEAD_IP = "10.201.0.1"
+PORT = 6390
+CLIENT_PORT = 10001
+DRIVER = """
+import functools, json, sys
+from pathlib import Path
+from lookup_backend import LookupBackend
+from mcqa_toolkit.run.jobs import Job
+from mcqa_toolkit.run.pool import RayPool
+from mcqa_toolkit.run.recipe import BackendCache, run_job
+out, table = sys.argv[1], json.load(open(sys.argv[2]))
+for n, address in json.loads(sys.argv[3]):
+    job = Job("lookup", "demo", {}, "pt", "enem_1shot", Path(out, n, "run"), shuffles=1, min_k=False)
+    try:
+        with RayPool(address, 1, stall_seconds=120) as pool:
+            pool.put("lookup", functools.partial(LookupBackend, table))
+            run_job(job, BackendCache(), progress=False, pool=pool)
+        said = {"run_dir": str(job.out_dir), "nodes": job.run_dir.provenance()["pool"]["nodes"]}
+    except Exception as e:
+        said = {"error": f"{type(e).__name__}: {e}"[-2000:]}
+    print(json.dumps({"address": address, **said}), flush=True)
+"""
+
+
+def sh(*cmd: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def network() -> None:
+    """Loopback up; a veth pair, one end at HEAD_IP/24 and the default route through it."""
+    sh("ip", "link", "set", "lo", "up")
+    sh("ip", "link", "add", "mcqa0", "type", "veth", "peer", "name", "mcqa1")
+    sh("ip", "addr", "add", f"{HEAD_IP}/24", "dev", "mcqa0")
+    for dev in ("mcqa0", "mcqa1"):
+        sh("ip", "link", "set", dev, "up")
+    sh("ip", "route", "add", "default", "dev", "mcqa0")
+
+
+def main(out: Path, table: Path, addresses: list[str]) -> None:
+    network()
+    ray = str(Path(sys.executable).parent / "ray")
+    env = {**os.environ, "RAY_TMPDIR": tempfile.mkdtemp(prefix="ray", dir="/tmp"), "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    try:
+        sh(ray, "start", "--head", f"--port={PORT}", f"--ray-client-server-port={CLIENT_PORT}", "--num-cpus=1",
+           "--include-dashboard=false", "--disable-usage-stats", env=env, timeout=120)
+        given = [(str(n), a.format(port=PORT, head=HEAD_IP, client=CLIENT_PORT)) for n, a in enumerate(addresses)]
+        # one driver process joins (and leaves) through every address but Ray Client's, one more for ray://
+        client = [g for g in given if g[1].startswith("ray://")]
+        for batch in ([g for g in given if g not in client], client):
+            if batch:
+                done = subprocess.run([sys.executable, "-c", DRIVER, str(out), str(table), json.dumps(batch)], env=env,
+                                      capture_output=True, text=True, timeout=240)
+                print(done.stdout, end="", flush=True)
+                if done.returncode:
+                    print(json.dumps({"address": "driver", "error": done.stderr[-2000:]}), flush=True)
+    finally:
+        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=60)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:])

