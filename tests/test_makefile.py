@@ -1,6 +1,7 @@
 """The first hour (issue 41): on a fresh clone `make demo` installs only what the demo needs, and `make test`
 installs the rest (the llama.cpp server built from source, the test tools, lab, interop, Ray, vLLM's environment,
 Chromium). Read from `make -n` (what make would run, nothing run) in a copy of the Makefile with no .venv."""
+import os
 import shutil
 import subprocess
 
@@ -13,7 +14,10 @@ TEST_ONLY = ("llama", "server", "test,", "ray", "interop", "vllm", "chromium", "
 def planned(tmp_path, target: str) -> str:
     for name in ("Makefile", "pyproject.toml"):
         shutil.copy(REPO / name, tmp_path / name)
-    done = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    # run as a top-level make even under `make test` (CI): no inherited flags, no "Entering directory" lines
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}
+    done = subprocess.run(["make", "--no-print-directory", "-n", target], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout
 

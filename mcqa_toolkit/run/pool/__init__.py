@@ -3,6 +3,7 @@ driver) writes every record.
 
     driver     RayPool (connect, which models go to the workers, close), ClusterOptions / cluster_options (a
                params file's `cluster` block and --ray / --workers), worker_resources, require_ray
+    joining    how a driver joins an existing cluster: the node address it registers at, this machine's Ray token
     remote     WorkerGroup (the actors of one model and the run they are on) and RemoteBackend, the driver's view
                of a model loaded on them: a backends.base.PooledBackend (items_per_call, score_blocks, pool_info)
     worker     PoolWorker, what one actor holds and does on its node (a plain class, made an actor by driver)

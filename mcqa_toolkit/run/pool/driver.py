@@ -30,15 +30,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
-import socket
-import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from mcqa_toolkit.backends import Backend, backend_entry, load_backend
 from mcqa_toolkit.backends.base import PooledBackend
-from mcqa_toolkit.run.pool.scheduler import PoolError
+from mcqa_toolkit.run.pool.joining import (HOST_PORT, auth_refused, loopback, node_ip, reachable,
+                                           stay_on_loopback, use_local_token)
 from mcqa_toolkit.run.recipe import BackendCache
 
 __all__ = ["RayPool", "ClusterOptions", "cluster_options", "check_address", "worker_resources",
@@ -49,8 +47,6 @@ ADDRESS_HELP = "auto, local, HOST:PORT or ray://HOST:PORT"
 SERVED = ("hf", "vllm")  # backends whose model is loaded in the process: on a pool, the workers load it
 DEFAULT_WORKERS = 2
 _RESOURCE_KEYS = ("num_cpus", "num_gpus", "memory", "resources", "accelerator_type")
-_HOST_PORT = re.compile(r"^(?:ray://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 @dataclass(frozen=True)
@@ -65,7 +61,7 @@ def check_address(address: Any, where: str = "--ray") -> str:
     """`address` if ray.init takes it (auto, local, HOST:PORT, ray://HOST:PORT), else one clear ValueError."""
     if isinstance(address, str) and address in ("auto", "local"):
         return address
-    m = _HOST_PORT.match(address) if isinstance(address, str) else None
+    m = HOST_PORT.match(address) if isinstance(address, str) else None
     if m is None or not 1 <= int(m.group(2)) <= 65535:
         raise ValueError(f"{where} {address!r}: expected {ADDRESS_HELP}")
     return address
@@ -127,62 +123,6 @@ def worker_resources(entry: dict[str, Any]) -> dict[str, Any]:
     return {"num_cpus": 1}
 
 
-def _loopback(address: str) -> bool:
-    """`local`, or HOST:PORT with a loopback host (a ray:// address goes through Ray Client: no local node)."""
-    return address == "local" or not address.startswith("ray://") and (_HOST_PORT.match(address)
-                                                                       or [None, ""])[1] in _LOOPBACK
-
-
-def _node_ip(address: str) -> str:
-    """The IP a driver here must register at to join the cluster whose GCS listens at loopback `address`: where
-    the cluster's nodes on this machine registered. 127.0.0.1 for a cluster started on loopback (`ray start --head
-    --node-ip-address 127.0.0.1` with RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, ray.cluster_utils); the machine's own
-    IP for a head that registered there (`ray start --head` does, even when told 127.0.0.1), which ray.init
-    reaches through 127.0.0.1 too. Asked of the GCS; 127.0.0.1 when it cannot tell (Ray then says why)."""
-    import ray._raylet
-    from ray.core.generated.gcs_pb2 import GcsNodeInfo
-
-    try:
-        nodes = ray._raylet.GcsClient(address=address).get_all_node_info(
-            timeout=10, state_filter=GcsNodeInfo.GcsNodeState.ALIVE).values()
-        ips = sorted({n.node_manager_address for n in nodes})
-    except Exception:                # an older Ray, a GCS that does not answer: keep to loopback
-        return "127.0.0.1"
-    if not ips or any(ip.startswith("127.") or ip == "::1" for ip in ips):
-        return "127.0.0.1"
-    for ip in ips:
-        try:                         # an address of this machine binds; another machine's does not
-            socket.socket(socket.AF_INET6 if ":" in ip else socket.AF_INET).bind((ip, 0))
-            return ip
-        except OSError:
-            continue
-    raise PoolError(f"the Ray cluster at {address} has no node on this machine (its nodes registered at "
-                    f"{', '.join(ips)}): address its head as HEAD_IP:PORT from one of them, or use Ray Client "
-                    "(ray://HEAD:10001)")
-
-
-def _stay_on_loopback() -> None:
-    """Make this process's Ray use 127.0.0.1. Ray turns a loopback address (the one a local cluster, or a cluster
-    started with --node-ip-address 127.0.0.1, listens on) into the machine's outward address before connecting
-    (ray._private.services.resolve_ip_for_localhost), and a local cluster would listen there; on a single-machine
-    cluster its documented switch, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, keeps it on loopback (read when ray is
-    first imported, hence also set on its constants if that already happened)."""
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    constants = sys.modules.get("ray._private.ray_constants")
-    if constants is not None:
-        constants.ENABLE_RAY_CLUSTER = False
-
-
-def _reachable(address: str) -> None:
-    m = _HOST_PORT.match(address)
-    host, port = m.group(1).strip("[]"), int(m.group(2))
-    try:
-        socket.create_connection((host, port), timeout=5).close()
-    except OSError as e:
-        raise PoolError(f"cannot reach the Ray cluster at {address} ({e.strerror or e}): start it first, e.g. "
-                        "`ray start --head` (docs/cluster.md)") from None
-
-
 class RayPool:
     """Workers on a Ray cluster for the runs of one session (see the module docstring). `depth`: blocks held by
     each worker at once; `stall_seconds`: how long without any answer before the run is given up (PoolError);
@@ -213,7 +153,7 @@ class RayPool:
             return
         require_ray()
         if self.address == "local":
-            _stay_on_loopback()
+            stay_on_loopback()
         import ray
 
         if not ray.is_initialized():
@@ -224,12 +164,19 @@ class RayPool:
                          _node_ip_address="127.0.0.1", **options)
             else:
                 if self.address != "auto":  # Ray itself retries an unreachable address for minutes
-                    _reachable(self.address)
-                if _loopback(self.address):     # join where this machine's nodes registered (_node_ip)
-                    options["_node_ip_address"] = _node_ip(self.address)
+                    reachable(self.address)
+                    use_local_token(self.address)   # what Ray does for `auto` (run.pool.joining)
+                if loopback(self.address):      # join where this machine's nodes registered
+                    options["_node_ip_address"] = node_ip(self.address)
                     if options["_node_ip_address"] == "127.0.0.1":
-                        _stay_on_loopback()
-                ray.init(address=self.address, **options)
+                        stay_on_loopback()
+                try:
+                    ray.init(address=self.address, **options)
+                except Exception as e:
+                    refused = auth_refused(e, self.address)
+                    if refused is None:
+                        raise
+                    raise refused from e
             self._owns_connection = True
         self._ray = ray
 

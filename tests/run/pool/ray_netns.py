@@ -8,6 +8,9 @@ such a machine (even when told 127.0.0.1). No traffic leaves the namespace (the 
 too), and this script is its PID 1: when it ends (or unshare is killed: --kill-child), whatever it started ends
 with it (a `ray stop` inside first sees only this namespace's processes).
 
+The head requires token authentication, as Ray 2.60 makes it on a machine that holds a token (this script's own
+HOME holds one): each driver must present it.
+
 For each ADDR ("{port}" is the head's GCS port, "{head}" HEAD_IP, "{client}" Ray Client's port) a driver joins with
 RayPool(ADDR, 1), runs the demo exam's pt items through the lookup backend into OUT/<n>/run and leaves (one driver
 process for every address but ray://, one for ray://); one JSON line per address: the address and either the run
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,8 +68,15 @@ def network() -> None:
 def main(out: Path, table: Path, addresses: list[str]) -> None:
     network()
     ray = str(Path(sys.executable).parent / "ray")
-    env = {**os.environ, "RAY_TMPDIR": tempfile.mkdtemp(prefix="ray", dir="/tmp"), "RAY_USAGE_STATS_ENABLED": "0"}
-    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
+    # a home of its own holding a Ray token, as on any machine where a local ray.init() ran before: `ray start`
+    # then requires token authentication (Ray >= 2.60), and each driver must present the token
+    home = Path(tempfile.mkdtemp(prefix="rayhome", dir="/tmp"))
+    (home / ".ray").mkdir()
+    (home / ".ray" / "auth_token").write_text(secrets.token_hex(32))
+    env = {**os.environ, "RAY_TMPDIR": tempfile.mkdtemp(prefix="ray", dir="/tmp"), "RAY_USAGE_STATS_ENABLED": "0",
+           "HOME": str(home)}
+    for key in ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        env.pop(key, None)
     try:
         sh(ray, "start", "--head", f"--port={PORT}", f"--ray-client-server-port={CLIENT_PORT}", "--num-cpus=1",
            "--include-dashboard=false", "--disable-usage-stats", env=env, timeout=120)
@@ -80,6 +92,7 @@ def main(out: Path, table: Path, addresses: list[str]) -> None:
                     print(json.dumps({"address": "driver", "error": done.stderr[-2000:]}), flush=True)
     finally:
         subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=60)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":

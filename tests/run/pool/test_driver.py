@@ -360,35 +360,3 @@ def test_a_head_registered_at_its_ip_is_reached_through_every_address(table, tmp
     for s in said:
         assert s["nodes"] == ["10.201.0.1"], s                    # the head's node, registered at its IP
         assert _exactly_once_and_in_process_records(RunDir(s["run_dir"]), ref) == len(_keys(ref)) > 0
-
-
-@pytest.mark.parametrize("registered,expected", [(["127.0.0.1"], "127.0.0.1"), ([], "127.0.0.1"),
-                                                 (["203.0.113.9"], "no node on this machine")])
-def test_a_loopback_address_joins_where_this_machines_nodes_registered(monkeypatch, registered, expected):
-    """The driver's node address for a loopback HOST:PORT comes from the GCS's list of alive nodes (a fake here):
-    loopback when a node registered there; a cluster with no node on this machine is one clear PoolError (nothing
-    is sent anywhere: an address is tried for binding only)."""
-    pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
-    import ray._raylet
-
-    from mcqa_toolkit.run.pool import PoolError
-    from mcqa_toolkit.run.pool.driver import _node_ip
-
-    class Node:
-        def __init__(self, ip):
-            self.node_manager_address = ip
-
-    class FakeGcs:
-        def __init__(self, address):
-            assert address == "127.0.0.1:6390"
-
-        def get_all_node_info(self, timeout, state_filter):
-            return {i: Node(ip) for i, ip in enumerate(registered)}
-
-    monkeypatch.setattr(ray._raylet, "GcsClient", FakeGcs)
-    if expected.startswith("no node"):
-        with pytest.raises(PoolError, match=r"127.0.0.1:6390 has no node on this machine \(its nodes registered at "
-                                            r"203.0.113.9\).*ray://"):
-            _node_ip("127.0.0.1:6390")
-    else:
-        assert _node_ip("127.0.0.1:6390") == expected
