@@ -24,7 +24,7 @@ from pathlib import Path
 from mcqa_toolkit.run.pool.scheduler import PoolError
 
 __all__ = ["HOST_PORT", "loopback", "node_ip", "stay_on_loopback", "reachable", "on_this_machine",
-           "local_token_available", "use_local_token", "auth_refused"]
+           "local_token_available", "gcs_requires_token", "use_local_token", "auth_refused"]
 
 HOST_PORT = re.compile(r"^(?:ray://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$")
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
@@ -124,10 +124,26 @@ def local_token_available() -> bool:
     return Path(path).is_file() if path else (Path.home() / ".ray" / "auth_token").is_file()
 
 
+def gcs_requires_token(address: str) -> bool:
+    """Whether the GCS at HOST:PORT refuses a driver without a token (asked once, as this process is configured)."""
+    import ray._raylet
+
+    try:
+        ray._raylet.GcsClient(address=address).get_all_node_info(timeout=10)
+    except Exception as e:
+        return auth_refused(e, address) is not None
+    return False
+
+
 def use_local_token(address: str) -> bool:
-    """Authenticate with this machine's token when joining a cluster on this machine, as Ray does for `auto`;
-    RAY_AUTH_MODE, when set, is left as the user set it. True when token mode was turned on here."""
+    """Authenticate with this machine's token when joining a cluster on this machine that requires one (for
+    HOST:PORT, asked of its GCS first: a driver in token mode beside a cluster without authentication would refuse
+    that cluster's own workers), as Ray does for `auto`; for ray:// (Ray Client: this process only sends requests)
+    whenever a token is here. RAY_AUTH_MODE, when set, is left as the user set it. True when token mode was turned
+    on here."""
     if os.environ.get(AUTH_MODE) is not None or not local_token_available() or not on_this_machine(address):
+        return False
+    if not address.startswith("ray://") and not gcs_requires_token(address):
         return False
     try:          # Ray's own switch: sets RAY_AUTH_MODE=token and refreshes its cached configuration
         from ray._private.authentication.authentication_token_setup import _enable_token_auth

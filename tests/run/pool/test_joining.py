@@ -69,7 +69,11 @@ def _token(home):
 def test_a_cluster_on_this_machine_gets_this_machines_token(home, monkeypatch):
     """Fails before the fix: with ~/.ray/auth_token present (any earlier local ray.init writes it), `ray start
     --head` requires a token and Ray sends it only for `auto`; joining 127.0.0.1:PORT was refused (InvalidAuthToken).
-    Now token mode is turned on for an address on this machine, as Ray does for `auto`."""
+    Now token mode is turned on for an address on this machine whose GCS requires a token (faked here), as Ray does
+    for `auto`; a cluster here that requires none is joined as before (token mode in the driver would refuse its
+    workers)."""
+    requires = {"127.0.0.1:6379": True, "127.0.0.1:6380": False}
+    monkeypatch.setattr("mcqa_toolkit.run.pool.joining.gcs_requires_token", requires.__getitem__)
     assert use_local_token("127.0.0.1:6379") is False              # no token here: nothing changes
     assert "RAY_AUTH_MODE" not in os.environ
     _token(home)
@@ -78,6 +82,7 @@ def test_a_cluster_on_this_machine_gets_this_machines_token(home, monkeypatch):
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")                # the user's setting is left as it is
     assert use_local_token("127.0.0.1:6379") is False and os.environ["RAY_AUTH_MODE"] == "disabled"
     monkeypatch.delenv("RAY_AUTH_MODE")
+    assert use_local_token("127.0.0.1:6380") is False and "RAY_AUTH_MODE" not in os.environ
     assert use_local_token("127.0.0.1:6379") is True and os.environ["RAY_AUTH_MODE"] == "token"
 
 
@@ -102,3 +107,28 @@ def test_a_refused_token_is_one_clear_error_other_failures_keep_theirs():
     assert isinstance(err, PoolError)
     assert "127.0.0.1:6390 requires token authentication" in str(err) and "RAY_AUTH_TOKEN" in str(err)
     assert auth_refused(ConnectionError("Failed to connect to Ray cluster at 127.0.0.1:6390"), "x:1") is None
+
+
+def test_whether_a_gcs_requires_a_token_is_asked_of_it(monkeypatch):
+    """The GCS's refusal (ray.exceptions.AuthenticationError from Ray's GcsClient, faked here) means a token is
+    required; any other failure (nothing there, a timeout) does not."""
+    pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
+    import ray._raylet
+
+    from mcqa_toolkit.run.pool.joining import gcs_requires_token
+
+    class AuthenticationError(Exception):
+        pass
+
+    class FakeGcs:
+        def __init__(self, address):
+            if address.endswith(":1"):
+                raise AuthenticationError("RPC error: InvalidAuthToken: Authentication token is missing or incorrect")
+            if address.endswith(":2"):
+                raise TimeoutError("no GCS answered")
+
+        def get_all_node_info(self, timeout):
+            return {}
+
+    monkeypatch.setattr(ray._raylet, "GcsClient", FakeGcs)
+    assert [gcs_requires_token(f"127.0.0.1:{p}") for p in (1, 2, 3)] == [True, False, False]
