@@ -9,12 +9,16 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+import tarfile
+import zlib
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from mcqa_toolkit.items import DatasetError
 
-__all__ = ["read_text", "iter_jsonl", "read_json", "iter_json_records", "iter_csv", "csv_columns"]
+__all__ = ["read_text", "iter_jsonl", "jsonl_records", "read_json", "iter_json_records", "iter_csv", "csv_columns",
+           "tar_members"]
 
 
 def read_text(path: str | Path, encodings: Sequence[str] = ("utf-8",)) -> str:
@@ -36,10 +40,18 @@ def read_text(path: str | Path, encodings: Sequence[str] = ("utf-8",)) -> str:
     raise DatasetError(p, line, None, f"undecodable bytes at byte {last.start} ({'/'.join(encodings)}): {last.reason}")
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line; bad JSON or a non-object line -> DatasetError."""
-    text = read_text(path)
-    for n, line in enumerate(text.splitlines(), start=1):
+    yield from jsonl_records(read_text(path), path)
+
+
+def jsonl_records(text: str, path: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`iter_jsonl` over text already read (e.g. a member of an archive, named by `path` in errors). Lines end at
+    \n, \r\n or \r only: JSON strings may hold U+2028, U+2029 and U+0085 raw, where str.splitlines would cut."""
+    for n, line in enumerate(_LINE_END.split(text), start=1):
         if not line.strip():
             continue
         try:
@@ -49,6 +61,36 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not isinstance(obj, dict):
             raise DatasetError(path, n, None, f"expected a JSON object, got {type(obj).__name__}")
         yield n, obj
+
+
+def tar_members(path: str | Path, suffix: str) -> list[tuple[str, str]]:
+    """(`<archive>/<member>`, UTF-8 text) of the files in a .tar / .tar.gz archive whose names end with `suffix`,
+    in archive order; macOS metadata members (`._name`, `__MACOSX/`) are not data and are passed over. An archive
+    that cannot be read, or holds no such member -> DatasetError."""
+    p = Path(path)
+    if not p.exists():
+        raise DatasetError(p, "-", None, "file not found")
+    out = []
+    try:
+        with tarfile.open(p, "r:*") as tar:
+            for m in tar:
+                name = m.name
+                if not m.isfile() or not name.endswith(suffix) or Path(name).name.startswith("._") \
+                        or "__MACOSX" in Path(name).parts:
+                    continue
+                raw = tar.extractfile(m).read()  # type: ignore[union-attr]  # a regular file always has one
+                label = f"{p}/{name}"
+                try:
+                    out.append((label, raw.decode("utf-8-sig")))
+                except UnicodeDecodeError as e:
+                    line = raw[: e.start].count(b"\n") + 1
+                    raise DatasetError(label, line, None, f"undecodable bytes at byte {e.start} (utf-8): {e.reason}") \
+                        from None
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+        raise DatasetError(p, "-", None, f"not a readable .tar.gz archive: {e}") from None
+    if not out:
+        raise DatasetError(p, "-", None, f"no *{suffix} file in this archive")
+    return out
 
 
 def read_json(path: str | Path) -> Any:

@@ -107,3 +107,10 @@ def lookup_job(tmp_path, strategy="enem_1shot", **kw):
     from mcqa_toolkit.run.jobs import Job
 
     return Job("lookup", "demo", {}, "pt", strategy, tmp_path / "run", **{"shuffles": 2, "limit": 4, **kw})
+
+
+def seeded_table(items, seed: int = 0) -> dict[str, list[float]]:
+    """item_id -> log-probabilities of its ORIGINAL options from a seeded Dirichlet draw: an imperfect model
+    without ties, for any item set (the new exams' run tests)."""
+    rng = np.random.default_rng(seed)
+    return {it.item_id: [float(x) for x in np.log(rng.dirichlet(np.ones(it.n_options)))] for it in items}

@@ -21,6 +21,10 @@ REGISTRY: dict[str, str] = {
     "uned": "mcqa_toolkit.datasets.uned:load_uned",
     "course_exam": "mcqa_toolkit.datasets.course_exam:load_course_exam",
     "mmlu": "mcqa_toolkit.datasets.mmlu:load_mmlu",
+    "oab": "mcqa_toolkit.datasets.oab:load_oab",
+    "head_qa": "mcqa_toolkit.datasets.head_qa:load_head_qa",
+    "exams": "mcqa_toolkit.datasets.exams:load_exams",
+    "agieval": "mcqa_toolkit.datasets.agieval:load_agieval",
     "hub": "mcqa_toolkit.datasets.hub:load_hub",
 }
 

@@ -9,10 +9,10 @@ No torch/transformers here: a Prompt is plain text; scorers tokenise it.
 """
 from mcqa_toolkit.prompts.builder import Prompt, Shot, render
 from mcqa_toolkit.prompts.shots import RULES, balanced_permutations, select_shots, split_shots
-from mcqa_toolkit.prompts.template import TEMPLATE_DIR, Template, list_styles, load_template
+from mcqa_toolkit.prompts.template import TEMPLATE_DIR, Template, list_styles, load_template, template_languages
 
 __all__ = [
     "Prompt", "Shot", "render",
     "RULES", "select_shots", "split_shots", "balanced_permutations",
-    "Template", "load_template", "list_styles", "TEMPLATE_DIR",
+    "Template", "load_template", "list_styles", "template_languages", "TEMPLATE_DIR",
 ]

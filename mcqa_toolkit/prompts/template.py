@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["Template", "load_template", "list_styles", "TEMPLATE_DIR", "FIELD_PLACEHOLDERS"]
+__all__ = ["Template", "load_template", "list_styles", "template_languages", "TEMPLATE_DIR", "FIELD_PLACEHOLDERS"]
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -103,9 +103,13 @@ def template_path(language: str, path: str | Path | None = None) -> Path:
         return Path(path)
     file = TEMPLATE_DIR / f"{language}.yaml"
     if not file.is_file():
-        known = sorted(p.stem for p in TEMPLATE_DIR.glob("*.yaml"))
-        raise ValueError(f"language {language!r}: no template file {file} (available: {known})")
+        raise ValueError(f"language {language!r}: no template file {file} (available: {template_languages()})")
     return file
+
+
+def template_languages() -> list[str]:
+    """The languages with a bundled template file (`templates/<lang>.yaml`)."""
+    return sorted(p.stem for p in TEMPLATE_DIR.glob("*.yaml"))
 
 
 def list_styles(language: str, path: str | Path | None = None) -> list[str]:

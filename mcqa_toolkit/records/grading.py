@@ -37,10 +37,11 @@ def course_exam_points(item: Item, response: Any, judge: Judge | None = None) ->
 
     single: exact match of the option (index or letter). truefalse: exact match of the whole tuple of bools.
     multi: the key set earns full points, a non-empty strict subset earns 2 points (capped at the item's
-    points), anything else 0; responses are indices or letters ("A,C"). Items the course-exam loader kept as
-    "short" because their options did not parse (meta options_parsed False) are scored by these letter rules
-    from meta["question_type"]. short: `judge(item, response)` must return a number in [0, item.points].
-    None, a negative index, "" or an empty collection is unanswered (0 points).
+    points), anything else 0; an item with meta["partial_credit"] False (AGIEval's select-all questions, scored
+    by exact set match) earns nothing for a strict subset; responses are indices or letters ("A,C"). Items the
+    course-exam loader kept as "short" because their options did not parse (meta options_parsed False) are
+    scored by these letter rules from meta["question_type"]. short: `judge(item, response)` must return a number
+    in [0, item.points]. None, a negative index, "" or an empty collection is unanswered (0 points).
     """
     pts = float(item.points)
     if item.answer is None:
@@ -55,7 +56,8 @@ def course_exam_points(item: Item, response: Any, judge: Judge | None = None) ->
         chosen, key = _option_set(response), _option_set(item.answer)
         if chosen == key:
             return pts, "correct"
-        return (min(2.0, pts), "partial") if kind == "multi" and chosen < key else (0.0, "incorrect")
+        partial = kind == "multi" and chosen < key and item.meta.get("partial_credit", True) is not False
+        return (min(2.0, pts), "partial") if partial else (0.0, "incorrect")
     if kind == "truefalse":
         same = tuple(bool(x) for x in response) == tuple(bool(x) for x in item.answer)
         return (pts, "correct") if same else (0.0, "incorrect")

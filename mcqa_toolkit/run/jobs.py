@@ -217,12 +217,20 @@ def _yaml_problem(e: Exception) -> str:
 
 
 def _rooted(args: dict[str, Any] | None, base_dir: Path | None) -> dict[str, Any]:
-    """Loader arguments with relative file paths (path, item_params) taken from where `mcqa run` runs, not from
-    the notebook's folder."""
+    """Loader arguments with relative file paths (path, item_params, parallel; one path or a list, as HEAD-QA's
+    two languages) taken from where `mcqa run` runs, not from the notebook's folder."""
     args = dict(args or {})
-    for key in ("path", "item_params"):
-        if base_dir is not None and isinstance(args.get(key), str) and not Path(args[key]).is_absolute():
-            args[key] = str(base_dir / args[key])
+
+    def rooted(value: Any) -> Any:
+        if isinstance(value, list):
+            return [rooted(v) for v in value]
+        if base_dir is not None and isinstance(value, str) and not Path(value).is_absolute():
+            return str(base_dir / value)
+        return value
+
+    for key in ("path", "item_params", "parallel"):
+        if key in args:
+            args[key] = rooted(args[key])
     return args
 
 

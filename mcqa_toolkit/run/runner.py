@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 from mcqa_toolkit import __version__
 from mcqa_toolkit.backends.base import Backend, PooledBackend, items_per_call, usage_delta
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.prompts import select_shots, split_shots
+from mcqa_toolkit.prompts import select_shots, split_shots, template_languages
 from mcqa_toolkit.run.adaptive import run_adaptive
 from mcqa_toolkit.run.dispatch import ask, ask_letters, check_plan, letters_prompt, record_permutations
 from mcqa_toolkit.records.factory import UNSET, make_record, run_fields
@@ -177,10 +177,17 @@ def plan_run(items: ItemSet, strategy: Strategy, dataset: str = "", *, shot_pool
              limit: int | None = None, judges: Sequence[LLMJudge] = (), combine: str = "mean",
              dataset_args: dict[str, Any] | None = None, language: str | None = None) -> RunPlan:
     """The RunPlan of `items` under `strategy` (shots reserved, `limit` applied); one clear error for a plan
-    that cannot run (unknown combine rule, shot ids missing, no item left). `dataset_args` and `language`: how a
-    loader gave `items` (recorded with the run; {} and None for items given by hand)."""
+    that cannot run (unknown combine rule, shot ids missing, a prompt language without templates, no item left).
+    `dataset_args` and `language`: how a loader gave `items` (recorded with the run; {} and None for items given by
+    hand)."""
     if combine not in COMBINE_RULES:
         raise ValueError(f"combine {combine!r} not in {COMBINE_RULES}")
+    available = template_languages()
+    missing = sorted({strategy.language or it.exam_language for it in items} - set(available))
+    if missing:
+        raise ValueError(f"no prompt templates in language(s) {missing} (templates: {available}): ask in one of "
+                         "them with the strategy's `language` (e.g. `{base: exams, language: en}` in a params file), "
+                         "or add prompts/templates/<language>.yaml")
     if strategy.shots and strategy.shot_rule == "ids" and not strategy.shot_ids:
         raise ValueError("Strategy.shot_rule 'ids' needs shot_ids")
     todo_items, shots = plan_shots(items, strategy, shot_pool)

@@ -125,6 +125,17 @@ STRATEGIES: dict[str, Strategy] = {
     "uned": Strategy(name="uned", method="generate", style="uned", chat=True),
     "medicina_mc": Strategy(name="medicina_mc", method="first_token", style="default"),
     "medicina_cloze": Strategy(name="medicina_cloze", method="cloze", normalization="token", style="cloze"),
+    # OAB (bar exam): four Portuguese options, first-token letters, zero-shot (no IRT parameters for easiest-item
+    # shots). HEAD-QA: lm-evaluation-harness's headqa protocol, each option's text scored after "Question: ...
+    # Answer:" and normalised by its length in characters (its acc_norm), in each question's language. EXAMS: 16
+    # languages, prompt templates in four: English instructions around the question in its own language, the same
+    # prompt for every language. AGIEval: select-all questions need a written answer (generation, read by the
+    # multi-answer rules; single-answer questions by the letter cascade), English instructions for its Chinese
+    # tasks too (no Chinese templates).
+    "oab": Strategy(name="oab", method="first_token", style="default", language="pt"),
+    "head_qa": Strategy(name="head_qa", method="cloze", normalization="char", style="cloze"),
+    "exams": Strategy(name="exams", method="first_token", style="default", language="en"),
+    "agieval": Strategy(name="agieval", method="generate", style="default", language="en", max_new_tokens=16),
     "cot": Strategy(name="cot", method="cot", style="cot", max_new_tokens=1024, stop=()),
     "cot_chat": Strategy(name="cot_chat", method="cot", style="cot", chat=True, max_new_tokens=1024, stop=()),
 }

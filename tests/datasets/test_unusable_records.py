@@ -43,6 +43,22 @@ CASES = [
     ("enem-json-no-option-text", "enem", {"b.json": json.dumps([_bluex(136), _bluex(137, options=[], alternatives=[]),
                                                                 _bluex(138)])},
      {"path": "b.json"}, 2, (2, "options")),
+    ("oab-no-option-text", "oab", {"2020-30.txt": "Questão 1\nAREA\nQuem decide?\nOPTIONS\nA) Eu.\nB:CORRECT) Tu.\n\n"
+                                   "Questão 2\nAREA CIVIL\nE agora?\nOPTIONS\n\n"}, {"path": "2020-30.txt"}, 1,
+     (8, "OPTIONS")),
+    ("head-qa-empty-question", "head_qa", {"h.json": json.dumps({"language": "es", "exams": {"Cuaderno_2016_1_E": {
+        "data": [{"qid": 1, "qtext": "¿Qué?", "ra": 1, "answers": [{"aid": 1, "atext": "a"}, {"aid": 2, "atext": "b"}]},
+                 {"qid": 2, "qtext": " ", "ra": 1, "answers": [{"aid": 1, "atext": "a"}, {"aid": 2, "atext": "b"}]}]}}})},
+     {"path": "h.json"}, 1, ("Cuaderno_2016_1_E/2", "qtext")),
+    ("exams-no-choices", "exams", {"dev.jsonl": jl(*(
+        {"id": f"q{k}", "question": {"stem": "Quanto?", "choices": choices}, "answerKey": "A",
+         "info": {"grade": 12, "subject": "Math", "language": "Portuguese"}}
+        for k, choices in ((1, [{"text": "1", "label": "A"}, {"text": "2", "label": "B"}]), (2, []))))},
+     {"path": "dev.jsonl"}, 1, (2, "question.choices")),
+    ("agieval-empty-question", "agieval", {"sat-math.jsonl": jl(
+        {"passage": "", "question": "1 + 1?", "options": ["(A)1", "(B)2"], "label": "B"},
+        {"passage": None, "question": "", "options": ["(A)1", "(B)2"], "label": "B"})},
+     {"path": "sat-math.jsonl"}, 1, (2, "question")),
     ("course-exam-empty-problem", "course_exam", {
         "c/exams_metadata.json": json.dumps({"exams": [{"exam_id": "ex1", "course": "Physics", "year": 2024,
                                                         "score_total": 10, "score_max": 9, "score_avg": 6,

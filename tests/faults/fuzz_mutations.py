@@ -2,7 +2,7 @@
 deleted or replaced (NUL runs included), lines duplicated or swapped, another encoding, a huge field; and,
 for the formats we can parse, one record changed: a field of another type, emptied, removed, or an id
 copied from another record. `mutated(data, kind)` draws 1-3 such changes of a file of `kind`
-(jsonl | json | csv | csv; | yaml); `within(seconds)` fails a call that hangs."""
+(jsonl | json | csv | csv; | yaml | txt); `within(seconds)` fails a call that hangs."""
 from __future__ import annotations
 
 import contextlib
@@ -113,7 +113,10 @@ def _json_dump(obj: Any) -> bytes:
 
 @st.composite
 def _record_change(draw: Any, data: bytes, kind: str) -> bytes | None:
-    """A record-level change of `data` (None when it cannot be parsed as `kind`)."""
+    """A record-level change of `data` (None when it cannot be parsed as `kind`; a plain-text format, "txt", has
+    byte- and line-level damage only)."""
+    if kind == "txt":
+        return None
     try:
         text = data.decode("utf-8")
         if kind == "jsonl":

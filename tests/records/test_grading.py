@@ -33,6 +33,17 @@ def test_course_exam_points_rules():
             course_exam_points(x, "text", judge=lambda it, r, bad=bad: bad)
 
 
+def test_multi_answer_items_without_partial_credit_need_the_exact_set():
+    """AGIEval scores select-all questions by exact set match: its items say meta partial_credit False."""
+    m = course_exam_items()["m"]
+    exact = m.with_(meta={**m.meta, "partial_credit": False})
+    assert course_exam_points(exact, (0, 1)) == (0.0, "incorrect") and course_exam_points(m, (0, 1))[1] == "partial"
+    assert course_exam_points(exact, tuple(exact.answer)) == (m.points, "correct")
+    assert course_exam_points(exact, ()) == (0.0, "unanswered")
+    for response in [(0,), (1, 2), (0, 1, 2, 3), tuple(exact.answer)]:    # the naive rule: the set, or nothing
+        assert course_exam_points(exact, response)[0] == (m.points if set(response) == set(exact.answer) else 0.0)
+
+
 def test_rule_statuses_are_record_statuses():
     assert set(RULE_STATUSES) <= set(STATUSES) and {"refused", "error"} == set(STATUSES) - set(RULE_STATUSES)
 

@@ -137,3 +137,35 @@ def test_identity_leaves_out_what_does_not_change_the_records_and_a_job_round_tr
     assert params["RUN_DIR"] == str(tmp_path / "a") and params["BACKEND"] == {"base_url": "http://h"}
     assert Job.from_parameters({**params, "unrelated": 1}) == job  # e.g. the notebook's globals()
     assert Job.from_dict(json.loads(json.dumps(job.to_dict()))) == job and job.to_dict()["run_dir"] == str(tmp_path / "a")
+
+
+NEW_EXAMS = [("oab", {"path": "oab"}),
+             ("head_qa", {"path": ["head_qa/HEAD.json", "head_qa/HEAD_EN.json"]}),
+             ("exams", {"path": "exams/dev.jsonl", "parallel": "exams/parallel_questions.jsonl"}),
+             ("agieval", {"path": "agieval", "tasks": ["sat-math", "gaokao-physics", "jec-qa-kd"]})]
+
+
+@pytest.mark.parametrize("name, args", NEW_EXAMS, ids=[n for n, _ in NEW_EXAMS])
+def test_the_new_exams_params_files_dry_run_on_our_fixtures(tmp_path, capsys, name, args):
+    """params/<exam>.yaml with its paths set (relative ones, lists included, from where `mcqa run` runs): every
+    combination passes the preflight and `mcqa run --dry-run` lists it."""
+    import yaml
+    from paths import FIXTURES
+
+    from mcqa_toolkit.resources import params_file
+
+    params = jobs.load_params(params_file(name))
+    params["datasets"][0]["args"] = args
+    params["output_dir"] = str(tmp_path / "out")
+    expanded = jobs.expand(params, base_dir=FIXTURES)
+    path = expanded[0].dataset_args["path"]
+    assert all(str(p).startswith(str(FIXTURES)) for p in (path if isinstance(path, list) else [path]))
+    for key in ("path", "parallel"):
+        if key in args:
+            params["datasets"][0]["args"][key] = expanded[0].dataset_args[key]
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(params, allow_unicode=True))
+    assert cli.main(["run", str(p), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"would run {j.run_dir.name}" in out for j in expanded) and "FAILED" not in out
+    assert not (tmp_path / "out").exists()

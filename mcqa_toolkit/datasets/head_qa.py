@@ -1,0 +1,111 @@
+"""HEAD-QA (Vilares & Gómez-Rodríguez 2019): the Spanish healthcare specialisation exams (MIR, EIR, FIR, BIR, QIR,
+PIR) and their English translation, one JSON file per language as released (`HEAD.json`, `HEAD_EN.json`, and the
+`train_`/`dev_`/`test_` splits of each):
+
+    {"version": "1.0", "language": "es",
+     "exams": {"Cuaderno_2015_1_B": {"name": ..., "data": [{"qid": "1", "qtext": ..., "ra": "4",
+                                                             "answers": [{"aid": 1, "atext": ...}, ...],
+                                                             "image": ""}, ...]}}}
+
+The exam name says the year and the subject (B biology, E nursing, F pharmacology, M medicine, P psychology,
+Q chemistry); `ra` is the `aid` of the right answer (options are put in `aid` order); a non-empty `image` names
+the figure the question refers to (has_image, meta["image"]). The same exam and qid in the Spanish and English
+files are one question: `parallel_id = headqa-<exam>-<qid>` links them, so loading both files (`path=[es, en]`)
+gives the pairs the language gap and DIF work on (`ItemSet.by_parallel_id`). Questions the ministry annulled are
+not in the release (their qids are missing); a question without text or options is left out and named
+(strict=True refuses it). Records are named `<exam>/<position>` (1-based within the exam's `data`).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, is_missing, items_from_records,
+                                          parse_int, question_text, reports_skipped, require)
+from mcqa_toolkit.items import DatasetError, Item, ItemSet
+from mcqa_toolkit.textfiles import read_json
+
+SUBJECTS = {"B": "biology", "E": "nursing", "F": "pharmacology", "M": "medicine", "P": "psychology",
+            "Q": "chemistry"}
+LANGUAGES = ("es", "en")
+_EXAM = re.compile(r"^Cuaderno_(?P<year>\d{4})_(?P<n>\d+)_(?P<letter>[A-Z])$")
+
+
+def parse_record(rec: Mapping[str, Any], n: str, path: Any, exam: str, language: str) -> Item:
+    """One question of exam `exam` -> Item; the first bad field raises DatasetError."""
+    m = _EXAM.match(exam)
+    qid = str(parse_int(require(rec, "qid", path, n, types=(str, int)), path, n, "qid"))
+    item_id = f"headqa-{language}-{exam}-{qid}"
+    stem = question_text(rec, "qtext", path, n, item_id)
+    answers = require(rec, "answers", path, n, types=list, allow_empty=True)
+    if any(not isinstance(a, Mapping) for a in answers):
+        raise DatasetError(path, n, "answers", "expected a list of {aid, atext} objects")
+    aids = [parse_int(require(a, "aid", path, n, types=(int, str)), path, n, "answers.aid") for a in answers]
+    if len(set(aids)) != len(aids):
+        raise DatasetError(path, n, "answers.aid", f"repeated aid in {aids}")
+    order = sorted(range(len(aids)), key=aids.__getitem__)
+    options = check_options([answers[i].get("atext") for i in order], path, n, "answers.atext", item_id=item_id)
+    ra = parse_int(require(rec, "ra", path, n, types=(str, int)), path, n, "ra")
+    if ra not in aids:
+        raise DatasetError(path, n, "ra", f"right answer {ra} is not an aid of this question ({sorted(aids)})")
+    image = rec.get("image")
+    if image is not None and not isinstance(image, str):
+        raise DatasetError(path, n, "image", f"expected a file name or \"\", got {type(image).__name__}")
+    meta = {"qid": qid, "image": "" if is_missing(image) else image.strip()}
+    return Item(item_id=item_id, source="head_qa", exam=exam, stem=stem, options=options,
+                answer=sorted(aids).index(ra), year=int(m["year"]), subject=SUBJECTS[m["letter"]], language=language,
+                parallel_id=f"headqa-{exam}-{qid}", has_image=bool(meta["image"]), meta=meta)
+
+
+def _language(data: Mapping[str, Any], path: Path, given: str | None) -> str:
+    """The file's language: its `language` field, or `given` for a file without one (both: they must agree)."""
+    if given is not None and given not in LANGUAGES:
+        raise ValueError(f"head_qa: unknown language {given!r}; expected one of {LANGUAGES}")
+    found = data.get("language")
+    if found is not None and (not isinstance(found, str) or found.strip().lower() not in LANGUAGES):
+        raise DatasetError(path, "-", "language", f"unknown language {found!r}; expected one of {LANGUAGES}")
+    found = found.strip().lower() if found is not None else None
+    if given is not None and found is not None and given != found:
+        raise DatasetError(path, "-", "language", f"the file says {found!r}, language={given!r} was passed")
+    language = given or found
+    if language not in LANGUAGES:
+        raise DatasetError(path, "-", "language", "no `language` in the file: pass language='es' or 'en'")
+    return language
+
+
+def read_file(path: Path, ids: UniqueIds, language: str | None = None, strict: bool = False) -> ItemSet:
+    """The questions of one HEAD-QA JSON file, exam by exam."""
+    data = read_json(path)
+    if not isinstance(data, Mapping) or not isinstance(data.get("exams"), Mapping):
+        raise DatasetError(path, "-", "exams", 'expected {"language": ..., "exams": {name: {"data": [...]}}}')
+    language = _language(data, path, language)
+    sets = []
+    for exam, body in data["exams"].items():
+        if not _EXAM.match(str(exam)) or _EXAM.match(str(exam))["letter"] not in SUBJECTS:
+            raise DatasetError(path, exam, "exams", f"exam name {exam!r} is not Cuaderno_<year>_<n>_<letter> with a "
+                               f"subject letter in {sorted(SUBJECTS)}")
+        questions = body.get("data") if isinstance(body, Mapping) else None
+        if not isinstance(questions, list):
+            raise DatasetError(path, exam, "data", "expected a list of questions")
+        bad = next((k for k, q in enumerate(questions, start=1) if not isinstance(q, Mapping)), None)
+        if bad is not None:
+            raise DatasetError(path, f"{exam}/{bad}", None, "expected a JSON object")
+        records = ((f"{exam}/{k}", q) for k, q in enumerate(questions, start=1))
+        sets.append(items_from_records(records, lambda rec, n, e=exam: parse_record(rec, n, path, e, language), path,
+                                      name="", id_field="qid", ids=ids, strict=strict))
+    return concat(sets, f"head_qa:{language}:{path.name}")
+
+
+@reports_skipped
+def load_head_qa(path: str | Path | Sequence[str | Path], language: str | None = None,
+                 strict: bool = False) -> ItemSet:
+    """Load one HEAD-QA JSON file, or several (e.g. `[HEAD.json, HEAD_EN.json]`: the two languages, linked by
+    parallel_id). `language` is needed only for a file without its `language` field. A question with no text or no
+    option text is left out with a warning (strict=True: refused)."""
+    paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
+    if not paths:
+        raise ValueError("head_qa: `path` is an empty list")
+    ids = UniqueIds(paths[0], "qid")
+    sets = [read_file(p, ids, language, strict) for p in paths]
+    return concat(sets, "head_qa:" + "+".join(p.name for p in paths))
