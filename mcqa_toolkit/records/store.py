@@ -226,9 +226,12 @@ class RunDir:
         write_json(self.batch_file, state)
 
     def write_items(self, items: Iterable[Any]) -> Path:
-        """items.jsonl: the items the run was given (Item.to_dict per line)."""
+        """items.jsonl: the items the run was given (Item.to_dict per line); left as it is when it already holds
+        them (a resumed run: nothing rewritten, so a full disk stops at the records, where the resume can go on)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         text = "".join(json.dumps(it.to_dict(), ensure_ascii=False, default=json_default) + "\n" for it in items)
+        if self.items_file.exists() and self.items_file.read_text(encoding="utf-8") == text:
+            return self.items_file
         atomic(self.items_file, lambda tmp: tmp.write_text(text, encoding="utf-8"), self.items_file.name,
                "the records are intact")
         return self.items_file

@@ -29,6 +29,10 @@ def test_disk_full_while_appending_records(tmp_path, reference_run, figures):
     assert ref.run_info_file.stat().st_size < limit < ref.jsonl.stat().st_size
     out = tmp_path / "run"
     rd = RunDir(out)
+    # the run's items.jsonl (larger than the limit: RLIMIT_FSIZE limits every file) is written before any record;
+    # a first child stops there, and the child under the limit resumes, leaving items.jsonl as it is
+    assert in_child(run_lookup, str(out), kill_in="records_of").exitcode == -signal.SIGKILL
+    assert rd.items_file.exists() and not rd.read_records()
     message = _one_error(in_child(run_lookup, str(out), fsize=limit), rd.jsonl)
     assert "the records written before are kept" in message
     raw = rd.jsonl.read_bytes()
@@ -49,7 +53,7 @@ def test_disk_full_while_writing_parquet(tmp_path, reference_run, figures):
     assert in_child(run_lookup, str(out), kill_in="finalize").exitcode == -signal.SIGKILL  # every record appended
     jsonl = rd.jsonl.read_bytes()
     parquet_size = reference_run[0].parquet.stat().st_size
-    limit = max(rd.run_info_file.stat().st_size, len(rd.lock_file.read_bytes())) + 256
+    limit = max(rd.run_info_file.stat().st_size, len(rd.lock_file.read_bytes())) + 256   # items.jsonl is not rewritten
     assert limit < parquet_size
     message = _one_error(in_child(run_lookup, str(out), fsize=limit), rd.parquet)
     assert "records.jsonl is intact" in message

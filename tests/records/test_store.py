@@ -58,3 +58,15 @@ def test_finalize_sorts_keeps_one_record_per_key_and_marks_the_run_complete(tmp_
     assert rd.provenance() == {"strategy_hash": "h", "complete": True, "n_records": 3} and rd.is_complete()
     pd.testing.assert_frame_equal(rd.load(), df)  # read back from Parquet
     assert len(rd.read_records()) == 4  # records.jsonl itself is left as written
+
+
+def test_items_are_written_once_and_rewritten_only_when_they_change(tmp_path):
+    """A resumed run gives write_items the same items: the file is left as it is (same inode, same bytes), so a run
+    resumed on a nearly full disk writes records only (tests/faults/test_full_disk.py); other items replace it."""
+    items = [Item(f"q{i}", "ours", "exam", f"Stem {i}", ("a", "b"), 0, language="pt", subject="s") for i in range(3)]
+    rd = RunDir(tmp_path / "run")
+    first = rd.write_items(items)
+    inode, text = first.stat().st_ino, first.read_text(encoding="utf-8")
+    assert rd.write_items(items).stat().st_ino == inode and first.read_text(encoding="utf-8") == text
+    rd.write_items(items[:2])
+    assert [d["item_id"] for d in rd.read_items()] == ["q0", "q1"]

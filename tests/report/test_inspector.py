@@ -180,11 +180,13 @@ def test_set_filter_rejects_unknown_and_displays(demo):
 
 @pytest.mark.notebooks
 def test_notebook_runs_with_papermill(tmp_path):
+    """Exploring an exam before any run: no results folder, the dataset named (without runs there is no run folder
+    to take it from)."""
     import papermill as pm
 
     out = tmp_path / "inspect.ipynb"
     pm.execute_notebook(str(NOTEBOOK), str(out), kernel_name="python3", cwd=str(NOTEBOOK.parent),
-                        parameters={"RESULTS_DIR": str(tmp_path / "no-such-dir"), "LANGUAGE": "pt"},
+                        parameters={"RESULTS_DIR": str(tmp_path / "no-such-dir"), "DATASET": "demo", "LANGUAGE": "pt"},
                         progress_bar=False)
     import nbformat
 
