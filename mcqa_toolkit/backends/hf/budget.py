@@ -4,7 +4,8 @@
 also an engine option). Chosen by measurement (docs/performance.md, benchmarks/results):
 - cpu: one item per call, 8,192 slots, 64 rows (wider calls were slower on 2 cores: attention over wide masks);
   tree attention (tree.py) and the linear layers through oneDNN (kernels.py), faster in the branch's runs of
-  benchmarks/scoring_throughput.py and body_kernels.py, whose raw files are not committed yet;
+  benchmarks/scoring_throughput.py and body_kernels.py (those comparisons uncommitted; the defaults' own figures:
+  benchmarks/results/engine3_2026-11-27/);
 - cuda: 16 items, 32,768 slots, 128 rows per call (a GPU pays per launch, not per FLOP: few, wide calls); the dense
   masks and PyTorch's linear, as measured on an H100 (tree attention and oneDNN have no GPU measurement here).
 """
