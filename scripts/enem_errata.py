@@ -15,15 +15,14 @@ scripts/enem_errata_crossval.py for held-out figures).
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
+from _enem_dev import development_set
 
-from mcqa_toolkit.enem.cases import read_cases, score_cases
+from mcqa_toolkit.enem.cases import score_cases
 from mcqa_toolkit.enem.errata.discover import discover_cases
 from mcqa_toolkit.enem.errata.format import KINDS, errata_json, parse_errata
 from mcqa_toolkit.enem.errata.greedy import K, K_BLANK
@@ -60,11 +59,7 @@ def exact_ids(cases, inep: Path, entries) -> set[str]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--shared", type=Path, default=REPO.parent / "shared")
-    inep = ap.parse_args().shared / "reference" / "enem_inep"
-    warnings.simplefilter("ignore")
-    cases = read_cases(inep / "inep_cases_dev.json")
+    inep, cases = development_set(__doc__.split("\n")[0])
     found = discover_cases(cases, inep, source="the development set")
     shipped = parse_errata(json.loads(ERRATA.read_text(encoding="utf-8")), ERRATA)
     by_content = {content(e): e for e in found.entries}

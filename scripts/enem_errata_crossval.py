@@ -13,15 +13,14 @@ misses per booklet. Counts only: no candidate's answers or scores are written. T
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from _enem_dev import development_set
 
 REPO = Path(__file__).resolve().parents[1]
 RAW = REPO / "docs" / "enem_crossval.json"
@@ -89,14 +88,10 @@ def summary(rows: list[dict[str, Any]]) -> str:
 
 
 def main() -> None:
-    from mcqa_toolkit.enem.cases import read_cases, score_cases
+    from mcqa_toolkit.enem.cases import score_cases
     from mcqa_toolkit.enem.errata.discover import cross_validate
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--shared", type=Path, default=REPO.parent / "shared")
-    inep = ap.parse_args().shared / "reference" / "enem_inep"
-    warnings.simplefilter("ignore")
-    cases = read_cases(inep / "inep_cases_dev.json")
+    inep, cases = development_set(__doc__.split("\n")[0])
     t0 = time.perf_counter()
     cv = cross_validate(cases, inep)
     shipped = score_cases(cases, inep)

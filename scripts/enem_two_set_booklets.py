@@ -16,19 +16,16 @@ Prints only; the numbers are in docs/enem.md.
 """
 from __future__ import annotations
 
-import argparse
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _enem_dev import development_set
 
-from mcqa_toolkit.enem.cases import read_cases
 from mcqa_toolkit.enem.errata.greedy import K, discover_area
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
 from mcqa_toolkit.enem.official import score_answers
 
-REPO = Path(__file__).resolve().parents[1]
 ADAPTED_2013 = {187: ("CH", 184, (167, 168, 169, 170)), 188: ("CN", 183, (171, 172, 173, 174)),
                 189: ("LC", 185, (175, 176, 177, 178)), 190: ("MT", 186, (179, 180, 181, 182))}
 SAME_COLOUR = {187: 169, 188: 173, 189: 176, 190: 180}     # the regular booklet of the adapted one's colour
@@ -136,11 +133,7 @@ def libras_2021(inep: Path, cases: pd.DataFrame) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--shared", type=Path, default=REPO.parent / "shared")
-    inep = ap.parse_args().shared / "reference" / "enem_inep"
-    warnings.simplefilter("ignore")
-    cases = read_cases(inep / "inep_cases_dev.json")
+    inep, cases = development_set(__doc__.split("\n")[0])
     adapted_2013(inep, cases)
     libras_2021(inep, cases)
 
