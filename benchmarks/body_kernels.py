@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import time
@@ -33,8 +32,10 @@ from mcqa_toolkit.backends.hf.kernels import onednn_linears
 
 try:  # run as a script or as a module
     from _reference import device_facts, gemm_rate, model_flops
+    from _results import write_json
 except ModuleNotFoundError:
     from benchmarks._reference import device_facts, gemm_rate, model_flops
+    from benchmarks._results import write_json
 
 SHAPES = {"16x256": (16, 256), "3x1500": (3, 1500)}
 
@@ -126,10 +127,8 @@ def main() -> None:
     print(f"GEMM: torch.mm {gemm['torch_mm_gflops']['best']:.0f} GFLOP/s, oneDNN "
           f"{(gemm['onednn_gflops'] or {}).get('best', float('nan')):.0f} | 1-min load {load['before']:.2f} -> "
           f"{load['after']:.2f}")
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"args": {**vars(args), "json": "JSON"}, "device": device_facts(lm), "load_1min": load,
-                       "rounds": args.rounds, "gemm": gemm, "variants": out}, f, indent=1)
+    write_json(args.json, {"args": {**vars(args), "json": "JSON"}, "device": device_facts(lm), "load_1min": load,
+                           "rounds": args.rounds, "gemm": gemm, "variants": out})
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ def test_a_figure_edited_in_a_page_is_caught():
     ("docs/dif.md", "docs/dif_2021.json"),
     ("docs/performance.md", "benchmarks/results/vs_vllm_2026-11-25.json"),
     ("docs/performance.md", "benchmarks/results/ray_overhead_2026-11-25.json"),
+    ("docs/performance.md", "benchmarks/results/engine3_2026-11-27/throughput_letters_cpu_defaults.json"),
 ])
 def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
     """Every number of these raw files that a table shows moves the page when it moves (the check compares them)."""
@@ -64,14 +65,38 @@ def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
         node[leaf[-1]] = value + 7 if isinstance(value, int) else value * 1.37 + 0.11
         monkeypatch.setattr(blocks, "read_json", lambda p, c=changed, real=real: c if str(p).endswith(path)
                             else real(p))
-        for module in ("pages.performance", "pages.enem", "pages.dif", "pages.cluster", "pages.readme",
-                       "pages.invariance"):
+        for module in ("pages.performance", "pages.performance_engine", "pages.enem", "pages.dif", "pages.cluster",
+                       "pages.readme", "pages.invariance"):
             monkeypatch.setattr(importlib.import_module(module), "read_json", blocks.read_json, raising=False)
         try:
             moved += render_docs.rendered()[name] != page
         except ValueError:  # a renderer's own consistency check refused the changed file: caught as well
             moved += 1
     assert moved >= 5
+
+
+def test_the_contamination_page_follows_its_raw_results(tmp_path, monkeypatch):
+    """docs/contamination.md's tables are data/contamination rendered: a detector's scores moved in the raw results
+    move the AUC table, a test's p-value moves the tests table."""
+    import pandas as pd
+
+    contamination = importlib.import_module("pages.contamination")
+    data = REPO / "data" / "contamination"
+    for path in data.iterdir():
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    before = contamination.blocks()
+    scores = pd.read_parquet(data / "scores.parquet")
+    flip = (scores["detector"] == "min_k") & (scores["model"] != "clean")
+    scores.loc[flip, "score"] = -scores.loc[flip, "score"]
+    scores.to_parquet(tmp_path / "scores.parquet", index=False)
+    tests = pd.read_parquet(data / "tests.parquet")
+    tests["p_value"] = tests["p_value"] * 0.5
+    tests.to_parquet(tmp_path / "tests.parquet", index=False)
+    monkeypatch.setattr(contamination, "DATA", tmp_path)
+    after = contamination.blocks()
+    assert after["contam-auc-pt2021"] != before["contam-auc-pt2021"]
+    assert after["contam-tests"] != before["contam-tests"]
+    assert after["contam-gain"] == before["contam-gain"]
 
 
 def test_raw_files_hold_no_machine_paths(tmp_path):

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pages import performance_engine
 from pages.blocks import REPO, number, read_json, rel, table
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -160,14 +161,17 @@ def engine_calls() -> str:
 def profile_lines() -> str:
     """profile_scoring's kernel-launch counts and predicted host time per item, per profile file."""
     lines = []
-    for path in sorted(RESULTS.glob("engine_calls_*/profile_*.txt")):
+    files = sorted(RESULTS.glob("engine_calls_*/profile_*.txt")) + sorted(RESULTS.glob("engine3_*/profile_*.txt"))
+    for path in files:
         text = path.read_text(encoding="utf-8")
         m = re.search(r"kernel-launching ops: (\d+) per forward call, (\d+) per item .*host phases (\d+) ms/item; "
                       r"predicted GPU host ms/item at (\d+) us/launch: (\d+)", text)
         calls = re.search(r"items_per_call=(\d+)", text)
         tok = re.search(r"tokenisation\s+([\d.]+) s/item", text)
         if m and calls:
-            lines.append(f"- `{rel(path)}` ({calls.group(1)} item(s) per call): {m.group(2)} kernel-launching "
+            scoring = re.search(r"^\[(\w+)\]", text, re.M)
+            lines.append(f"- `{rel(path)}` ({scoring.group(1) if scoring else 'n/a'}, {calls.group(1)} item(s) per "
+                         f"call): {m.group(2)} kernel-launching "
                          f"operators per item ({m.group(1)} per forward call), host phases {m.group(3)} ms/item "
                          f"(tokenisation {float(tok.group(1)) * 1000:.0f} ms), predicted host time on a GPU at "
                          f"{m.group(4)} us per launch: {m.group(5)} ms/item")
@@ -242,7 +246,9 @@ def demo() -> str:
 
 
 def blocks() -> dict[str, str]:
-    return {"perf-engine-cpu": engine_speed("cpu"), "perf-engine-calls": engine_calls(), "perf-profile": profile_lines(),
+    return {"perf-engine-cpu": engine_speed("cpu"), "perf-engine-defaults": performance_engine.defaults(),
+            "perf-body-kernels": performance_engine.body_kernels(), "perf-engine-calls": engine_calls(),
+            "perf-profile": profile_lines(),
             "perf-vs-vllm": vs_vllm(), "perf-gpu-speed": engine_speed("cuda") + "\n\n" + gpu_tokens(),
             "perf-gpu-equality": gpu_equality(),
             "perf-ray": ray(), "perf-demo": demo()}

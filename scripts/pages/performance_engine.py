@@ -1,0 +1,91 @@
+"""docs/performance.md's tables of the engine's current CPU defaults (engine III), from raw files under
+benchmarks/results/ (every row names its file):
+- `*/throughput_*.json`: benchmarks/scoring_throughput.py --json with the references of benchmarks/_reference.py
+  (body_seconds, body_short_rows, body_full_rows, useful_gflops, gemm);
+- `*/body_kernels*.json`: benchmarks/body_kernels.py --json (variants x shapes).
+The engine's own rate is given two ways: all in (unique tokens over the scoring's seconds, LM head included) and its
+model body alone (unique tokens over `body_seconds`), each against the body's rate on 256-token rows measured in the
+same run; only the second compares like with like (the references run no LM head).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pages.blocks import REPO, read_json, rel, table
+
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def _date(path: Path) -> str:
+    found = re.search(r"\d{4}-\d{2}-\d{2}", rel(path))
+    return found.group(0) if found else "n/a"
+
+
+def _int(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:,.0f}"
+
+
+def _ratio(x: float | None, ref: float | None) -> str:
+    return "n/a" if x is None or not ref else f"{x / ref:.2f}"
+
+
+def defaults() -> str:
+    """scoring_throughput files that carry the reference fields: speed all in and of the body alone, against the
+    body's rates on 256-token and full-length rows, useful GFLOP/s against the GEMM rates, the naive path."""
+    rows = []
+    for path in sorted(RESULTS.glob("*/throughput_*.json")):
+        raw = read_json(path)
+        gemm = raw.get("gemm") or {}
+        mm = (gemm.get("torch_mm_gflops") or {}).get("best")
+        dnn = (gemm.get("onednn_gflops") or {}).get("best")
+        for scoring, r in raw["results"].items():
+            short = r["body_short_rows"]["tok_s"]["best"]
+            full = r["body_full_rows"]["tok_s"]["best"]
+            naive = "not compared" if r.get("speedup") is None else (
+                f"{r['speedup']:.1f}x ({r['naive_items']} item), max \\|delta\\| {r['max_delta']:.2g}, "
+                f"same choices: {'yes' if r['same_choices'] else 'no'}")
+            rows.append([_date(path), scoring, f"{r['items']} x {raw['args']['shuffles']}", f"{r['mean_len']:,.0f}",
+                         f"{r['s_per_item_ours']:.2f}", f"{r['unique_tok_s']:,.0f} / {r['body_tok_s']:,.0f}",
+                         f"{_ratio(r['unique_tok_s'], short)} / {_ratio(r['body_tok_s'], short)}",
+                         f"{_ratio(r['unique_tok_s'], full)} / {_ratio(r['body_tok_s'], full)}",
+                         f"{r['useful_gflops']:.0f} ({_ratio(r['useful_gflops'], mm)} / "
+                         f"{_ratio(r['useful_gflops'], dnn)})", naive,
+                         f"{r['attention']}, {r['linear']}", f"`{rel(path)}`"])
+    if not rows:
+        return "No raw file yet (`benchmarks/scoring_throughput.py --json ...`)."
+    return table(["date", "scoring", "items x shuffles", "tokens per prompt", "s/item",
+                  "unique tok/s: all in / body", "vs body on 256-token rows: all in / body",
+                  "vs body on full-length rows: all in / body", "useful GFLOP/s (of torch.mm / of oneDNN GEMM)",
+                  "vs naive path", "attention, linear", "raw file"], rows, "llrrrrrrrlll")
+
+
+def _variant_row(name: str, v: dict[str, Any], shapes: list[str]) -> list[str]:
+    if v.get("error"):
+        return [name, *["failed" for _ in shapes], "n/a", "n/a", v["error"]]
+    rates = [f"{_int(v[s]['tok_s_median'])} / {_int(v[s]['tok_s_best'])} "
+             f"({_int(v[s]['useful_gflops_best'])} GFLOP/s)" for s in shapes]
+    return [name, *rates, f"{v['max_diff_vs_eager']:.2g}", f"{v['warm_s']:.0f}", ""]
+
+
+def body_kernels() -> str:
+    """body_kernels: tokens/s (median / best) per variant and shape, the hidden states' largest difference from
+    eager, warm-up seconds (compilation included), the reason where a variant could not run."""
+    parts = []
+    for path in sorted(RESULTS.glob("*/body_kernels*.json")):
+        raw = read_json(path)
+        variants = raw["variants"]
+        shapes = [k for k in next(iter(variants.values())) if "x" in k and k[0].isdigit()]
+        rows = [_variant_row(name, v, shapes) for name, v in variants.items()]
+        gemm = raw["gemm"]
+        dnn = (gemm.get("onednn_gflops") or {}).get("best")
+        load = raw["load_1min"]
+        parts.append(table(["variant", *[f"tok/s median / best, rows {s}" for s in shapes],
+                            "max \\|hidden - eager\\|", "warm-up s", "could not run"], rows,
+                           "l" + "r" * (len(shapes) + 2) + "l")
+                     + f"\n\n{_date(path)}, {raw['device']['device']}, {raw['device']['torch_threads']} torch "
+                     f"threads, {raw['rounds']} interleaved rounds, 1-minute load {load['before']:.2f} -> "
+                     f"{load['after']:.2f}; GEMM rate on this device: torch.mm {gemm['torch_mm_gflops']['best']:.0f} "
+                     f"GFLOP/s, oneDNN {_int(dnn)} GFLOP/s. Raw file: `{rel(path)}`.")
+    return "\n\n".join(parts) or "No raw file yet (`benchmarks/body_kernels.py --json ...`)."
