@@ -2,7 +2,7 @@
 
 Three references, all measured in the benchmark's own run (never typed in), none of them a bound:
 - `body_rate`: tokens/s of the model body (no LM head, no cache, no masks of ours) forwarding seeded random ids in
-  rows of a given length, best / median / min / max over `repeats` timed calls. Two shapes are reported: rows of the
+  rows of a given length, with the engine's linear kernel (`linear` in the JSON), best / median / min / max over `repeats` timed calls. Two shapes are reported: rows of the
   workload's mean prompt length over as many tokens as the engine's unique tokens (`body_full_rows`: dense causal
   attention over the whole prompt, which the engine does not pay for its cached prefix), and rows of `SHORT_ROW`
   tokens (`body_short_rows`: attention nearly free, the rate of the body's other work). The engine's unique
@@ -18,6 +18,7 @@ Three references, all measured in the benchmark's own run (never typed in), none
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import platform
 import statistics
@@ -25,6 +26,8 @@ import time
 from typing import Any
 
 import torch
+
+from mcqa_toolkit.backends.hf.kernels import onednn_linears
 
 SHORT_ROW = 256          # row length of the short-row reference
 SHORT_ROW_TOKENS = 4096  # its token count: enough for a steady rate, short on a shared machine
@@ -68,9 +71,11 @@ def _timed(fn: Any, device: torch.device, repeats: int) -> list[float]:
 
 
 @torch.inference_mode()
-def body_rate(lm: Any, n_tokens: int, row_len: int, repeats: int = 3) -> dict[str, Any]:
+def body_rate(lm: Any, n_tokens: int, row_len: int, repeats: int = 3, linear: str = "torch") -> dict[str, Any]:
     """The model body's tokens/s over ~n_tokens in rows of ~row_len (seeded random ids: speed does not depend on
-    which tokens): best, median, min and max over `repeats` timed calls, and the shape."""
+    which tokens): best, median, min and max over `repeats` timed calls, and the shape. `linear`: the linear kernel
+    the body computes with, the engine's choice ("onednn": kernels.onednn_linears; "torch": PyTorch's), so that the
+    engine is compared with its own kernels and the ratio measures its rows and attention, not the kernel."""
     row_len = max(1, min(row_len, n_tokens))
     rows = max(1, round(n_tokens / row_len))
     length = math.ceil(n_tokens / rows)
@@ -78,8 +83,11 @@ def body_rate(lm: Any, n_tokens: int, row_len: int, repeats: int = 3) -> dict[st
     vocab = lm.model.config.vocab_size
     ids = torch.randint(min(1000, vocab // 2), min(vocab, 30000), (rows, length), generator=gen).to(lm.device)
     body = lm.model.base_model
-    seconds = _timed(lambda: body(input_ids=ids, use_cache=False), ids.device, repeats)
-    return {"tok_s": _spread([rows * length / s for s in seconds]), "rows": rows, "length": length, "repeats": repeats}
+    route = onednn_linears(lm.model) if linear == "onednn" else contextlib.nullcontext()
+    with route:
+        seconds = _timed(lambda: body(input_ids=ids, use_cache=False), ids.device, repeats)
+    return {"tok_s": _spread([rows * length / s for s in seconds]), "rows": rows, "length": length, "repeats": repeats,
+            "linear": linear}
 
 
 def vs(rate: float, reference: dict[str, Any]) -> dict[str, float]:
@@ -135,12 +143,12 @@ def useful_rate(lm: Any, stats: Any, seconds: float, gemm: dict[str, Any] | None
 
 
 def engine_references(lm: Any, stats: Any, seconds: float, mean_len: float, repeats: int,
-                      gemm: dict[str, Any] | None) -> dict[str, Any]:
-    """The engine's unique tokens/s against the body references and its useful FLOP rate against the GEMM rate
-    (the JSON fields the module docstring names)."""
+                      gemm: dict[str, Any] | None, linear: str = "torch") -> dict[str, Any]:
+    """The engine's unique tokens/s against the body references (computed with the engine's `linear` kernel) and
+    its useful FLOP rate against the GEMM rate (the JSON fields the module docstring names)."""
     rate = stats.unique / seconds
-    full = body_rate(lm, stats.unique, round(mean_len), repeats)
-    short = body_rate(lm, min(stats.unique, SHORT_ROW_TOKENS), SHORT_ROW, repeats)
+    full = body_rate(lm, stats.unique, round(mean_len), repeats, linear)
+    short = body_rate(lm, min(stats.unique, SHORT_ROW_TOKENS), SHORT_ROW, repeats, linear)
     return {"unique_tok_s": rate, "body_full_rows": full, "vs_body_full_rows": vs(rate, full),
             "body_short_rows": short, "vs_body_short_rows": vs(rate, short), **useful_rate(lm, stats, seconds, gemm)}
 

@@ -68,7 +68,7 @@ def bench(lm, pool, evaluated, args, method, naive_items, gemm):
             "speedup": s_naive / s_ours if naive_items else None, "max_delta": delta, "same_choices": same,
             "tokens_ratio": st.forwarded / st.unique, "body_seconds": st.body_seconds,
             "body_tok_s": st.forwarded / st.body_seconds if st.body_seconds else None,
-            **engine_references(lm, st, t_ours, mean_len, args.repeats, gemm),
+            **engine_references(lm, st, t_ours, mean_len, args.repeats, gemm, scorer.linear),
             "calls_per_item": st.calls / len(work), "items_per_call": scorer.items_per_call,
             "max_batch_tokens": scorer.max_batch_tokens, "max_batch_rows": scorer.max_batch_rows,
             "attention": scorer.attention, "linear": scorer.linear}

@@ -159,7 +159,7 @@ def run_scoring(lm, hflm, Instance, pool, evaluated, args, scoring):
             lines[k].append(f"ours {dt_ours:.2f}s" + (f" (block of {len(block)})" if len(block) > 1 else ""))
             print(" ".join(lines[k]), flush=True)
         i += len(block)
-    a["stats"] = scorer.stats
+    a["stats"], a["linear"] = scorer.stats, scorer.linear
     return a
 
 
@@ -201,7 +201,8 @@ def main() -> None:
         a["speedup_lm"] = s_lm / ours_lm_items if a["n_items_lm"] else None
         a["speedup_naive"] = s_naive / ours_naive_items if a["n_items_naive"] else None
         a["tokens_ratio"] = st.forwarded / st.unique
-        a.update(engine_references(lm, st, a["t_ours"], a["tokens_len"] / a["n_seqs"], args.repeats, gemm))
+        a.update(engine_references(lm, st, a["t_ours"], a["tokens_len"] / a["n_seqs"], args.repeats, gemm,
+                                   a["linear"]))
         print(f"[{scoring}] token_ids_identical={a['tok_same']}/{a['tok_all']} | lm-eval {s_lm:.1f} s/item "
               f"({a['n_items_lm']} items) naive {s_naive:.1f} s/item ({a['n_items_naive']}) ours {s_ours:.2f} s/item "
               f"({len(evaluated)} items; {ours_lm_items:.2f} s/item on the lm-eval items) | speedup vs lm-eval "

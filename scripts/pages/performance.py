@@ -178,6 +178,29 @@ def profile_lines() -> str:
     return "\n".join(lines)
 
 
+def _vllm_rows(path: Path, raw: dict[str, Any], labels: dict[str, str]) -> list[list[str]]:
+    """vs_vllm files with sides interleaved over rounds (`runs`, per-scoring `rounds` and medians)."""
+    vllm = raw["vllm"]
+    mode = ("torch.compile on" if vllm.get("compile") and not vllm.get("compile_error") else
+            f"eager ({vllm.get('compile_error') or 'enforce_eager'})")
+    rows = []
+    for key, r in raw["results"].items():
+        rounds = r["rounds"]
+        usage = next(x["usage"] for x in raw["runs"] if x["side"] == "vllm" and x["scoring"] == key)
+        ours = next(x["usage"] for x in raw["runs"] if x["side"] == "ours" and x["scoring"] == key)
+        computed = usage["prompt_tokens"] - usage["cached_tokens"]
+        speedups = " / ".join(f"{x['speedup']:.2f}" for x in rounds)
+        rows.append([_date(path), labels.get(key, key), f"{rounds[0]['records']}",
+                     f"{r['median_seconds_ours']:.1f} s", f"{r['median_seconds_vllm']:.1f} s",
+                     f"{r['median_speedup']:.2f}x (rounds {speedups})", f"{mode}, {len(rounds)} interleaved rounds",
+                     f"{computed:,} ({usage['prompt_tokens']:,} - {usage['cached_tokens']:,}); ours {ours['unique']:,}"
+                     f"; per second: vLLM {computed / r['median_seconds_vllm']:,.0f}, ours "
+                     f"{ours['unique'] / r['median_seconds_ours']:,.0f}",
+                     f"{sum(x['same_choices'] for x in rounds)}/{sum(x['records'] for x in rounds)}",
+                     f"{max(x['max_delta'] for x in rounds):.3g}", f"`{rel(path)}`"])
+    return rows
+
+
 def vs_vllm() -> str:
     """vs_vllm: ours and vLLM on the same items through run(), with vLLM's tokens computed and the agreement."""
     rows = []
@@ -185,6 +208,9 @@ def vs_vllm() -> str:
               "options_cache": "options, vLLM reading its prefix cache"}
     for path in sorted(RESULTS.glob("vs_vllm_*.json")):
         raw = read_json(path)
+        if "runs" in raw:
+            rows += _vllm_rows(path, raw, labels)
+            continue
         engine = raw["vllm"]["provenance"]["engine"]
         compiled = "eager (torch.compile off)" if engine.get("enforce_eager") else "torch.compile on"
         for key, r in raw["results"].items():
@@ -195,8 +221,8 @@ def vs_vllm() -> str:
                          f"{computed:,} ({u['prompt_tokens']:,} - {u['cached_tokens']:,})",
                          f"{r['same_choices']}/{r['records']}", f"{r['max_delta']:.3g}", f"`{rel(path)}`"])
     return table(["date", "scoring", "records", "ours", "vLLM", "ours vs vLLM", "vLLM mode",
-                  "vLLM tokens computed (prompt - cached)", "same choices", "max \\|delta\\|", "raw file"], rows,
-                 "llrrrrlrrrl")
+                  "tokens computed: vLLM (prompt - cached); ours (unique)", "same choices", "max \\|delta\\|",
+                  "raw file"], rows, "llrrrrlrrrl")
 
 
 def ray() -> str:
@@ -248,7 +274,7 @@ def demo() -> str:
 def blocks() -> dict[str, str]:
     return {"perf-engine-cpu": engine_speed("cpu"), "perf-engine-defaults": performance_engine.defaults(),
             "perf-body-kernels": performance_engine.body_kernels(), "perf-engine-calls": engine_calls(),
-            "perf-profile": profile_lines(),
+            "perf-profile": "\n\n".join(x for x in (profile_lines(), performance_engine.host_before_after()) if x),
             "perf-vs-vllm": vs_vllm(), "perf-gpu-speed": engine_speed("cuda") + "\n\n" + gpu_tokens(),
             "perf-gpu-equality": gpu_equality(),
             "perf-ray": ray(), "perf-demo": demo()}

@@ -5,7 +5,8 @@ benchmarks/results/ (every row names its file):
 - `*/body_kernels*.json`: benchmarks/body_kernels.py --json (variants x shapes).
 The engine's own rate is given two ways: all in (unique tokens over the scoring's seconds, LM head included) and its
 model body alone (unique tokens over `body_seconds`), each against the body's rate on 256-token rows measured in the
-same run; only the second compares like with like (the references run no LM head).
+same run; only the second compares like with like (the references run no LM head). A file written before the
+references computed with the engine's linear kernel has no `linear` in them: they used PyTorch's ("torch").
 """
 from __future__ import annotations
 
@@ -52,13 +53,14 @@ def defaults() -> str:
                          f"{_ratio(r['unique_tok_s'], full)} / {_ratio(r['body_tok_s'], full)}",
                          f"{r['useful_gflops']:.0f} ({_ratio(r['useful_gflops'], mm)} / "
                          f"{_ratio(r['useful_gflops'], dnn)})", naive,
-                         f"{r['attention']}, {r['linear']}", f"`{rel(path)}`"])
+                         f"{r['attention']}, {r['linear']} ({r['body_short_rows'].get('linear', 'torch')})",
+                         f"`{rel(path)}`"])
     if not rows:
         return "No raw file yet (`benchmarks/scoring_throughput.py --json ...`)."
     return table(["date", "scoring", "items x shuffles", "tokens per prompt", "s/item",
                   "unique tok/s: all in / body", "vs body on 256-token rows: all in / body",
                   "vs body on full-length rows: all in / body", "useful GFLOP/s (of torch.mm / of oneDNN GEMM)",
-                  "vs naive path", "attention, linear", "raw file"], rows, "llrrrrrrrlll")
+                  "vs naive path", "attention, linear (the references' linear)", "raw file"], rows, "llrrrrrrrlll")
 
 
 def _variant_row(name: str, v: dict[str, Any], shapes: list[str]) -> list[str]:
@@ -89,3 +91,28 @@ def body_kernels() -> str:
                      f"{load['after']:.2f}; GEMM rate on this device: torch.mm {gemm['torch_mm_gflops']['best']:.0f} "
                      f"GFLOP/s, oneDNN {_int(dnn)} GFLOP/s. Raw file: `{rel(path)}`.")
     return "\n\n".join(parts) or "No raw file yet (`benchmarks/body_kernels.py --json ...`)."
+
+
+def _profile(path: Path) -> dict[str, float] | None:
+    """profile_scoring's printed lines: host phases and tokenisation ms per item, the scoring."""
+    text = path.read_text(encoding="utf-8")
+    host = re.search(r"host phases (\d+) ms/item", text)
+    tok = re.search(r"tokenisation\s+([\d.]+) s/item", text)
+    scoring = re.search(r"^\[(\w+)\]", text, re.M)
+    if not (host and tok and scoring):
+        return None
+    return {"scoring": scoring.group(1), "host": float(host.group(1)), "tok": 1000 * float(tok.group(1))}
+
+
+def host_before_after() -> str:
+    """Pairs `profile_before_X.txt` / `profile_after_X.txt` of one folder: host and tokenisation ms per item."""
+    rows = []
+    for before in sorted(RESULTS.glob("*/profile_before_*.txt")):
+        after = before.with_name(before.name.replace("profile_before_", "profile_after_"))
+        b, a = _profile(before), _profile(after) if after.exists() else None
+        if b and a:
+            rows.append([_date(before), b["scoring"], f"{b['host']:.0f} -> {a['host']:.0f}",
+                         f"{a['host'] / b['host']:.2f}", f"{b['tok']:.0f} -> {a['tok']:.0f}",
+                         f"`{rel(before)}`, `{after.name}`"])
+    return table(["date", "scoring", "host ms/item, before -> after", "after / before",
+                  "tokenisation ms/item, before -> after", "raw files"], rows, "llrrrl") if rows else ""

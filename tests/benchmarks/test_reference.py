@@ -70,3 +70,20 @@ def test_engine_references_fields_and_line(tiny_gemma):
     line = ref.references_line(r)
     assert "ours 96 unique tok/s" in line and "of torch.mm" in line and "inside the body" not in line
     assert "inside the body's calls 200 forwarded tok/s" in ref.references_line({**r, "body_tok_s": 200.0})
+    assert r["body_short_rows"]["linear"] == r["body_full_rows"]["linear"] == "torch"
+
+
+def test_body_references_use_the_engines_linear_kernel(tiny_gemma, monkeypatch):
+    """With linear="onednn" the reference body computes through kernels.onednn_linears (the engine's CPU kernel),
+    so that the engine and its reference differ in rows and attention only; the modules are restored after."""
+    from mcqa_toolkit.backends.hf import kernels
+
+    calls = []
+    real = kernels._forward
+    monkeypatch.setattr(kernels, "_forward", lambda m, x: calls.append(1) or real(m, x))
+    r = ref.body_rate(tiny_gemma, 32, 16, repeats=1, linear="onednn")
+    assert r["linear"] == "onednn"
+    assert calls if kernels.onednn_available(torch.device("cpu"), torch.float32) else not calls
+    n = len(calls)
+    ref.body_rate(tiny_gemma, 32, 16, repeats=1)
+    assert len(calls) == n and all("forward" not in m.__dict__ for m in tiny_gemma.model.modules())
