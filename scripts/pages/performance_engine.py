@@ -58,7 +58,7 @@ def defaults() -> str:
     if not rows:
         return "No raw file yet (`benchmarks/scoring_throughput.py --json ...`)."
     return table(["date", "scoring", "items x shuffles", "tokens per prompt", "s/item",
-                  "unique tok/s: all in / body", "vs body on 256-token rows: all in / body",
+                  "tok/s: all in (unique) / in the body's calls (forwarded)", "vs body on 256-token rows: all in / body",
                   "vs body on full-length rows: all in / body", "useful GFLOP/s (of torch.mm / of oneDNN GEMM)",
                   "vs naive path", "attention, linear (the references' linear)", "raw file"], rows, "llrrrrrrrlll")
 
