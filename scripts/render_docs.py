@@ -24,7 +24,7 @@ for path in (HERE, REPO):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from pages import blocks, cluster, dif, enem, invariance, performance, readme  # noqa: E402
+from pages import blocks, cluster, contamination, dif, enem, invariance, performance, readme  # noqa: E402
 
 
 def _reliability() -> str:
@@ -41,6 +41,7 @@ PAGES: dict[str, tuple[Callable[[], dict[str, str]], dict[str, tuple[str, str]]]
     "docs/enem.md": (enem.blocks, enem.LEGACY),
     "docs/dif.md": (dif.blocks, {}),
     "docs/invariance.md": (invariance.blocks, {}),
+    "docs/contamination.md": (contamination.blocks, {}),
     "docs/backends.md": (invariance.backends_blocks, {}),
     "README.md": (readme.blocks, {}),
 }
