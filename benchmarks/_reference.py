@@ -2,9 +2,10 @@
 
 Three references, all measured in the benchmark's own run (never typed in), none of them a bound:
 - `body_rate`: tokens/s of the model body (no LM head, no cache, no masks of ours) forwarding seeded random ids in
-  rows of a given length, with the engine's linear kernel (`linear` in the JSON), best / median / min / max over `repeats` timed calls. Two shapes are reported: rows of the
-  workload's mean prompt length over as many tokens as the engine's unique tokens (`body_full_rows`: dense causal
-  attention over the whole prompt, which the engine does not pay for its cached prefix), and rows of `SHORT_ROW`
+  rows of a given length, with the engine's linear kernel (`linear` in the JSON), best / median / min / max over
+  `repeats` timed calls. Two shapes are reported: rows of the workload's mean prompt length over as many tokens as
+  the engine's unique tokens (`body_full_rows`: dense causal attention over the whole prompt, which the engine
+  does not pay for its cached prefix), and rows of `SHORT_ROW`
   tokens (`body_short_rows`: attention nearly free, the rate of the body's other work). The engine's unique
   tokens/s over each is `vs_body_full_rows` / `vs_body_short_rows` (with the ratio's range over the repeats).
 - `gemm_rate`: the device's measured dense matrix-product rate in the run's dtype: best of `repeats` square

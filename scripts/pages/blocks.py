@@ -45,6 +45,12 @@ def rel(path: Path) -> str:
         return str(path)
 
 
+def date_of(path: Path) -> str:
+    """The date (YYYY-MM-DD) a raw file's path names, or n/a."""
+    found = re.search(r"\d{4}-\d{2}-\d{2}", rel(path))
+    return found.group(0) if found else "n/a"
+
+
 def read_json(path: Path) -> Any:
     """A committed raw file (JSON); ValueError naming it when it holds a machine path."""
     text = Path(path).read_text(encoding="utf-8")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pages import performance_engine
-from pages.blocks import REPO, number, read_json, rel, table
+from pages.blocks import REPO, date_of, number, read_json, rel, table
 
 RESULTS = REPO / "benchmarks" / "results"
 # dense BF16 tensor-core peak (no sparsity) from each device's datasheet, keyed by the name torch reports
@@ -28,11 +28,6 @@ PEAK_TFLOPS: dict[str, tuple[float, str]] = {
     "NVIDIA H100 80GB HBM3": (989.0, "H100 SXM5 datasheet, dense BF16"),
 }
 VOCAB = 262_144  # the embedded Gemma tokenizer's, which every random shape was built with
-
-
-def _date(path: Path) -> str:
-    found = re.search(r"\d{4}-\d{2}-\d{2}", rel(path))
-    return found.group(0) if found else "n/a"
 
 
 def shape_weights(shape: str) -> tuple[int, int]:
@@ -78,7 +73,7 @@ def engine_speed(device: str = "cuda") -> str:
                 continue
             value, peak = mfu(raw, scoring) if device == "cuda" else (None, "")
             peaks.add(peak)
-            rows.append([_date(path), raw["device"]["device"], raw["args"]["random_shape"] or raw["args"]["model"],
+            rows.append([date_of(path), raw["device"]["device"], raw["args"]["random_shape"] or raw["args"]["model"],
                          scoring,
                          f"{r['s_lm']:.2f} / {r['s_naive']:.2f} / {r['s_ours']:.2f}", f"{r['speedup_lm']:.1f}x",
                          f"{r['speedup_naive']:.1f}x", f"{r['unique_tok_s']:,.0f}",
@@ -163,18 +158,12 @@ def profile_lines() -> str:
     lines = []
     files = sorted(RESULTS.glob("engine_calls_*/profile_*.txt")) + sorted(RESULTS.glob("engine3_*/profile_*.txt"))
     for path in files:
-        text = path.read_text(encoding="utf-8")
-        m = re.search(r"kernel-launching ops: (\d+) per forward call, (\d+) per item .*host phases (\d+) ms/item; "
-                      r"predicted GPU host ms/item at (\d+) us/launch: (\d+)", text)
-        calls = re.search(r"items_per_call=(\d+)", text)
-        tok = re.search(r"tokenisation\s+([\d.]+) s/item", text)
-        if m and calls:
-            scoring = re.search(r"^\[(\w+)\]", text, re.M)
-            lines.append(f"- `{rel(path)}` ({scoring.group(1) if scoring else 'n/a'}, {calls.group(1)} item(s) per "
-                         f"call): {m.group(2)} kernel-launching "
-                         f"operators per item ({m.group(1)} per forward call), host phases {m.group(3)} ms/item "
-                         f"(tokenisation {float(tok.group(1)) * 1000:.0f} ms), predicted host time on a GPU at "
-                         f"{m.group(4)} us per launch: {m.group(5)} ms/item")
+        p = performance_engine.parse_profile(path)
+        if p:
+            lines.append(f"- `{rel(path)}` ({p['scoring']}, {p['items_per_call']} item(s) per call): "
+                         f"{p['ops_per_item']} kernel-launching operators per item ({p['ops_per_call']} per forward "
+                         f"call), host phases {p['host']:.0f} ms/item (tokenisation {p['tok']:.0f} ms), predicted "
+                         f"host time on a GPU at {p['launch_us']} us per launch: {p['predicted']} ms/item")
     return "\n".join(lines)
 
 
@@ -190,7 +179,7 @@ def _vllm_rows(path: Path, raw: dict[str, Any], labels: dict[str, str]) -> list[
         ours = next(x["usage"] for x in raw["runs"] if x["side"] == "ours" and x["scoring"] == key)
         computed = usage["prompt_tokens"] - usage["cached_tokens"]
         speedups = " / ".join(f"{x['speedup']:.2f}" for x in rounds)
-        rows.append([_date(path), labels.get(key, key), f"{rounds[0]['records']}",
+        rows.append([date_of(path), labels.get(key, key), f"{rounds[0]['records']}",
                      f"{r['median_seconds_ours']:.1f} s", f"{r['median_seconds_vllm']:.1f} s",
                      f"{r['median_speedup']:.2f}x (rounds {speedups})", f"{mode}, {len(rounds)} interleaved rounds",
                      f"{computed:,} ({usage['prompt_tokens']:,} - {usage['cached_tokens']:,}); ours {ours['unique']:,}"
@@ -216,7 +205,7 @@ def vs_vllm() -> str:
         for key, r in raw["results"].items():
             u = r["vllm_usage"]
             computed = u["prompt_tokens"] - u["cached_tokens"]
-            rows.append([_date(path), labels.get(key, key), f"{r['records']}", f"{r['seconds_ours']:.1f} s",
+            rows.append([date_of(path), labels.get(key, key), f"{r['records']}", f"{r['seconds_ours']:.1f} s",
                          f"{r['seconds_vllm']:.1f} s", f"{r['speedup']:.2f}x", compiled,
                          f"{computed:,} ({u['prompt_tokens']:,} - {u['cached_tokens']:,})",
                          f"{r['same_choices']}/{r['records']}", f"{r['max_delta']:.3g}", f"`{rel(path)}`"])

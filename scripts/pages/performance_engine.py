@@ -14,14 +14,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pages.blocks import REPO, read_json, rel, table
+from pages.blocks import REPO, date_of, read_json, rel, table
 
 RESULTS = REPO / "benchmarks" / "results"
-
-
-def _date(path: Path) -> str:
-    found = re.search(r"\d{4}-\d{2}-\d{2}", rel(path))
-    return found.group(0) if found else "n/a"
 
 
 def _int(x: float | None) -> str:
@@ -47,7 +42,7 @@ def defaults() -> str:
             naive = "not compared" if r.get("speedup") is None else (
                 f"{r['speedup']:.1f}x ({r['naive_items']} item), max \\|delta\\| {r['max_delta']:.2g}, "
                 f"same choices: {'yes' if r['same_choices'] else 'no'}")
-            rows.append([_date(path), scoring, f"{r['items']} x {raw['args']['shuffles']}", f"{r['mean_len']:,.0f}",
+            rows.append([date_of(path), scoring, f"{r['items']} x {raw['args']['shuffles']}", f"{r['mean_len']:,.0f}",
                          f"{r['s_per_item_ours']:.2f}", f"{r['unique_tok_s']:,.0f} / {r['body_tok_s']:,.0f}",
                          f"{_ratio(r['unique_tok_s'], short)} / {_ratio(r['body_tok_s'], short)}",
                          f"{_ratio(r['unique_tok_s'], full)} / {_ratio(r['body_tok_s'], full)}",
@@ -58,7 +53,8 @@ def defaults() -> str:
     if not rows:
         return "No raw file yet (`benchmarks/scoring_throughput.py --json ...`)."
     return table(["date", "scoring", "items x shuffles", "tokens per prompt", "s/item",
-                  "tok/s: all in (unique) / in the body's calls (forwarded)", "vs body on 256-token rows: all in / body",
+                  "tok/s: all in (unique) / in the body's calls (forwarded)",
+                  "vs body on 256-token rows: all in / body",
                   "vs body on full-length rows: all in / body", "useful GFLOP/s (of torch.mm / of oneDNN GEMM)",
                   "vs naive path", "attention, linear (the references' linear)", "raw file"], rows, "llrrrrrrrlll")
 
@@ -86,22 +82,28 @@ def body_kernels() -> str:
         parts.append(table(["variant", *[f"tok/s median / best, rows {s}" for s in shapes],
                             "max \\|hidden - eager\\|", "warm-up s", "could not run"], rows,
                            "l" + "r" * (len(shapes) + 2) + "l")
-                     + f"\n\n{_date(path)}, {raw['device']['device']}, {raw['device']['torch_threads']} torch "
+                     + f"\n\n{date_of(path)}, {raw['device']['device']}, {raw['device']['torch_threads']} torch "
                      f"threads, {raw['rounds']} interleaved rounds, 1-minute load {load['before']:.2f} -> "
                      f"{load['after']:.2f}; GEMM rate on this device: torch.mm {gemm['torch_mm_gflops']['best']:.0f} "
                      f"GFLOP/s, oneDNN {_int(dnn)} GFLOP/s. Raw file: `{rel(path)}`.")
     return "\n\n".join(parts) or "No raw file yet (`benchmarks/body_kernels.py --json ...`)."
 
 
-def _profile(path: Path) -> dict[str, float] | None:
-    """profile_scoring's printed lines: host phases and tokenisation ms per item, the scoring."""
+def parse_profile(path: Path) -> dict[str, Any] | None:
+    """profile_scoring's printed lines: the scoring, items per call, kernel-launching operators (per forward call,
+    per item), host phases and tokenisation ms per item, the per-launch cost and the predicted GPU host ms per item;
+    None for a file without them."""
     text = path.read_text(encoding="utf-8")
-    host = re.search(r"host phases (\d+) ms/item", text)
+    m = re.search(r"kernel-launching ops: (\d+) per forward call, (\d+) per item .*host phases (\d+) ms/item; "
+                  r"predicted GPU host ms/item at (\d+) us/launch: (\d+)", text)
+    calls = re.search(r"items_per_call=(\d+)", text)
     tok = re.search(r"tokenisation\s+([\d.]+) s/item", text)
-    scoring = re.search(r"^\[(\w+)\]", text, re.M)
-    if not (host and tok and scoring):
+    if not (m and calls and tok):
         return None
-    return {"scoring": scoring.group(1), "host": float(host.group(1)), "tok": 1000 * float(tok.group(1))}
+    scoring = re.search(r"^\[(\w+)\]", text, re.M)
+    return {"scoring": scoring.group(1) if scoring else "n/a", "items_per_call": int(calls.group(1)),
+            "ops_per_call": int(m.group(1)), "ops_per_item": int(m.group(2)), "host": float(m.group(3)),
+            "launch_us": int(m.group(4)), "predicted": int(m.group(5)), "tok": 1000 * float(tok.group(1))}
 
 
 def host_before_after() -> str:
@@ -109,9 +111,9 @@ def host_before_after() -> str:
     rows = []
     for before in sorted(RESULTS.glob("*/profile_before_*.txt")):
         after = before.with_name(before.name.replace("profile_before_", "profile_after_"))
-        b, a = _profile(before), _profile(after) if after.exists() else None
+        b, a = parse_profile(before), parse_profile(after) if after.exists() else None
         if b and a:
-            rows.append([_date(before), b["scoring"], f"{b['host']:.0f} -> {a['host']:.0f}",
+            rows.append([date_of(before), b["scoring"], f"{b['host']:.0f} -> {a['host']:.0f}",
                          f"{a['host'] / b['host']:.2f}", f"{b['tok']:.0f} -> {a['tok']:.0f}",
                          f"`{rel(before)}`, `{after.name}`"])
     return table(["date", "scoring", "host ms/item, before -> after", "after / before",
