@@ -6,6 +6,12 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
+
+from mcqa_toolkit import measure
+from mcqa_toolkit.report import contamination
+from mcqa_toolkit.report.contamination import Validation
+
 from pages.blocks import REPO, table
 
 DATA = REPO / "data" / "contamination"
@@ -15,19 +21,12 @@ SHORT = {"min_k": "Min-K%", "min_k_pp": "Min-K%++", "zlib": "zlib", "reference":
          "key_pull": "key pull", "fit_residual": "3PL residual"}
 
 
-def _validation():
-    from mcqa_toolkit.report import contamination
-
-    return contamination, contamination.load_validation(DATA)
-
-
 def _exposures(e: int) -> str:
     return "clean" if e == 0 else f"{e} exposure{'s' if e > 1 else ''}"
 
 
-def measured() -> str:
+def measured(v: Validation) -> str:
     """Per model x exam: the detectors that scored items (and how many items)."""
-    _, v = _validation()
     counts = v.scores.groupby(["model", "exam", "detector"])["item_id"].nunique().reset_index()
     exams = sorted(counts["exam"].unique(), key=lambda e: (e[2:], e[:2]), reverse=True)
     order = ["clean"] + sorted((m for m in counts["model"].unique() if m != "clean"),
@@ -43,12 +42,8 @@ def measured() -> str:
     return table(["model", *exams], rows)
 
 
-def auc(exam: str) -> str:
+def auc(v: Validation, aucs: pd.DataFrame, exam: str) -> str:
     """Detectors x exposures: the AUC of each model (seed) and their mean; the clean model against each split."""
-    contamination, v = _validation()
-    from mcqa_toolkit import measure
-
-    aucs = measure.detector_auc(v.scores, v.labels, by=("model", "exam", "language", "detector"))
     a = contamination.with_models(aucs[aucs["exam"] == exam], v.models)
     if a.empty:
         return f"Not measured: no audit of {exam}."
@@ -73,11 +68,8 @@ def auc(exam: str) -> str:
         "reference ratio of the clean model against itself is zero everywhere).")
 
 
-def gains() -> str:
+def gains(v: Validation) -> str:
     """Accuracy minus the clean model's on the same items, per exam x exposed x order (mean over seeds)."""
-    contamination, v = _validation()
-    from mcqa_toolkit import measure
-
     g = contamination.gain_summary(measure.accuracy_gain(v.accuracy, "clean"), v.models)
     g = g[g["exposures"] > 0]
     seeds = contamination.with_models(v.accuracy[v.accuracy["model"] != "clean"], v.models)
@@ -97,9 +89,8 @@ def gains() -> str:
                  rows, "lllr" + "r" * len(exposures))
 
 
-def probe() -> str:
+def probe(v: Validation) -> str:
     """The masked-option probe's exact-match rate and ROUGE-L, per exam x exposed x exposures."""
-    contamination, v = _validation()
     if v.probe.empty:
         return "Not measured: no probe was run."
     p = contamination.probe_rates(v.probe, v.labels, v.models)
@@ -115,9 +106,8 @@ def _p(x: float) -> str:
     return f"**{text}**" if x < ALPHA else text
 
 
-def tests() -> str:
+def tests(v: Validation) -> str:
     """p-values of every model-level test (bold: a flag), then detections and false alarms per test."""
-    contamination, v = _validation()
     flags = contamination.flag_tests(v.tests, v.models, ALPHA, EXPOSURE_EXAM)
     flags = flags[flags["p_value"].notna()]
     cols = sorted({(r.model, r.exam) for r in flags.itertuples()},
@@ -138,6 +128,8 @@ def tests() -> str:
 
 
 def blocks() -> dict[str, str]:
-    return {"contam-measured": measured(), "contam-auc-pt2021": auc("pt2021"), "contam-auc-en2021": auc("en2021"),
-            "contam-gain": gains(), "contam-probe": probe(), "contam-tests": tests()}
-
+    v = contamination.load_validation(DATA)
+    aucs = measure.detector_auc(v.scores, v.labels, by=("model", "exam", "language", "detector"))
+    return {"contam-measured": measured(v), "contam-auc-pt2021": auc(v, aucs, "pt2021"),
+            "contam-auc-en2021": auc(v, aucs, "en2021"), "contam-gain": gains(v), "contam-probe": probe(v),
+            "contam-tests": tests(v)}
