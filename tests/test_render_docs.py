@@ -49,6 +49,8 @@ def test_a_figure_edited_in_a_page_is_caught():
     ("docs/performance.md", "benchmarks/results/vs_vllm_2026-11-25.json"),
     ("docs/performance.md", "benchmarks/results/ray_overhead_2026-11-25.json"),
     ("docs/performance.md", "benchmarks/results/engine3_2026-11-27/throughput_letters_cpu_defaults.json"),
+    ("docs/performance.md", "benchmarks/results/h200_2026-11-28/throughput_llama8b_big.json"),
+    ("docs/performance.md", "benchmarks/results/h200_2026-11-28/speed_llama-3-8b.json"),
 ])
 def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
     """Every number of these raw files that a table shows moves the page when it moves (the check compares them)."""
@@ -65,7 +67,7 @@ def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
         node[leaf[-1]] = value + 7 if isinstance(value, int) else value * 1.37 + 0.11
         monkeypatch.setattr(blocks, "read_json", lambda p, c=changed, real=real: c if str(p).endswith(path)
                             else real(p))
-        for module in ("pages.performance", "pages.performance_engine", "pages.enem", "pages.dif", "pages.cluster",
+        for module in ("pages.performance", "pages.performance_engine", "pages.performance_gpu", "pages.enem", "pages.dif", "pages.cluster",
                        "pages.readme", "pages.invariance"):
             monkeypatch.setattr(importlib.import_module(module), "read_json", blocks.read_json, raising=False)
         try:
@@ -126,19 +128,39 @@ def test_fields_that_compared_nothing_render_as_such():
 
 def test_mfu_uses_the_raw_files_flops_against_the_datasheet_peak():
     """The FLOPs recomputed from the shape the file names are the file's own (its MFU x the peak it used x its
-    seconds); the page's MFU divides them by the device's datasheet peak (989 TFLOP/s for the H100 SXM)."""
+    seconds); the round-3 page's MFU divides them by the device's datasheet peak (989 TFLOP/s for the H100 SXM),
+    and the round-5 files' own MFU (shown as it is) is those FLOPs over the peak they name."""
     files = sorted((REPO / "benchmarks" / "results").glob("*/speed_*.json"))
-    assert files
+    gpu5 = importlib.import_module("pages.performance_gpu")
+    checked = {"round 3": 0, "round 5": 0}
     for path in files:
         raw = json.loads(path.read_text())
+        if raw["args"]["device"] != "cuda":
+            continue
         for scoring, r in raw["results"].items():
             ours = performance.flops(raw["args"]["random_shape"], r["stats"])
+            if gpu5.round5(raw):
+                assert r["mfu"] == pytest.approx(ours / r["t_ours"] / (r["peak_tflops"] * 1e12), rel=1e-9)
+                checked["round 5"] += 1
+                continue
             theirs = r["mfu"] * raw["args"]["peak_tflops"] * 1e12 * r["t_ours"]
             assert ours == pytest.approx(theirs, rel=1e-9), (path.name, scoring)
             value, source = performance.mfu(raw, scoring)
             assert value == pytest.approx(r["mfu"] * raw["args"]["peak_tflops"] / 989.0, rel=1e-9)
             assert source.startswith("989 TFLOP/s")
+            checked["round 3"] += 1
+    assert all(checked.values()), checked
     assert performance.PEAK_TFLOPS["NVIDIA H100 80GB HBM3"][0] == 989.0
+
+
+def test_the_gpu_busy_table_is_its_samples():
+    """The busy share of a scoring window is the share of nvidia-smi samples above 0% in it: a window of the
+    committed file, recomputed by hand from the samples, equals what the page shows."""
+    gpu5 = importlib.import_module("pages.performance_gpu")
+    assert gpu5._runs([True, True, False, True, False, False], True) == [2, 1]
+    assert gpu5._runs([True, True, False, True, False, False], False) == [1, 2]
+    text = gpu5.busy()
+    assert "| llama-3-8b | letters |" in text and "| gemma-3-1b | letters |" in text
 
 
 def test_a_block_without_its_markers_is_one_clear_error():

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pages import performance_engine
+from pages import performance_engine, performance_gpu
 from pages.blocks import REPO, date_of, number, read_json, rel, table
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -59,13 +59,14 @@ def mfu(raw: dict[str, Any], scoring: str) -> tuple[float | None, str]:
 
 
 def engine_speed(device: str = "cuda") -> str:
-    """vs_lm_eval on `device` ("cuda" or "cpu"): s/item of lm-eval, the naive path and ours on the same items, the
+    """vs_lm_eval on `device` ("cuda" or "cpu"; on CUDA the round-3 files, without the references of
+    benchmarks/_reference.py): s/item of lm-eval, the naive path and ours on the same items, the
     ratios, unique tokens per second, the ratio to the body's own forward rate (full-length rows / 256-token
     rows), MFU (GPUs with a datasheet peak)."""
     rows, peaks = [], set()
     for path in sorted(RESULTS.glob("*/speed_*.json")) + sorted(RESULTS.glob("vs_lm_eval_*.json")):
         raw = read_json(path)
-        if raw["args"]["device"] != device:
+        if raw["args"]["device"] != device or performance_gpu.round5(raw):  # round 5: performance_gpu.py
             continue
         for scoring in ("letters", "options"):
             r = raw["results"].get(scoring)
@@ -90,11 +91,12 @@ def engine_speed(device: str = "cuda") -> str:
 
 
 def gpu_tokens() -> str:
-    """Tokens forwarded / unique per scoring, over the GPU files (same tokenizer: the same for every shape)."""
+    """Tokens forwarded / unique per scoring, over the round-3 GPU files (same tokenizer: the same for every
+    shape)."""
     seen: dict[str, set[tuple[int, int]]] = {}
     for path in sorted(RESULTS.glob("*/speed_*.json")):
         raw = read_json(path)
-        if raw["args"]["device"] == "cuda":
+        if raw["args"]["device"] == "cuda" and not performance_gpu.round5(raw):
             for scoring, r in raw["results"].items():
                 seen.setdefault(scoring, set()).add((r["stats"]["forwarded"], r["stats"]["unique"]))
     parts = [f"{scoring}: " + ", ".join(f"{f:,} forwarded for {u:,} unique ({f / u:.3f})" for f, u in sorted(v))
@@ -266,5 +268,5 @@ def blocks() -> dict[str, str]:
             "perf-profile": "\n\n".join(x for x in (profile_lines(), performance_engine.host_before_after()) if x),
             "perf-vs-vllm": vs_vllm(), "perf-gpu-speed": engine_speed("cuda") + "\n\n" + gpu_tokens(),
             "perf-gpu-equality": gpu_equality(),
-            "perf-ray": ray(), "perf-demo": demo()}
+            "perf-ray": ray(), "perf-demo": demo(), **performance_gpu.blocks()}
 

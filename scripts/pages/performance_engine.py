@@ -33,6 +33,8 @@ def defaults() -> str:
     rows = []
     for path in sorted(RESULTS.glob("*/throughput_*.json")):
         raw = read_json(path)
+        if raw["args"]["device"] != "cpu":  # a GPU's: performance_gpu.py
+            continue
         gemm = raw.get("gemm") or {}
         mm = (gemm.get("torch_mm_gflops") or {}).get("best")
         dnn = (gemm.get("onednn_gflops") or {}).get("best")
@@ -90,20 +92,28 @@ def body_kernels() -> str:
 
 
 def parse_profile(path: Path) -> dict[str, Any] | None:
-    """profile_scoring's printed lines: the scoring, items per call, kernel-launching operators (per forward call,
-    per item), host phases and tokenisation ms per item, the per-launch cost and the predicted GPU host ms per item;
-    None for a file without them."""
+    """profile_scoring's printed lines: the model and scoring, items and forward calls of the profiled block, items
+    per call, wall seconds per item, seconds per item of each phase (`phases`, by its printed name), the
+    kernel-launching operators (per forward call, per item), host phases and tokenisation ms per item, the
+    per-launch cost and the predicted GPU host ms/item, and (files that print it) the machine's reference: the
+    same items tokenised without the run's TokenCache (`reference_tok`, ms/item); None for a file without them."""
     text = path.read_text(encoding="utf-8")
     m = re.search(r"kernel-launching ops: (\d+) per forward call, (\d+) per item .*host phases (\d+) ms/item; "
                   r"predicted GPU host ms/item at (\d+) us/launch: (\d+)", text)
     calls = re.search(r"items_per_call=(\d+)", text)
     tok = re.search(r"tokenisation\s+([\d.]+) s/item", text)
-    if not (m and calls and tok):
+    head = re.search(r"^\[(\w+)\] (\d+) item\(s\).*forward calls=(\d+) .*\| wall [\d.]+s \(([\d.]+) s/item", text, re.M)
+    if not (m and calls and tok and head):
         return None
-    scoring = re.search(r"^\[(\w+)\]", text, re.M)
-    return {"scoring": scoring.group(1) if scoring else "n/a", "items_per_call": int(calls.group(1)),
+    model = re.search(r"^model=(\S+)", text, re.M)
+    phases = {name.strip(): float(sec) for name, sec in
+              re.findall(r"^\[\w+\]   (\S.*?)\s+(-?[\d.]+) s/item\s+-?[\d.]+%$", text, re.M)}
+    ref = re.search(r"tokenisation without the run's TokenCache \(the machine's reference\): ([\d.]+) ms/item", text)
+    return {"model": model.group(1) if model else "n/a", "scoring": head.group(1), "items": int(head.group(2)),
+            "calls": int(head.group(3)), "wall": float(head.group(4)), "items_per_call": int(calls.group(1)),
             "ops_per_call": int(m.group(1)), "ops_per_item": int(m.group(2)), "host": float(m.group(3)),
-            "launch_us": int(m.group(4)), "predicted": int(m.group(5)), "tok": 1000 * float(tok.group(1))}
+            "launch_us": int(m.group(4)), "predicted": int(m.group(5)), "tok": 1000 * float(tok.group(1)),
+            "phases": phases, "reference_tok": float(ref.group(1)) if ref else None}
 
 
 def host_before_after() -> str:
