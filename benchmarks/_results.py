@@ -3,7 +3,10 @@
 Raw files are committed and the docs are rendered from them (scripts/render_docs.py), so a path of the machine
 that ran the benchmark (the model cache, a temporary folder, the checkout, the home folder) is written as a
 placeholder naming what it was: MCQA_CACHE, TMP, REPO, HOME. A figure that compared nothing is written as null
-by the benchmark itself (e.g. scoring_throughput's agreement with the naive path when --naive-items 0).
+by the benchmark itself (e.g. scoring_throughput's agreement with the naive path when --naive-items 0). Every file
+also gets `machine`, the machine reference of benchmarks/_machine.py (the commit, a GEMM rate on the benchmark's
+device and a fixed host-work timing), measured by the writer in the benchmark's own process, so that absolute
+figures from different days can be compared.
 """
 from __future__ import annotations
 
@@ -39,10 +42,24 @@ def scrubbed(value: Any, places: list[tuple[str, str]] | None = None) -> Any:
     return value
 
 
-def write_json(path: str | os.PathLike | None, result: dict[str, Any]) -> Path | None:
-    """Write a benchmark's figures to `path` (when given), machine paths scrubbed; the path written."""
+def machine_reference(device: Any = "cpu", tokenizer: Any = None) -> dict[str, Any]:
+    """benchmarks/_machine.py's reference, measured now (in the caller's process)."""
+    try:
+        import _machine
+    except ModuleNotFoundError:
+        from benchmarks import _machine
+    return _machine.reference(device, tokenizer)
+
+
+def write_json(path: str | os.PathLike | None, result: dict[str, Any], device: Any = "cpu",
+               tokenizer: Any = None) -> Path | None:
+    """Write a benchmark's figures to `path` (when given), machine paths scrubbed, with the machine reference
+    (`machine`: measured here on `device`, with `tokenizer` when it is the embedded Gemma tokenizer; a `machine` the
+    benchmark measured itself is kept); the path written."""
     if not path:
         return None
+    if "machine" not in result:
+        result = {**result, "machine": machine_reference(device, tokenizer)}
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(scrubbed(json.loads(json.dumps(result, default=str))), indent=1) + "\n")

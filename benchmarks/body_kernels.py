@@ -128,7 +128,7 @@ def main() -> None:
           f"{(gemm['onednn_gflops'] or {}).get('best', float('nan')):.0f} | 1-min load {load['before']:.2f} -> "
           f"{load['after']:.2f}")
     write_json(args.json, {"args": {**vars(args), "json": "JSON"}, "device": device_facts(lm), "load_1min": load,
-                           "rounds": args.rounds, "gemm": gemm, "variants": out})
+                           "rounds": args.rounds, "gemm": gemm, "variants": out}, lm.device, lm.tokenizer)
 
 
 if __name__ == "__main__":

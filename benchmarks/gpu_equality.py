@@ -131,7 +131,7 @@ def main() -> None:
                      f"max engine_err {top['engine_err']:.2e} vs naive_err {top['naive_err']:.2e}, same choices "
                      f"{sum(r['same_choices'] for r in mine)}/{sum(r['compared'] for r in mine)}")
     print("RESULT per dtype: " + "; ".join(parts))
-    write_json(args.json, {"args": vars(args), "device": facts, "rows": rows})
+    write_json(args.json, {"args": vars(args), "device": facts, "rows": rows}, args.device)
 
 
 if __name__ == "__main__":

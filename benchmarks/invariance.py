@@ -175,7 +175,7 @@ def main() -> None:
               "cpus": os.cpu_count(), "workload": {"name": name, "items": len(evaluated),
                                                    "shuffles": args.shuffles, "shots": args.shots},
               "load_1min": load, "rows": rows}
-    write_json(args.json, result)
+    write_json(args.json, result, lm.device, lm.tokenizer)
 
 
 if __name__ == "__main__":

@@ -113,7 +113,8 @@ def main() -> None:
           f"useful_vs_torch_mm={head['useful_vs_torch_mm']:.2f} calls_per_item={head['calls_per_item']:.2f}")
     if args.json:
         write_json(args.json, {"args": {k: ("JSON" if k == "json" and v else v) for k, v in vars(args).items()},
-                               "device": device_facts(lm), "gemm": gemm, "results": results})
+                               "device": device_facts(lm), "gemm": gemm, "results": results},
+                   lm.device, lm.tokenizer)
 
 
 if __name__ == "__main__":

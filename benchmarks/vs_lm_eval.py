@@ -227,7 +227,7 @@ def main() -> None:
           (f" mfu={head['mfu']:.3f}" if head["mfu"] is not None else ""))
     if args.json:
         write_json(args.json, {"args": {k: ("JSON" if k == "json" and v else v) for k, v in vars(args).items()},
-                               "device": facts, "gemm": gemm, "results": res})
+                               "device": facts, "gemm": gemm, "results": res}, lm.device, lm.tokenizer)
 
 
 if __name__ == "__main__":

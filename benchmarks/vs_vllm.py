@@ -243,7 +243,7 @@ def main() -> None:
                                "ours": {"attention": e.attention, "linear": e.linear,
                                         "items_per_call": e.items_per_call, "max_batch_tokens": e.max_batch_tokens,
                                         "max_batch_rows": e.max_batch_rows, "compile": False},
-                               "vllm": vllm, "runs": runs, "results": results})
+                               "vllm": vllm, "runs": runs, "results": results}, lm.device, lm.tokenizer)
 
 
 if __name__ == "__main__":

@@ -176,11 +176,13 @@ def test_benchmarks_write_their_raw_files_without_machine_paths(tmp_path, monkey
     sys.path.insert(0, str(REPO / "benchmarks"))
     results = importlib.import_module("_results")
     monkeypatch.setenv("MCQA_CACHE", "/root/.cache/mcqa_toolkit")
+    monkeypatch.setattr(results, "machine_reference", lambda device, tokenizer: {"host": "/tmp/x"})
     figures = {"source": "vllm:/root/.cache/mcqa_toolkit/dequantised/abc", "out": ["/tmp/bench/x.json"],
                "here": str(REPO / "benchmarks"), "nested": {"max_delta": None, "seconds": 1.5}}
     written = json.loads(results.write_json(tmp_path / "r.json", figures).read_text())
     assert written == {"source": "vllm:MCQA_CACHE/dequantised/abc", "out": ["TMP/bench/x.json"],
-                       "here": "REPO/benchmarks", "nested": {"max_delta": None, "seconds": 1.5}}
+                       "here": "REPO/benchmarks", "nested": {"max_delta": None, "seconds": 1.5},
+                       "machine": {"host": "TMP/x"}}
     assert not blocks.MACHINE_PATH.search(json.dumps(written)) and results.write_json(None, figures) is None
 
 
@@ -205,3 +207,16 @@ def test_the_invariance_data_holds_what_the_pages_say():
         assert all(r["same_choice"] == 1 for r in json.loads(path.read_text())["rows"]), path.name
     causes = importlib.import_module("pages.invariance").CAUSES
     assert all(c.startswith("ours, exact") for k, c in causes.items() if k == exact[0])
+
+
+def test_a_files_machine_reference_is_shown_beside_its_timings(tmp_path):
+    """A raw file with a machine reference (benchmarks/_machine.py) gets it printed below the table; older files
+    without one say so, and a table of such files only gets no note."""
+    ref = {"commit": {"sha": "a" * 40, "dirty": False}, "gemm": {"best": 148.1}, "host": {"best_ms": 26.04}}
+    assert blocks.machine({"machine": ref}) == "torch.mm 148 GFLOP/s, tokenisation 26.0 ms (at aaaaaaa)"
+    assert blocks.machine({}) == "not recorded"
+    assert blocks.machine({"machine": {**ref, "gemm": {"error": "x"}, "commit": {"sha": None}}}) == \
+        "torch.mm n/a, tokenisation 26.0 ms"
+    note = blocks.machine_notes([(tmp_path / "a.json", {"machine": ref}), (tmp_path / "b.json", {})])
+    assert "a.json`: torch.mm 148 GFLOP/s" in note and "b.json" not in note
+    assert blocks.machine_notes([(tmp_path / "b.json", {})]) == ""

@@ -67,6 +67,27 @@ def number(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}" if abs(x) < 1e-2 or abs(x) >= 1e5 else f"{x:,.{digits}g}"
 
 
+def machine(raw: dict[str, Any]) -> str:
+    """A raw file's machine reference (benchmarks/_machine.py, `machine`) as the tables print it beside absolute
+    timings: the GEMM rate, the fixed tokenisation's time and the commit; "not recorded" for older files."""
+    ref = raw.get("machine")
+    if not ref:
+        return "not recorded"
+    g, h, c = ref.get("gemm") or {}, ref.get("host") or {}, ref.get("commit") or {}
+    mm = f"torch.mm {g['best']:,.0f} GFLOP/s" if "best" in g else "torch.mm n/a"
+    tok = f"tokenisation {h['best_ms']:.1f} ms" if "best_ms" in h else "tokenisation n/a"
+    sha = c.get("sha")
+    return f"{mm}, {tok}" + (f" (at {sha[:7]}{'+changes' if c.get('dirty') else ''})" if sha else "")
+
+
+def machine_notes(files: list[tuple[Path, dict[str, Any]]]) -> str:
+    """Below a table of absolute timings: the machine reference of each of its files that records one (empty when
+    none does), so that timings of different days can be compared through it."""
+    lines = [f"`{rel(path)}`: {machine(raw)}" for path, raw in files if raw.get("machine")]
+    return ("Machine reference (benchmarks/_machine.py, measured in the same process): " + "; ".join(lines) + "."
+            ) if lines else ""
+
+
 def table(header: list[str], rows: list[list[Any]], align: str | None = None) -> str:
     """A markdown table; `align`: one of l/r per column (default left)."""
     align = align or "l" * len(header)

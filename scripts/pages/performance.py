@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pages import performance_engine, performance_gpu
-from pages.blocks import REPO, date_of, number, read_json, rel, table
+from pages.blocks import REPO, date_of, machine_notes, number, read_json, rel, table
 
 RESULTS = REPO / "benchmarks" / "results"
 # dense BF16 tensor-core peak (no sparsity) from each device's datasheet, keyed by the name torch reports
@@ -197,8 +197,10 @@ def vs_vllm() -> str:
     rows = []
     labels = {"letters": "letters", "options_nocache": "options, vLLM skipping its prefix cache",
               "options_cache": "options, vLLM reading its prefix cache"}
-    for path in sorted(RESULTS.glob("vs_vllm_*.json")):
+    files = []
+    for path in sorted(RESULTS.glob("vs_vllm_*.json")) + sorted(RESULTS.glob("*/vs_vllm*.json")):
         raw = read_json(path)
+        files.append((path, raw))
         if "runs" in raw:
             rows += _vllm_rows(path, raw, labels)
             continue
@@ -213,7 +215,7 @@ def vs_vllm() -> str:
                          f"{r['same_choices']}/{r['records']}", f"{r['max_delta']:.3g}", f"`{rel(path)}`"])
     return table(["date", "scoring", "records", "ours", "vLLM", "ours vs vLLM", "vLLM mode",
                   "tokens computed: vLLM (prompt - cached); ours (unique)", "same choices", "max \\|delta\\|",
-                  "raw file"], rows, "llrrrrlrrrl")
+                  "raw file"], rows, "llrrrrlrrrl") + ("\n\n" + machine_notes(files) if machine_notes(files) else "")
 
 
 def ray() -> str:

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pages.blocks import REPO, date_of, read_json, rel, table
+from pages.blocks import REPO, date_of, machine_notes, read_json, rel, table
 
 RESULTS = REPO / "benchmarks" / "results"
 
@@ -30,11 +30,12 @@ def _ratio(x: float | None, ref: float | None) -> str:
 def defaults() -> str:
     """scoring_throughput files that carry the reference fields: speed all in and of the body alone, against the
     body's rates on 256-token and full-length rows, useful GFLOP/s against the GEMM rates, the naive path."""
-    rows = []
+    rows, files = [], []
     for path in sorted(RESULTS.glob("*/throughput_*.json")):
         raw = read_json(path)
         if raw["args"]["device"] != "cpu":  # a GPU's: performance_gpu.py
             continue
+        files.append((path, raw))
         gemm = raw.get("gemm") or {}
         mm = (gemm.get("torch_mm_gflops") or {}).get("best")
         dnn = (gemm.get("onednn_gflops") or {}).get("best")
@@ -58,7 +59,8 @@ def defaults() -> str:
                   "tok/s: all in (unique) / in the body's calls (forwarded)",
                   "vs body on 256-token rows: all in / body",
                   "vs body on full-length rows: all in / body", "useful GFLOP/s (of torch.mm / of oneDNN GEMM)",
-                  "vs naive path", "attention, linear (the references' linear)", "raw file"], rows, "llrrrrrrrlll")
+                  "vs naive path", "attention, linear (the references' linear)", "raw file"], rows, "llrrrrrrrlll") + (
+        "\n\n" + machine_notes(files) if machine_notes(files) else "")
 
 
 def _variant_row(name: str, v: dict[str, Any], shapes: list[str]) -> list[str]:

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pages.blocks import REPO, date_of, read_json, rel, table
+from pages.blocks import REPO, date_of, machine_notes, read_json, rel, table
 from pages.performance_engine import parse_profile
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -48,9 +48,8 @@ def speed() -> str:
     """vs_lm_eval on a GPU (round 5): s/item of lm-eval / naive / ours on the same items, the ratios, unique tok/s,
     the ratio to the body's forward rate (full-length rows / 256-token rows, best repeat), MFU."""
     rows, peaks = [], set()
-    for path, raw in _cuda("*/speed_*.json"):
-        if not round5(raw):
-            continue
+    files = [(path, raw) for path, raw in _cuda("*/speed_*.json") if round5(raw)]
+    for path, raw in files:
         for scoring, r in raw["results"].items():
             peaks.add(f"{r['peak_tflops']:g} TFLOP/s ({r['peak_source']})" if r.get("peak_tflops") else "")
             rows.append([date_of(path), raw["device"]["device"], raw["args"]["random_shape"], scoring,
@@ -64,14 +63,16 @@ def speed() -> str:
     return table(["date", "device", "model", "scoring", "s/item lm-eval / naive / ours", "vs lm-eval", "vs naive",
                   "same choices as lm-eval", "unique tok/s", "ours / body forward rate (full rows / 256-token rows)",
                   "MFU", "raw file"], rows, "llllrrrrrrrl") + (
-        "\n\nMFU against " + "; ".join(sorted(peaks)) + ", as the files computed it." if peaks else "")
+        "\n\nMFU against " + "; ".join(sorted(peaks)) + ", as the files computed it." if peaks else "") + (
+        "\n\n" + machine_notes(files) if machine_notes(files) else "")
 
 
 def exam() -> str:
     """scoring_throughput on a GPU over a whole exam, per budget: s/item, calls, unique tok/s, the ratio to the
     body's forward rate, forwarded tok/s inside the body's calls (host time of the calls), MFU."""
     rows = []
-    for path, raw in _cuda("*/throughput_*.json"):
+    files = _cuda("*/throughput_*.json")
+    for path, raw in files:
         for scoring, r in raw["results"].items():
             given = any(raw["args"].get(k) is not None for k in ("items_per_call", "max_batch_tokens", "max_batch_rows"))
             budget = (f"{'set' if given else 'default'}: {r['items_per_call']} / {r['max_batch_tokens']:,} / "
@@ -86,7 +87,7 @@ def exam() -> str:
     return table(["date", "device", "model", "scoring", "items x shuffles", "budget: items per call / slots / rows",
                   "forward calls", "s/item", "unique tok/s", "ours / body forward rate (full rows / 256-token rows)",
                   "forwarded tok/s inside the body's calls (host time)", "MFU", "raw file"], rows,
-                 "lllllrrrrrrrl")
+                 "lllllrrrrrrrl") + ("\n\n" + machine_notes(files) if machine_notes(files) else "")
 
 
 PHASE_COLUMNS = (("rendering", "rendering"), ("tokenisation", "tokenisation"), ("plan + masks + cache", None),
