@@ -17,6 +17,11 @@ forward call and per item) times `--launch-us`, plus the host phases (rendering,
 cache, glue), predicts the host time per item on a GPU at this budget (`predicted GPU host ms/item`). Profiling
 adds some overhead; the percentages, not the absolute seconds, are the result. Keep it short on a shared machine.
 
+The machine's reference, so that host times of different days and machines can be compared: the same items
+tokenised again without the run's TokenCache (every prompt encoded whole, as `--no-token-cache` does), measured in
+the same run and printed with the host phases' ratio to it, and benchmarks/_machine.py's reference line (commit,
+GEMM rate, a fixed tokenisation).
+
     python benchmarks/profile_scoring.py [--scorings letters] [--warm-items 1] [--budget cuda] [--rows 0]
 """
 from __future__ import annotations
@@ -31,8 +36,10 @@ from mcqa_toolkit.backends.hf.engine import PrefixScorer
 from mcqa_toolkit.backends.hf.segments import TokenCache
 
 try:  # run as a script or as a module
+    import _machine
     from _workload import SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings, setup
 except ModuleNotFoundError:
+    from benchmarks import _machine
     from benchmarks._workload import (SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings,
                                       setup)
 
@@ -94,6 +101,7 @@ def main() -> None:
                     "run's TokenCache): the host time it saves")
     args = ap.parse_args()
     lm, pool, evaluated = setup(args)
+    print(_machine.line(_machine.reference(lm.device, lm.tokenizer)), flush=True)
     options = {**engine_options(args), **({} if args.row_tokens is None else {"row_tokens": args.row_tokens})}
     for scoring in scorings(args):
         scorer = PrefixScorer(lm, **options)
@@ -108,6 +116,9 @@ def main() -> None:
         t0 = time.perf_counter()
         work = build(lm, items, pool, args, SCORINGS[scoring], cache)
         t_tok = time.perf_counter() - t0 - t_render
+        t0 = time.perf_counter()
+        build(lm, items, pool, args, SCORINGS[scoring], None)  # the machine's reference: no TokenCache
+        t_reference = time.perf_counter() - t0 - t_render
         before = dict(scorer.stats.__dict__)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if lm.device.type == "cuda" else [])
         t0 = time.perf_counter()
@@ -142,6 +153,8 @@ def main() -> None:
         print(f"[{scoring}]   kernel-launching ops: {in_body / max(d['calls'], 1):.0f} per forward call, {ops / n:.0f} "
               f"per item ({in_body / n:.0f} in the body); host phases {1000 * host / n:.0f} ms/item; predicted GPU "
               f"host ms/item at {args.launch_us:.0f} us/launch: {predicted:.0f}")
+        print(f"[{scoring}]   tokenisation without the run's TokenCache (the machine's reference): "
+              f"{1000 * t_reference / n:.0f} ms/item; host phases / reference = {host / t_reference:.3f}")
         if args.rows:
             print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.rows,
                                             max_name_column_width=48))
