@@ -149,6 +149,9 @@ def main() -> None:
         body_total = sum(body.values()) or 1.0
         print(f"[{scoring}]   inside mcqa::body (self CPU): " + ", ".join(
             f"{g} {100 * t / body_total:.1f}%" for g, t in sorted(body.items(), key=lambda kv: -kv[1])))
+        print(f"[{scoring}]   per unique token inside mcqa::body (self CPU): " + ", ".join(
+            f"{g} {t / max(d['unique'], 1):.0f} us" for g, t in sorted(body.items(), key=lambda kv: -kv[1])) +
+            f"; in all {body_total / max(d['unique'], 1):.0f} us (vllm_body.py prints vLLM's)")
         predicted = 1000 * host / n + ops / n * args.launch_us / 1000
         print(f"[{scoring}]   kernel-launching ops: {in_body / max(d['calls'], 1):.0f} per forward call, {ops / n:.0f} "
               f"per item ({in_body / n:.0f} in the body); host phases {1000 * host / n:.0f} ms/item; predicted GPU "
