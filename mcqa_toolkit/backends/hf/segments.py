@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+import weakref
 from itertools import chain
 from typing import Any, Sequence
 
@@ -91,9 +92,32 @@ def newline_followers(tokenizer: Any) -> frozenset[str] | None:
     return frozenset(followers | {c for c in _replaced(normaliser) if normalise(c) in followers})
 
 
+_PATTERNS: "weakref.WeakKeyDictionary[Any, re.Pattern | None]" = weakref.WeakKeyDictionary()
+
+
+def _cut_pattern(tokenizer: Any) -> re.Pattern | None:
+    """The cut pattern of `tokenizer` (None: not cut), examined once per tokenizer object: every TokenCache of a
+    loaded model (a benchmark's, a renewed backend's) shares it instead of scanning the vocabulary again."""
+    try:
+        return _PATTERNS[tokenizer]
+    except (KeyError, TypeError):
+        pass
+    followers = newline_followers(tokenizer)
+    pattern = None if followers is None else re.compile(
+        "\n(?=[^" + re.escape("".join(sorted(followers | {"\n"}))) + "])")
+    try:
+        _PATTERNS[tokenizer] = pattern
+    except TypeError:  # an object that takes no weak reference: examined again next time
+        pass
+    return pattern
+
+
 class TokenCache:
     """Encodes texts segment by segment, each distinct segment once (see the module docstring). One per backend
-    (a run's); `encode_batch` gives exactly the ids of the tokenizer called on each whole text."""
+    (a run's); `encode_batch` gives exactly the ids of the tokenizer called on each whole text, `encode_extensions`
+    those of a text followed by each of several short suffixes (letters, option texts) without building every
+    whole text's ids. Safe to call from several threads (a pipelined run prepares the next block while the model
+    computes this one: `_ids`)."""
 
     def __init__(self, tokenizer: Any, max_segments: int = MAX_SEGMENTS):
         self.tokenizer = tokenizer
@@ -105,37 +129,83 @@ class TokenCache:
     @property
     def supported(self) -> bool:
         """Whether texts are cut into segments (else every text is encoded whole); the tokenizer is examined on
-        first use (~0.2 s for Gemma's 262k entries), once per backend."""
+        first use (~0.2 s for Gemma's 262k entries), once per tokenizer object (`_cut_pattern`). The cut pattern
+        matches the newline a cut follows (a literal first character: the regex engine jumps from newline to
+        newline)."""
         if self._cut is False:
-            followers = newline_followers(self.tokenizer)
-            self._cut = None if followers is None else re.compile(
-                "(?<=\n)(?=[^" + re.escape("".join(sorted(followers | {"\n"}))) + "])")
+            self._cut = _cut_pattern(self.tokenizer)
         return self._cut is not None
+
+    def split(self, text: str) -> list[str]:
+        """The segments of `text` (concatenated, they are `text`; at least one, "" for an empty text)."""
+        out, a = [], 0
+        for m in self._cut.finditer(text):
+            out.append(text[a: m.end()])
+            a = m.end()
+        out.append(text[a:])
+        return out
 
     def _plain(self, texts: Sequence[str], special: bool) -> list[tuple[int, ...]]:
         self.stats["encoded_chars"] += sum(map(len, texts))
         return [tuple(x) for x in self.tokenizer(list(texts), add_special_tokens=special).input_ids]
 
-    def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = True) -> list[tuple[int, ...]]:
-        """Token ids of each text, as `tokenizer(text, add_special_tokens=...)` gives them."""
-        if not texts:
-            return []
-        self.stats["texts"] += len(texts)
-        self.stats["chars"] += sum(map(len, texts))
-        if not self.supported:
-            return self._plain(texts, add_special_tokens)
-        pieces = [[(seg, add_special_tokens and k == 0) for k, seg in enumerate(self._cut.split(t) if t else [""])]
-                  for t in texts]
-        missing = list(dict.fromkeys(p for ps in pieces for p in ps if p not in self._segments))
-        if len(self._segments) + len(missing) > self.max_segments:
-            self._segments.clear()  # a bounded cache: the next texts re-encode what they need
+    def _ids(self, pieces: list[list[tuple[str, bool]]]) -> dict[tuple[str, bool], tuple[int, ...]]:
+        """A segment table holding every piece of `pieces` (the missing ones encoded, one tokenizer call per
+        special-token mode). Several threads may call it: each works on the table it looked up (a full table is
+        replaced, never cleared under another reader), and a segment two threads both miss gets the same ids."""
+        seg = self._segments
+        missing = list(dict.fromkeys(p for ps in pieces for p in ps if p not in seg))
+        if len(seg) + len(missing) > self.max_segments:
+            seg = self._segments = {}  # a bounded cache: these texts re-encode what they need
             missing = list(dict.fromkeys(p for ps in pieces for p in ps))
         for special in (True, False):
             todo = [s for s, sp in missing if sp == special]
             for s, ids in zip(todo, self._plain(todo, special) if todo else []):
-                self._segments[s, special] = ids
-        seg = self._segments
+                seg[s, special] = ids
+        return seg
+
+    def _count(self, texts: Sequence[str]) -> None:
+        self.stats["texts"] += len(texts)
+        self.stats["chars"] += sum(map(len, texts))
+
+    def encode_batch(self, texts: Sequence[str], add_special_tokens: bool = True) -> list[tuple[int, ...]]:
+        """Token ids of each text, as `tokenizer(text, add_special_tokens=...)` gives them."""
+        if not texts:
+            return []
+        self._count(texts)
+        if not self.supported:
+            return self._plain(texts, add_special_tokens)
+        pieces = [[(s, add_special_tokens and k == 0) for k, s in enumerate(self.split(t))] for t in texts]
+        seg = self._ids(pieces)
         return [tuple(chain.from_iterable(seg[p] for p in ps)) for ps in pieces]
 
     def encode(self, text: str, add_special_tokens: bool = True) -> tuple[int, ...]:
         return self.encode_batch([text], add_special_tokens)[0]
+
+    def encode_extensions(self, texts: Sequence[str], suffixes: Sequence[Sequence[str]],
+                          add_special_tokens: bool = True
+                          ) -> list[tuple[tuple[int, ...], list[tuple[int, tuple[int, ...]]]]]:
+        """Per text: (its ids, per suffix (n, tail)) such that the ids of text + suffix are `ids[:n] + tail`, as
+        the tokenizer gives them for the whole string. A cut depends only on the characters beside it, so text +
+        suffix has the text's cuts up to its last segment, and that segment + suffix is cut on its own: the
+        suffixes cost their last segment's encoding, not a whole text each. Unsupported tokenizers encode every
+        text + suffix whole (n = 0)."""
+        if not texts:
+            return []
+        if not self.supported:
+            ids = self.encode_batch(texts, add_special_tokens)
+            wholes = iter(self.encode_batch([t + x for t, xs in zip(texts, suffixes) for x in xs],
+                                            add_special_tokens))
+            return [(i, [(0, next(wholes)) for _ in xs]) for i, xs in zip(ids, suffixes)]
+        self._count(texts)
+        cuts = [self.split(t) for t in texts]
+        pieces = [[(s, add_special_tokens and k == 0) for k, s in enumerate(c)] for c in cuts]
+        tails = [[[(s, add_special_tokens and len(c) == 1 and k == 0) for k, s in enumerate(self.split(c[-1] + x))]
+                  for x in xs] for c, xs in zip(cuts, suffixes)]
+        seg = self._ids(pieces + [t for ts in tails for t in ts])
+        out = []
+        for ps, ts in zip(pieces, tails):
+            ids = tuple(chain.from_iterable(seg[p] for p in ps))
+            n = len(ids) - len(seg[ps[-1]])
+            out.append((ids, [(n, tuple(chain.from_iterable(seg[p] for p in t))) for t in ts]))
+        return out

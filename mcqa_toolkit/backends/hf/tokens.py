@@ -52,6 +52,21 @@ def encode_batch(lm: LM, texts: Sequence[str], add_special_tokens: bool = True, 
     return [tuple(x) for x in lm.tokenizer(list(texts), add_special_tokens=add_special_tokens).input_ids]
 
 
+Tails = list[tuple[int, tuple[int, ...]]]  # per suffix (n, tail): the ids of text + suffix are text_ids[:n] + tail
+
+
+def extensions(lm: LM, texts: Sequence[str], suffixes: Sequence[Sequence[str]], add_special_tokens: bool = True,
+               cache: TokenCache | None = None) -> list[tuple[tuple[int, ...], Tails]]:
+    """Per text: its ids and, per suffix, the ids of text + suffix as (n, tail) = text_ids[:n] + tail (segments.py:
+    with `cache`, only the text's last segment is encoded again with each suffix; without, every text + suffix
+    whole, n = 0)."""
+    if cache is not None:
+        return cache.encode_extensions(texts, suffixes, add_special_tokens)
+    ids = encode_batch(lm, texts, add_special_tokens)
+    wholes = iter(encode_batch(lm, [t + x for t, xs in zip(texts, suffixes) for x in xs], add_special_tokens))
+    return [(i, [(0, next(wholes)) for _ in xs]) for i, xs in zip(ids, suffixes)]
+
+
 def context_continuation(lm: LM, context: str, continuation: str, add_special_tokens: bool = True
                          ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Token ids of (context, continuation), split the lm-evaluation-harness way."""
@@ -61,15 +76,23 @@ def context_continuation(lm: LM, context: str, continuation: str, add_special_to
 def context_continuations(lm: LM, pairs: Sequence[tuple[str, str]], add_special_tokens: bool = True,
                           cache: TokenCache | None = None) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """`context_continuation` for many pairs in two tokenizer calls; each distinct context is encoded once
-    (an item's options share their prompt)."""
+    (an item's options share their prompt), and with `cache` each whole text as an extension of its context."""
     split = [move_trailing(c, x) for c, x in pairs]
-    contexts = list(dict.fromkeys(c for c, _ in split))
-    ctx_ids = dict(zip(contexts, encode_batch(lm, contexts, add_special_tokens, cache)))
+    index: dict[str, int] = {}
+    suffixes: list[list[str]] = []
+    where = []
+    for c, x in split:
+        k = index.setdefault(c, len(index))
+        if k == len(suffixes):
+            suffixes.append([])
+        where.append((k, len(suffixes[k])))
+        suffixes[k].append(x)
+    ext = extensions(lm, list(index), suffixes, add_special_tokens, cache)
     out = []
-    wholes = encode_batch(lm, [c + x for c, x in split], add_special_tokens, cache)
-    for (context, continuation), whole in zip(split, wholes):
-        ctx = ctx_ids[context]
-        cont = whole[len(ctx):]
+    for (context, continuation), (k, j) in zip(split, where):
+        ctx, tails = ext[k]
+        n, tail = tails[j]
+        cont = tail[len(ctx) - n:]  # (ctx[:n] + tail)[len(ctx):], the lm-evaluation-harness split
         if not cont:
             raise ValueError(f"continuation {continuation!r} encodes to no tokens after its context")
         out.append((ctx, cont))
@@ -100,13 +123,16 @@ def continuation_requests(lm: LM, requests: Sequence[Any], cache: TokenCache | N
     return out
 
 
-def _first_tokens(lm: LM, context_ids: Sequence[int], wholes: Sequence[Sequence[int]], continuations: Sequence[str]
+def _first_tokens(lm: LM, context_ids: Sequence[int], tails: Tails, continuations: Sequence[str]
                   ) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    """Per continuation, the token after the context in context + continuation (`tails`: its ids as
+    context_ids[:m] + tail) when that whole is the context's ids plus exactly one token; else the continuation's
+    own first token, flagged not exact."""
     ids, exact = [], []
     n = len(context_ids)
-    for cont, whole in zip(continuations, wholes):
-        if tuple(whole[:n]) == tuple(context_ids) and len(whole) == n + 1:
-            ids.append(whole[n]), exact.append(True)
+    for cont, (m, tail) in zip(continuations, tails):
+        if m + len(tail) == n + 1 and tuple(tail[: n - m]) == tuple(context_ids[m:]):
+            ids.append(tail[-1]), exact.append(True)
         else:
             alone = encode(lm, cont, False)
             ids.append(alone[0]), exact.append(False)
@@ -124,25 +150,23 @@ def next_token_candidates(lm: LM, context_ids: Sequence[int], context: str, cont
     means the letter merged with context or spans several tokens; its first token is used and flagged).
     """
     wholes = encode_batch(lm, [context + c for c in continuations], add_special_tokens)
-    return _first_tokens(lm, context_ids, wholes, continuations)
+    return _first_tokens(lm, context_ids, [(0, w) for w in wholes], continuations)
 
 
 def letter_requests(lm: LM, prompts: Sequence[Any], cache: TokenCache | None = None
                     ) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[bool, ...]]]:
     """Per prompt: (token ids, letter candidate ids, exact flags), as `encode` + `next_token_candidates` give,
-    with every text of the batch (prompts and prompt + letter) encoded in one tokenizer call per mode."""
+    with every text of the batch (prompts and prompt + letter) encoded in one tokenizer call per mode (with `cache`,
+    prompt + letter as an extension of the prompt)."""
     rendered = [prompt_text(lm, p) for p in prompts]
     out: list = [None] * len(prompts)
     for special in {sp for _, sp in rendered}:
         idx = [i for i, (_, sp) in enumerate(rendered) if sp == special]
-        texts = [rendered[i][0] for i in idx]
         conts = [list(prompts[i].letter_continuations) for i in idx]
-        flat = encode_batch(lm, texts + [t + c for t, cs in zip(texts, conts) for c in cs], special, cache)
-        k = len(texts)
-        for i, text_ids, cs in zip(idx, flat, conts):
-            cands, exact = _first_tokens(lm, text_ids, flat[k: k + len(cs)], cs)
+        ext = extensions(lm, [rendered[i][0] for i in idx], conts, special, cache)
+        for i, (text_ids, tails), cs in zip(idx, ext, conts):
+            cands, exact = _first_tokens(lm, text_ids, tails, cs)
             out[i] = (text_ids, cands, exact)
-            k += len(cs)
     return out
 
 

@@ -63,7 +63,7 @@ def test_a_naive_cut_would_be_caught():
     tok = one_word_tokenizer(newline_tokens=False)
     cache = TokenCache(tok)
     assert cache.supported
-    cache._cut = re.compile("(?<=\n)(?=[^\n])")
+    cache._cut = re.compile("\n(?=[^\n])")
     assert cache.encode_batch(_texts()) != _whole(tok, _texts())
 
 
@@ -88,4 +88,25 @@ def test_a_full_cache_starts_over():
     texts = _texts()
     assert cache.encode_batch(texts) == _whole(tok, texts)
     assert cache.encode_batch(texts[::-1]) == _whole(tok, texts[::-1])
-    assert len(cache._segments) <= max(8, len({s for t in texts for s in cache._cut.split(t)}) + 1)
+    assert len(cache._segments) <= max(8, len({s for t in texts for s in cache.split(t)}) + 1)
+
+
+SUFFIXES = ["A", " B", "(C", "\nQuestion", "\n\nD) red", "", "x\ny"]
+
+
+@pytest.mark.parametrize("kind", ["newline tokens", "merges across newlines", "byte-level"])
+def test_extensions_equal_whole_texts(kind, tiny_tokenizer):
+    """encode_extensions: ids[:n] + tail of each text + suffix are the whole string's ids, whatever the suffix
+    (one that starts a new segment after a text ending in a newline, one holding newlines, an empty one), for an
+    empty text, a one-segment text with special tokens, and an unsupported tokenizer (encoded whole, n = 0)."""
+    tok = {"newline tokens": lambda: one_word_tokenizer(), "merges across newlines":
+           lambda: one_word_tokenizer(newline_tokens=False), "byte-level": lambda: tiny_tokenizer}[kind]()
+    cache = TokenCache(tok)
+    texts = _texts()
+    for special in (True, False):
+        got = cache.encode_extensions(texts, [SUFFIXES] * len(texts), special)
+        for text, (ids, tails) in zip(texts, got):
+            assert ids == _whole(tok, [text], special)[0]
+            for x, (n, tail) in zip(SUFFIXES, tails):
+                assert ids[:n] + tail == _whole(tok, [text + x], special)[0], (text[-20:], x)
+                assert kind == "byte-level" and n == 0 or len(tail) < len(ids) or len(text) < 40
