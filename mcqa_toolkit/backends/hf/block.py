@@ -20,6 +20,7 @@ sequences, which can only continue one contiguous cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Sequence
 
 import numpy as np
@@ -175,24 +176,45 @@ def _forward_tree(engine: Any, rows: list[Row], block: BlockCache) -> torch.Tens
     return hidden
 
 
+def scored_slots(batch: Sequence[Row], n_scored: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The scored slots of one call: (request k of every scored node, in request order and along its path; the
+    index of its slot among the call's distinct scored slots; those slots as (row, column), in order of first
+    use). Options sharing a context share its slot (kept once)."""
+    width = max(r.width for r in batch)
+    ks, cols, rows = [], [], []
+    for i, row in enumerate(batch):
+        for k, path in row.paths.items():
+            ks.append(k)
+            cols.append(path[len(path) - n_scored[k]:])
+            rows.append(i)
+    n = np.fromiter(map(len, cols), dtype=np.int64, count=len(cols))
+    req = np.repeat(np.asarray(ks, dtype=np.int64), n)
+    flat = np.repeat(np.asarray(rows, dtype=np.int64), n) * width + np.fromiter(
+        chain.from_iterable(cols), dtype=np.int64, count=int(n.sum()))
+    slots, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # distinct slots in order of first use
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    used = slots[order]
+    return req, rank[inverse.ravel()], np.stack([used // width, used % width])
+
+
 def forward_block(engine: Any, block: BlockCache, batches: Sequence[list[Row]], n_scored: Sequence[int]
-                  ) -> tuple[torch.Tensor, list[list[int]]]:
-    """(hidden states at the scored positions, per request its indices into them) over every call of `batches`.
-    Request k (numbered across the block's items, as packing.plan_items numbers paths) reads the hidden states at
-    the last `n_scored[k]` nodes of its path; options sharing a context share its position (kept once per call)."""
-    hidden, where = [], {}
-    scored: list[list[int]] = [[] for _ in n_scored]
-    for b, batch in enumerate(batches):
-        keys = []
-        for i, row in enumerate(batch):
-            for k, path in row.paths.items():
-                for col in path[len(path) - n_scored[k]:]:
-                    if (b, i, col) not in where:
-                        where[b, i, col] = len(where)
-                        keys.append((i, col))
-                    scored[k].append(where[b, i, col])
+                  ) -> tuple[torch.Tensor, tuple[np.ndarray, np.ndarray]]:
+    """(hidden states at the scored positions, (their indices into them in request order, the count per
+    request)) over every call of `batches`. Request k (numbered across the block's items, as packing.plan_items
+    numbers paths) reads the hidden states at the last `n_scored[k]` nodes of its path; a call's scored slots are
+    gathered with one indexing of its output (scored_slots)."""
+    hidden, reqs, index, offset = [], [], [], 0
+    for batch in batches:
+        req, idx, (at, col) = scored_slots(batch, n_scored)
         out = _forward_rows(engine, batch, block) if engine.static is None or block.windows is None else \
             engine.static.forward(batch, block)
-        at, col = upload([np.array([i for i, _ in keys]), np.array([c for _, c in keys])], out.device)
-        hidden.append(out[at, col])
-    return torch.cat(hidden), scored
+        at_t, col_t = upload([at, col], out.device)
+        hidden.append(out[at_t, col_t])
+        reqs.append(req)
+        index.append(idx + offset)
+        offset += len(at)
+    req, idx = np.concatenate(reqs), np.concatenate(index)
+    order = np.argsort(req, kind="stable")  # a request's nodes are in one row, in path order
+    return torch.cat(hidden), (idx[order], np.bincount(req, minlength=len(n_scored)))

@@ -8,21 +8,23 @@ Three levels of sharing, matching how exam prompts are built:
    shared by its options) is forwarded node by node exactly once: trie nodes are packed depth-first into rows
    (packing.py), each node attending to its item's cache and its ancestors at its true position, through dense
    masks for the model's own attention (masks.py) or tree attention (tree.py), on a shared view of the cache.
-`score_block` takes several items at once (block.py): their item prefixes go through the model in one call and
-their trie rows fill each further call up to a token budget (`max_batch_tokens` slots, `max_batch_rows` rows).
-Few, large calls matter: on CPU every call streams all weights once; on a GPU every call launches a few thousand
-kernels, which cost more host time than a small call's GPU work. Budgets, attention and linear kernel (oneDNN on
-CPU, kernels.py) depend on the device (`BUDGETS`, budget.py). Attention implementations that take no custom mask
-(flash-attention, flex) get one right-padded row per sequence instead, one item per block. Logits are computed
-only at scored positions, in one LM-head pass per block (heads.py). `naive_scores` is the reference: one full
-forward per sequence with full logits; tests assert both agree to 1e-4 in fp32.
+`score_block` takes several items at once (parts.py: each item's distinct requests; block.py): their item
+prefixes go through the model in one call and their trie rows fill each further call up to a token budget
+(`max_batch_tokens` slots, `max_batch_rows` rows). Few, large calls matter: on CPU every call streams all weights
+once; on a GPU every call launches a few thousand kernels, which cost more host time than a small call's GPU work.
+On a GPU nothing inside a block waits for the device but the final read of the scores: the host plans and launches
+each call while the device computes the one before. Budgets, attention and linear kernel (oneDNN on CPU,
+kernels.py) depend on the device (`BUDGETS`, budget.py; on CUDA sized to the free memory). Attention
+implementations that take no custom mask (flash-attention, flex) get one right-padded row per sequence instead, one
+item per block. Logits are computed only at scored positions, in one LM-head pass per block (heads.py).
+`naive_scores` is the reference: one full forward per sequence with full logits; tests assert both agree to 1e-4
+in fp32.
 """
 from __future__ import annotations
 
 import contextlib
 import copy
 import time
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -35,31 +37,14 @@ from mcqa_toolkit.backends.hf.heads import head_logprobs, lm_head, request_logpr
 from mcqa_toolkit.backends.hf.kernels import LINEAR, onednn_available, onednn_linear, onednn_linears
 from mcqa_toolkit.backends.hf.loading import LM
 from mcqa_toolkit.backends.hf.masks import attention_kernels, group_names, layer_groups, upload
-from mcqa_toolkit.backends.hf.packing import lcp, plan_batches, plan_items, unique_tokens
+from mcqa_toolkit.backends.hf.packing import plan_batches, plan_items, unique_tokens
+from mcqa_toolkit.backends.hf.parts import Part, chunks, make_part
 from mcqa_toolkit.backends.hf.request import EngineStats, Request
 from mcqa_toolkit.backends.hf.static import StaticRows
 from mcqa_toolkit.backends.hf.tree import tree_implementation
 
 __all__ = ["Budget", "BUDGETS", "device_budget", "EngineStats", "PrefixScorer", "Request", "lm_head", "naive_scores",
            "request_logprobs"]
-
-
-@dataclass
-class _Part:
-    """One item of a block: its distinct requests, where each caller request went, and its run prefix."""
-
-    reqs: list[Request]
-    order: list[int]
-    run: tuple[int, ...]
-
-    @property
-    def item_prefix_end(self) -> int:
-        """End of the item prefix: common to all sequences, before the first position whose logits are needed."""
-        plen = min(r.first_scored for r in self.reqs)
-        first = self.reqs[0].tokens
-        for r in self.reqs[1:]:
-            plen = min(plen, lcp(first, r.tokens))
-        return max(plen, len(self.run))
 
 
 class PrefixScorer:
@@ -88,12 +73,13 @@ class PrefixScorer:
     """
 
     def __init__(self, lm: LM, max_batch_tokens: int | None = None, max_batch_rows: int | None = None,
-                 max_prefixes: int = 8, row_tokens: int | None = None, head_rows: int = 256, pack: bool = True,
+                 max_prefixes: int = 8, row_tokens: int | None = None, head_rows: int | None = None, pack: bool = True,
                  items_per_call: int | None = None, graphs: bool = False, attention: str | None = None,
                  linear: str | None = None, head_vocab: int | None = None):
         from transformers import DynamicCache  # local: keeps the import cost inside scoring
 
-        budget = device_budget(lm.device)
+        budget = device_budget(lm.device, lm.model)
+        self.budget = budget
         self.lm = lm
         self._cache_cls = DynamicCache
         self.max_batch_tokens = max_batch_tokens or budget.max_batch_tokens
@@ -106,11 +92,19 @@ class PrefixScorer:
         if self.linear not in LINEAR:
             raise ValueError(f"linear {self.linear!r}: expected one of {', '.join(LINEAR)}")
         self.head_vocab = head_vocab
-        self.max_prefixes, self.row_tokens, self.head_rows, self.pack = max_prefixes, row_tokens, head_rows, pack
+        self.head_rows = head_rows or budget.head_rows
+        self.max_prefixes, self.row_tokens, self.pack = max_prefixes, row_tokens, pack
         self.stats = EngineStats()
         self._prefixes: dict[tuple[int, ...], object] = {}   # insertion-ordered LRU
         self._masks_ok: bool | None = None
         self.static = StaticRows(self) if graphs else None
+
+    def settings(self) -> dict[str, Any]:
+        """The budget and kernels in use, and how the budget was chosen (a run's provenance records them)."""
+        return {"items_per_call": self.items_per_call, "max_batch_tokens": self.max_batch_tokens,
+                "max_batch_rows": self.max_batch_rows, "head_rows": self.head_rows, "attention": self.attention,
+                "linear": self.linear, "row_tokens": self.row_tokens or ROW_TOKENS["tree" if self.tree else "masks"],
+                "graphs": self.static is not None, "budget": self.budget.source}
 
     def new_cache(self) -> Any:
         return self._cache_cls(config=self.lm.model.config)
@@ -215,18 +209,9 @@ class PrefixScorer:
 
     def _score_block(self, items: Sequence[tuple[Sequence[Request], Sequence[int]]]) -> list[list[np.ndarray]]:
         t0 = time.perf_counter()
-        parts = []
-        for requests, shared_prefix in items:
-            uniq: dict[tuple, int] = {}
-            order = [uniq.setdefault((r.tokens, r.n_context, r.candidates), len(uniq)) for r in requests]
-            reqs = [Request(*k) for k in uniq]
-            run = tuple(shared_prefix)
-            if run and not all(len(r.tokens) > len(run) and r.tokens[: len(run)] == run and r.first_scored >= len(run)
-                               for r in reqs):
-                run = ()
-            parts.append(_Part(reqs, order, run))
+        parts = [make_part(requests, shared_prefix) for requests, shared_prefix in items]
         results: list[list[np.ndarray]] = [[] for _ in parts]
-        for chunk in self._chunks(parts):
+        for chunk in chunks(parts, self.packed, self.max_batch_tokens, self.max_batch_rows):
             for i, values in zip(chunk, self._score_parts([parts[i] for i in chunk])):
                 results[i] = values
         for (requests, _), part in zip(items, parts):
@@ -236,30 +221,7 @@ class PrefixScorer:
         self.stats.seconds += time.perf_counter() - t0
         return [[values[k] for k in part.order] for values, part in zip(results, parts)]
 
-    def _chunks(self, parts: list[_Part]) -> list[list[int]]:
-        """Indices of the items scored together: same run prefix (in order of first appearance), item prefixes
-        fitting one call (items x longest item prefix <= max_batch_tokens, items <= max_batch_rows); one item per
-        chunk without packed rows."""
-        by_run: dict[tuple[int, ...], list[int]] = {}
-        for i, p in enumerate(parts):
-            if p.reqs:
-                by_run.setdefault(p.run, []).append(i)
-        if not self.packed:
-            return [[i] for idx in by_run.values() for i in idx]
-        out: list[list[int]] = []
-        for idx in by_run.values():
-            chunk, width = [], 0
-            for i in idx:
-                w = max(width, parts[i].item_prefix_end - len(parts[i].run))
-                if chunk and (len(chunk) >= self.max_batch_rows or (len(chunk) + 1) * w > self.max_batch_tokens):
-                    out.append(chunk)
-                    chunk, w = [], parts[i].item_prefix_end - len(parts[i].run)
-                chunk.append(i)
-                width = w
-            out.append(chunk)
-        return out
-
-    def _score_parts(self, parts: list[_Part]) -> list[list[np.ndarray]]:
+    def _score_parts(self, parts: list[Part]) -> list[list[np.ndarray]]:
         """Items on one run prefix: their prefixes in one call, their trie rows in budgeted calls, then one LM-head
         pass over the scored positions of all of them."""
         run = parts[0].run

@@ -8,6 +8,7 @@ reference path (engine.naive_scores) and precision.naive_padded_scores.
 """
 from __future__ import annotations
 
+from itertools import chain
 from typing import Callable, Sequence
 
 import numpy as np
@@ -67,43 +68,48 @@ def _lse_and_pick(model: torch.nn.Module, hidden: torch.Tensor, pairs: list[tupl
     return m + s.log()
 
 
-def head_logprobs(model: torch.nn.Module, reqs: Sequence[Request], scored: Sequence[Sequence[int]],
+def head_logprobs(model: torch.nn.Module, reqs: Sequence[Request], scored: tuple[np.ndarray, np.ndarray],
                   hidden: torch.Tensor, head_rows: int, stats: EngineStats, vocab_chunk: int | None = None,
                   linear: Callable = torch.nn.functional.linear) -> list[np.ndarray]:
-    """Log-probs of every request's targets: logits - logsumexp(logits) at its scored positions (`scored[k]`:
-    request k's rows of `hidden`), computed `head_rows` positions at a time, and over `vocab_chunk` vocabulary
-    entries at a time when set (a plain linear head only; the slices' logits stay in the CPU's cache instead of a
-    (positions x 262k) tensor going through memory several times). Logits are indexed on their own device (a model
-    split over devices may run its head on another device than its last layer); the selections are made on the
-    host, so nothing waits for the device. `linear`: the product of a vocabulary slice (the engine's kernel)."""
+    """Log-probs of every request's targets: logits - logsumexp(logits) at its scored positions (`scored`: the
+    rows of `hidden` of every request in request order, and how many each has), computed `head_rows` positions at
+    a time, and over `vocab_chunk` vocabulary entries at a time when set (a plain linear head only; the slices'
+    logits stay in the CPU's cache instead of a (positions x 262k) tensor going through memory several times).
+    Logits are indexed on their own device (a model split over devices may run its head on another device than
+    its last layer); the selections are made on the host in a few array operations for the whole block (no loop
+    per position), so nothing waits for the device until the values are read. `linear`: the product of a
+    vocabulary slice (the engine's kernel)."""
     device = hidden.device
-    at, target, spans = [], [], []
-    for r, pos in zip(reqs, scored):
-        if r.candidates is not None:  # one position, several candidate next tokens
-            at += list(pos) * len(r.candidates)
-            target += r.candidates
-        else:                         # one position per continuation token, its own target each
-            at += pos
-            target += r.tokens[r.n_context:]
-        spans.append(len(at))
-    at_np, target_np = np.asarray(at, dtype=np.int64), np.asarray(target, dtype=np.int64)
+    rows, counts = scored
+    is_cand = np.fromiter((r.candidates is not None for r in reqs), dtype=bool, count=len(reqs))
+    n_cand = np.fromiter((len(r.candidates or ()) for r in reqs), dtype=np.int64, count=len(reqs))
+    # a candidates request reads its one position once per candidate; a continuation one each position once
+    at_np = np.repeat(rows, np.repeat(np.where(is_cand, n_cand, 1), counts))
+    target_np = np.fromiter(chain.from_iterable(r.tokens[r.n_context:] if r.candidates is None else r.candidates
+                                                for r in reqs), dtype=np.int64, count=len(at_np))
+    spans = np.cumsum(np.where(is_cand, n_cand, counts))
     head = model.get_output_embeddings()
     if vocab_chunk and type(head) is not torch.nn.Linear:
         vocab_chunk = None
     n_vocab = head.weight.shape[0] if vocab_chunk else 1
     step = vocab_chunk or np.iinfo(np.int64).max  # None: one slice holding every target
-    picked = torch.empty(len(at), dtype=torch.float32, device=device)
+    picked = torch.empty(len(at_np), dtype=torch.float32, device=device)
     lse = torch.empty(len(hidden), dtype=torch.float32, device=device)
     arrays, layout = [at_np], []
-    for lo in range(0, len(hidden), head_rows):
+    per_chunk = -(-n_vocab // step) if vocab_chunk else 1
+    # every target's (row chunk, vocabulary slice), its targets in ascending order within each
+    cell = (at_np // head_rows) * per_chunk + (target_np // step if vocab_chunk else 0)
+    order = np.argsort(cell, kind="stable")
+    bounds = np.cumsum(np.bincount(cell, minlength=-(-len(hidden) // head_rows) * per_chunk))
+    for c, lo in enumerate(range(0, len(hidden), head_rows)):
         hi = min(lo + head_rows, len(hidden))
-        for v0 in range(0, n_vocab, step):
-            sel = np.flatnonzero((at_np >= lo) & (at_np < hi) & (target_np >= v0) & (target_np < v0 + step))
+        for v, v0 in enumerate(range(0, n_vocab, step)):
+            k = c * per_chunk + v
+            sel = order[(bounds[k - 1] if k else 0): bounds[k]]
             arrays += [sel, at_np[sel] - lo, target_np[sel] - v0]
             layout.append((lo, hi))
     at_t, *flat = upload(arrays, device)
     pairs = [(flat[3 * k], flat[3 * k + 1], flat[3 * k + 2], 0) for k in range(len(layout))]
-    per_chunk = -(-n_vocab // step) if vocab_chunk else 1
     for k in range(0, len(layout), per_chunk):
         lo, hi = layout[k]
         lse[lo:hi] = _lse_and_pick(model, hidden[lo:hi], [(w, r.to(hidden.device), c.to(hidden.device), 0)

@@ -207,19 +207,26 @@ def tree_masks(windows: dict[str | None, int | None], positions: torch.Tensor, e
     the position of each cached slot the rows see (-1: empty, never visible; None: no cached slot); cached slot k
     is visible when filled and, on a sliding layer, less than `window` positions behind the query.
     """
-    width = positions.shape[1]
+    rows, width = positions.shape
     idx = torch.arange(width, device=positions.device)
     tree = (idx[None, None, :] <= idx[None, :, None]) & (idx[None, :, None] < end[:, None, :])
     out: dict[str | None, torch.Tensor] = {}
     for name, window in windows.items():
-        m = tree if window is None else tree & ((positions[:, :, None] - positions[:, None, :]) < window)
         keys = key_positions.get(name)
-        if keys is not None and keys.shape[-1]:
-            cm = (keys >= 0)[:, None, :].expand(-1, width, -1)
-            if window is not None:
-                cm = cm & ((positions[:, :, None] - keys[:, None, :]) < window)
-            m = torch.cat([cm, m], dim=-1)
-        m = m[:, None]
+        n_cached = keys.shape[-1] if keys is not None else 0
+        m = torch.empty((rows, 1, width, n_cached + width), dtype=torch.bool, device=positions.device)
+        # a key at position p is visible from position q when p > q - window: compared directly (no (rows, width,
+        # keys) tensor of differences); a cached slot also needs p >= 0 (filled)
+        low = None if window is None else positions - window
+        if n_cached:
+            if low is None:
+                m[:, 0, :, :n_cached] = (keys >= 0)[:, None, :]
+            else:
+                torch.gt(keys[:, None, :], low.clamp(min=-1)[:, :, None], out=m[:, 0, :, :n_cached])
+        if low is None:
+            m[:, 0, :, n_cached:] = tree
+        else:
+            torch.logical_and(tree, positions[:, None, :] > low[:, :, None], out=m[:, 0, :, n_cached:])
         if implementation == "eager":  # additive, in the model's dtype, as transformers' eager masks
             m = torch.zeros(m.shape, dtype=dtype, device=m.device).masked_fill_(~m, torch.finfo(dtype).min)
         out[name] = m

@@ -105,3 +105,22 @@ def test_item_prefixes_are_packed_as_chains(tiny_gemma):
             assert keys.shape[1] == r + 3 and keys[:, :r].tolist() == [list(range(r))] * 3
         else:  # a sliding layer keeps every slot here: the run prefix's last window-1 keys and the 3 new slots
             assert keys.shape[1] == window - 1 + 3
+
+
+def test_scored_slots_are_gathered_once_in_order_of_first_use():
+    """scored_slots: every request's last n_scored path nodes, in request order along the path; a slot two
+    requests read (options sharing their context) is gathered once; slots in order of first use, as the loop over
+    rows and paths met them (the LM head then sees the same positions in the same order)."""
+    import numpy as np
+
+    from mcqa_toolkit.backends.hf.block import scored_slots
+    from mcqa_toolkit.backends.hf.packing import Row
+
+    a = Row(tokens=[1, 2, 3, 4], paths={2: [0, 1, 2], 0: [0, 1, 3]})  # two options after a shared context node 1
+    b = Row(tokens=[5, 6], paths={1: [0, 1]})
+    req, idx, (at, col) = scored_slots([a, b], [2, 1, 2])
+    assert req.tolist() == [2, 2, 0, 0, 1]
+    slots = list(zip(at.tolist(), col.tolist()))
+    assert slots == [(0, 1), (0, 2), (0, 3), (1, 1)]
+    assert [slots[i] for i in idx] == [(0, 1), (0, 2), (0, 1), (0, 3), (1, 1)]
+    assert isinstance(idx, np.ndarray)

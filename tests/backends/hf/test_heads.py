@@ -25,7 +25,8 @@ def test_head_logprobs_in_chunks_equal_full_logits(tiny_lm):
     with torch.no_grad():
         hidden = tiny_lm.model.base_model(input_ids=torch.tensor([ids])).last_hidden_state[0]
         logits = tiny_lm.model(input_ids=torch.tensor([ids])).logits[0]
-    scored = [[n - 1], list(range(n - 5, n - 1)), [n - 2]]  # rows of `hidden` each request reads
+    reads = [[n - 1], list(range(n - 5, n - 1)), [n - 2]]  # rows of `hidden` each request reads
+    scored = (np.array(sum(reads, [])), np.array([len(x) for x in reads]))
     want = [request_logprobs(r, logits[r.n_context - 1:]) for r in reqs]
     for rows in (1, 3, 1000):
         for vocab in (None, 7, 64, 10_000):

@@ -144,3 +144,27 @@ def test_tree_masks_hide_empty_slots_and_use_each_rows_positions():
     assert full[1, 1, 5:].tolist() == [False, True]                           # in its row, a pad sees itself only
     assert sliding[0, 1, :5].tolist() == [False, False, False, False, True]   # position 6 sees 4..6 only
     assert sliding[1, 0, :5].tolist() == [False, False, False, True, True]    # position 3 sees 1..3 only
+
+
+def _naive_lcp(a, b):
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def test_keys_sort_and_share_prefixes_as_the_tokens_do():
+    """token_key bytes sort in the tuples' order and their common prefix is the tokens' (ids across byte
+    boundaries, up to 2^32 - 1); lcp of sequences (C slice comparisons) is the element-by-element one."""
+    import random
+
+    from mcqa_toolkit.backends.hf.packing import key_lcp, lcp, token_key
+
+    rng = random.Random(0)
+    values = [0, 1, 255, 256, 65_535, 65_536, 262_143, 2 ** 32 - 1]
+    seqs = [tuple(rng.choice(values) for _ in range(rng.randrange(0, 7))) for _ in range(300)]
+    seqs += [(7,) * 1500 + (k,) for k in (1, 2)] + [(7,) * 1500, ()]
+    assert sorted(seqs, key=token_key) == sorted(seqs)
+    for a, b in zip(seqs, seqs[1:] + seqs[:1]):
+        assert lcp(a, b) == _naive_lcp(a, b) == key_lcp(token_key(a), token_key(b))
+        assert lcp(list(a), list(b)) == _naive_lcp(a, b)
