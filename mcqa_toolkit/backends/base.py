@@ -29,7 +29,10 @@ Beyond the three calls, a backend may offer declared optional parts, each a Prot
 - `DistributionBackend`: `token_distributions(texts)`, per token its log-prob and the mean and variance of log p
   over the whole next-token distribution, which Min-K%++ needs and no API returns (the local model offers it:
   backends.hf.distributions; scoring.familiarity uses it);
-- `BatchBackend`: a provider's batch API (run.batch).
+- `BatchBackend`: a provider's batch API (run.batch);
+- `PreparingBackend`: `prepare(prompts, method)` does a block's host-side preparation (the local engine: its
+  tokenisation into the run's token cache) ahead of the block's call, and `prepare_ahead` says whether the runner
+  should run it for the next block while this one is scored (run.pipeline; the result never depends on it).
 """
 from __future__ import annotations
 
@@ -44,7 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Capabilities", "LetterLogprobs", "Continuation", "ContinuationLogprobs", "Generation", "Backend",
-    "BatchBackend", "MultiItemBackend", "RenewableBackend", "PooledBackend", "DistributionBackend", "CapabilityError",
+    "BatchBackend", "MultiItemBackend", "RenewableBackend", "PooledBackend", "DistributionBackend",
+    "PreparingBackend", "CapabilityError",
     "items_per_call",
     "usage_delta",
 ]
@@ -196,6 +200,19 @@ class DistributionBackend(Protocol):
     backends.hf.distributions.TokenDistribution)."""
 
     def token_distributions(self, texts: Sequence[str]) -> list[Any]: ...
+
+
+@runtime_checkable
+class PreparingBackend(Protocol):
+    """Declared optional part: `prepare(prompts, method)` does the host-side work of a block's log-prob call ahead
+    of it (the local engine: tokenising the prompts into its run's token cache, which gives the same ids whenever it
+    is filled), so that a runner can prepare the next block while this one is computed; `prepare_ahead` says
+    whether that overlap helps on the backend's device (a GPU waits for the host; on a CPU both compete for the
+    cores). A block's results never depend on whether it was prepared."""
+
+    prepare_ahead: bool
+
+    def prepare(self, prompts: Sequence[Any], method: str) -> None: ...
 
 
 class CapabilityError(ValueError):

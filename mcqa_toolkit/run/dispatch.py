@@ -32,7 +32,7 @@ from mcqa_toolkit.scoring.methods import METHODS, check_method, generates
 from mcqa_toolkit.scoring.scored import Scored
 from mcqa_toolkit.scoring.typed import score_typed_generate, score_yes_no
 
-__all__ = ["route", "record_permutations", "check_plan", "ask", "ask_letters", "letters_prompt", "ROUTES"]
+__all__ = ["route", "record_permutations", "check_plan", "ask", "ask_letters", "letters_prompt", "prepare", "ROUTES"]
 
 ROUTES = ("letters", "generate", "yes_no")
 Pair = tuple[Any, Scored]  # (the prompt a record was asked with, what its answer scored)
@@ -150,6 +150,16 @@ def _judge(pairs: list[Pair], by_id: dict[str, Item], judges: Sequence[LLMJudge]
         out[i] = (p, Scored(**{**s.__dict__, "status": status, "points_earned": points,
                                "judgements": tuple(judgements)}))
     return out
+
+
+def prepare(backend: Any, block: Sequence[Item], strategy: Strategy, shots: dict[str, list]) -> None:
+    """A PreparingBackend's preparation of the block's letters call (`ask` renders the same prompts and makes the
+    call): run ahead of the block by run.pipeline."""
+    letters = [it for it in block if route(it, strategy) == "letters"]
+    prompts = [letters_prompt(it, strategy, shots[it.item_id], p, k)
+               for it in letters for k, p in enumerate(record_permutations(it, strategy))]
+    if prompts and not generates(strategy.method):
+        backend.prepare(prompts, strategy.method)
 
 
 def ask(backend: Backend, block: Sequence[Item], strategy: Strategy, shots: dict[str, list], *,

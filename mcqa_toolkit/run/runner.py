@@ -26,11 +26,12 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from mcqa_toolkit import __version__
-from mcqa_toolkit.backends.base import Backend, PooledBackend, items_per_call, usage_delta
+from mcqa_toolkit.backends.base import Backend, PooledBackend, PreparingBackend, items_per_call, usage_delta
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.prompts import select_shots, split_shots, template_languages
 from mcqa_toolkit.run.adaptive import run_adaptive
-from mcqa_toolkit.run.dispatch import ask, ask_letters, check_plan, letters_prompt, record_permutations
+from mcqa_toolkit.run.dispatch import ask, ask_letters, check_plan, letters_prompt, prepare, record_permutations
+from mcqa_toolkit.run.pipeline import ahead
 from mcqa_toolkit.records.factory import UNSET, make_record, run_fields
 from mcqa_toolkit.records.identity import RunIdentity, model_name, shots_fingerprint
 from mcqa_toolkit.records.state import OpenRun, RunState, open_for_write
@@ -216,8 +217,12 @@ def administer(opened: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str,
         return block_records(backend, block, strategy, plan.shots, run_info, plan.judges, plan.combine)
 
     pooled = isinstance(backend, PooledBackend)  # a pool's workers score the blocks (run.pool)
-    score_blocks = (lambda todo: backend.score_blocks(todo, plan, run_info)) if pooled else \
-        (lambda todo: map(records_of, todo))
+    if pooled:
+        score_blocks = (lambda todo: backend.score_blocks(todo, plan, run_info))
+    elif isinstance(backend, PreparingBackend) and backend.prepare_ahead:  # the next block prepared meanwhile
+        score_blocks = (lambda todo: ahead(records_of, lambda b: prepare(backend, b, strategy, plan.shots), todo))
+    else:
+        score_blocks = (lambda todo: map(records_of, todo))
 
     if strategy.adaptive is not None:
         def prompt_for(it: Item, perm: tuple[int, ...], k: int) -> Any:

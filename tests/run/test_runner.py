@@ -118,3 +118,28 @@ def test_short_answers_without_a_judge_rejected_before_any_request(tiny_backend,
     with pytest.raises(ValueError, match=r"1 short-answer item\(s\) \(e.g. \['x'\]\) need a judge"):
         run(ItemSet([it]), tiny_backend, Strategy.generate(), tmp_path / "r", progress=False)
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("st", [Strategy.first_token(shots=1, shuffles=2, style="enem"),
+                                Strategy.loglik("sum", shuffles=2)], ids=["first_token", "loglik"])
+def test_preparing_the_next_block_ahead_gives_the_same_records(tiny_gemma, demo_pt, tmp_path, st):
+    """A PreparingBackend with `prepare_ahead` (the engine on a GPU): each block after the first is tokenised in
+    the background while the one before it is scored (the prompts its call then gets), and the records are those
+    of the plain loop, token counts included."""
+    from mcqa_toolkit.backends.hf import HFBackend
+
+    def backend(ahead):
+        b = HFBackend(tiny_gemma, items_per_call=2, prepare_ahead=ahead)
+        b.name = "tiny"
+        return b
+
+    pipelined, prepared = backend(True), []
+    real = pipelined.prepare
+    pipelined.prepare = lambda prompts, method: prepared.append([p.text for p in prompts]) or real(prompts, method)
+    got = run(demo_pt, pipelined, st, tmp_path / "ahead", limit=5, progress=False)
+    want = run(demo_pt, backend(False), st, tmp_path / "plain", limit=5, progress=False)
+    stable = lambda df: df.drop(columns=["seconds", "run_id"]).reset_index(drop=True)  # noqa: E731
+    pd.testing.assert_frame_equal(stable(got), stable(want))
+    assert len(prepared) == 2 and all(prepared)  # blocks 2 and 3 of 3
+    shown = got.groupby("item_id", sort=False).size()
+    assert [len(x) for x in prepared] == [int(shown.iloc[2:4].sum()), int(shown.iloc[4:].sum())]

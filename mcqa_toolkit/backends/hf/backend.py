@@ -29,13 +29,16 @@ _PACKAGES = ("torch", "transformers", "tokenizers")
 class HFBackend:
     """A loaded `LM` (model + tokenizer) as a Backend. One per model; pass it around (no globals)."""
 
-    def __init__(self, lm: LM, tokens: TokenCache | None = None, **engine_options: Any):
+    def __init__(self, lm: LM, tokens: TokenCache | None = None, prepare_ahead: bool | None = None,
+                 **engine_options: Any):
         self.lm = lm
         self.name = lm.name
         self.tokens = tokens or TokenCache(lm.tokenizer)  # exact memo of token ids: shared by renewed backends
         self.engine = PrefixScorer(lm, **engine_options)
-        self._engine_options = engine_options
+        self._engine_options = {**engine_options, "prepare_ahead": prepare_ahead}
         self.items_per_call = self.engine.items_per_call  # base.items_per_call: what the runner brings per call
+        # base.PreparingBackend: the runner tokenises the next block while this one is computed (the budget's)
+        self.prepare_ahead = self.engine.budget.prepare_ahead if prepare_ahead is None else prepare_ahead
         self._generated = {"generated_tokens": 0, "generation_padded": 0}
 
     def renew(self) -> "HFBackend":
@@ -56,10 +59,20 @@ class HFBackend:
                 versions[pkg] = md.version(pkg)
             except md.PackageNotFoundError:
                 versions[pkg] = None
-        return {"backend": "hf", **self.lm.provenance(), "packages": versions}
+        return {"backend": "hf", **self.lm.provenance(), "packages": versions,
+                "engine": {**self.engine.settings(), "prepare_ahead": self.prepare_ahead}}
 
     def usage(self) -> dict[str, float]:
         return {**self.engine.stats.as_dict(), **self._generated, "forwarded_tokens": self.engine.stats.forwarded}
+
+    def prepare(self, prompts: Sequence[Any], method: str) -> None:
+        """base.PreparingBackend: tokenise a block's prompts into the run's TokenCache ahead of its call (the
+        letters, or each option as a continuation), so the call finds every segment encoded; the same ids as
+        without it. Safe beside a running call (TokenCache takes a lock; the engine is not touched)."""
+        if method == "first_token":
+            letter_requests(self.lm, prompts, self.tokens)
+        elif method in ("loglik", "cloze"):
+            continuation_requests(self.lm, [Continuation(p, c) for p in prompts for c in p.continuations], self.tokens)
 
     # ---- the protocol's three calls ----------------------------------------------------------------------
     def letter_logprobs(self, prompts: Sequence[Any]) -> list[LetterLogprobs]:

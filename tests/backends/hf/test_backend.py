@@ -40,3 +40,13 @@ def test_engine_options_reach_the_engine(tiny_gemma, tiny_model_dir):
     backend = load_hf(str(tiny_model_dir), engine={"items_per_call": 4, "max_batch_tokens": 1024})
     assert backend.items_per_call == 4 and backend.engine.max_batch_tokens == 1024
     assert backend.renew().items_per_call == 4
+
+
+def test_provenance_records_the_engine_budget(tiny_gemma):
+    """A run's provenance says how the engine computed: its budget (and how it was chosen), kernels and whether
+    the next block was prepared ahead."""
+    engine = HFBackend(tiny_gemma).provenance()["engine"]
+    assert engine == {"items_per_call": 1, "max_batch_tokens": 8192, "max_batch_rows": 64, "head_rows": 256,
+                      "attention": "tree", "linear": "onednn", "row_tokens": 4096, "graphs": False,
+                      "budget": "fixed", "prepare_ahead": False}
+    assert HFBackend(tiny_gemma, prepare_ahead=True, items_per_call=2).provenance()["engine"]["prepare_ahead"]
