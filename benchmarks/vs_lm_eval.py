@@ -111,6 +111,7 @@ def run_scoring(lm, hflm, Instance, pool, evaluated, args, scoring):
                           "delta_naive")}
     a.update({k: 0 for k in ("same_lm", "n_lm", "same_naive", "n_naive", "tok_same", "tok_all", "n_items_lm",
                              "n_items_naive", "tokens_len", "n_seqs")})
+    a["ours_block_seconds"] = []  # per block in order: the first one also pays the run prefix
     i = 0
     for block in blocks(list(evaluated), scorer.items_per_call):
         lines, theirs = [], {}
@@ -131,9 +132,11 @@ def run_scoring(lm, hflm, Instance, pool, evaluated, args, scoring):
                 lines[-1].append(f"lm-eval {dt:.1f}s")
         t0 = time.perf_counter()
         built = build(lm, block, pool, args, SCORINGS[scoring], cache)
+        a.setdefault("run_prefix_tokens", len(built[0][1]))  # what the first block pays on top of its items
         results = scorer.score_block(built)
         dt_ours = (time.perf_counter() - t0) / len(block)
         a["t_ours"] += dt_ours * len(block)
+        a["ours_block_seconds"].append(dt_ours * len(block))
         for k, (it, (reqs, _), ours) in enumerate(zip(block, built, results)):
             prompts = render_item(it, pool, args)  # untimed: each prompt's number of options
             sizes = [len(p.letter_continuations if scoring == "letters" else p.continuations) for p in prompts]

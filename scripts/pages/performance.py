@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pages import performance_engine, performance_gpu
+from pages import performance_engine, performance_gpu, performance_host
 from pages.blocks import REPO, date_of, machine_notes, number, read_json, rel, table
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -267,8 +267,8 @@ def demo() -> str:
 def blocks() -> dict[str, str]:
     return {"perf-engine-cpu": engine_speed("cpu"), "perf-engine-defaults": performance_engine.defaults(),
             "perf-body-kernels": performance_engine.body_kernels(), "perf-engine-calls": engine_calls(),
-            "perf-profile": "\n\n".join(x for x in (profile_lines(), performance_engine.host_before_after()) if x),
+            "perf-profile": "\n\n".join(x for x in (profile_lines(), performance_host.host_before_after()) if x),
             "perf-vs-vllm": vs_vllm(), "perf-gpu-speed": engine_speed("cuda") + "\n\n" + gpu_tokens(),
             "perf-gpu-equality": gpu_equality(),
-            "perf-ray": ray(), "perf-demo": demo(), **performance_gpu.blocks()}
+            "perf-ray": ray(), "perf-demo": demo(), **performance_gpu.blocks(), **performance_host.blocks()}
 

@@ -116,17 +116,3 @@ def parse_profile(path: Path) -> dict[str, Any] | None:
             "ops_per_call": int(m.group(1)), "ops_per_item": int(m.group(2)), "host": float(m.group(3)),
             "launch_us": int(m.group(4)), "predicted": int(m.group(5)), "tok": 1000 * float(tok.group(1)),
             "phases": phases, "reference_tok": float(ref.group(1)) if ref else None}
-
-
-def host_before_after() -> str:
-    """Pairs `profile_before_X.txt` / `profile_after_X.txt` of one folder: host and tokenisation ms per item."""
-    rows = []
-    for before in sorted(RESULTS.glob("*/profile_before_*.txt")):
-        after = before.with_name(before.name.replace("profile_before_", "profile_after_"))
-        b, a = parse_profile(before), parse_profile(after) if after.exists() else None
-        if b and a:
-            rows.append([date_of(before), b["scoring"], f"{b['host']:.0f} -> {a['host']:.0f}",
-                         f"{a['host'] / b['host']:.2f}", f"{b['tok']:.0f} -> {a['tok']:.0f}",
-                         f"`{rel(before)}`, `{after.name}`"])
-    return table(["date", "scoring", "host ms/item, before -> after", "after / before",
-                  "tokenisation ms/item, before -> after", "raw files"], rows, "llrrrl") if rows else ""
