@@ -11,7 +11,12 @@ groups of profile_scoring.py, plus `compiled` for inductor's fused kernels), in 
 with the top operators. profile_scoring.py prints the same groups for our body (`per unique token inside the
 body`), on the same items with the engine's CPU defaults, for the comparison (docs/performance.md).
 
-    .venv-vllm/bin/python benchmarks/vllm_body.py [--warm-items 1] [--items 1] [--threads 2] [--json out.json]
+    .venv-vllm/bin/python benchmarks/vllm_body.py --vllm-model DIR [--warm-items 1] [--items 1] [--threads 2]
+        [--json out.json]
+
+`--vllm-model`: what vLLM loads, for the embedded model its dequantised folder (vLLM's environment lacks the GGUF
+package; vs_vllm.vllm_model names it); the engine arguments are vs_vllm.py's on a CPU (fp32, 4,096 positions, a
+1 GiB KV cache, seed 0, prefix caching on); set OMP_NUM_THREADS to `--threads` (vLLM's CPU threads).
 """
 from __future__ import annotations
 
@@ -48,6 +53,7 @@ def main() -> None:
     add_arguments(ap, items=1, shuffles=30)
     ap.add_argument("--warm-items", type=int, default=1)
     ap.add_argument("--eager", action="store_true", help="vLLM's enforce_eager (torch.compile off)")
+    ap.add_argument("--vllm-model", required=True, help="the folder vLLM loads (see above)")
     ap.add_argument("--rows", type=int, default=25, help="top operators printed")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
@@ -62,7 +68,8 @@ def main() -> None:
     warm = evaluated[: args.warm_items]
     timed = evaluated[args.warm_items: args.warm_items + args.items]
     t0 = time.perf_counter()
-    backend = load(args.model, engine={"enforce_eager": args.eager} if args.eager else None)
+    engine = {"dtype": args.dtype, "max_model_len": 4096, "seed": 0, "kv_cache_memory_bytes": 2 ** 30}
+    backend = load(args.vllm_model, name=args.model, **engine, **({"enforce_eager": True} if args.eager else {}))
     start = time.perf_counter() - t0
     prompts = lambda items: [p for it in items for p in render_item(it, pool, args)]  # noqa: E731
     backend.letter_logprobs(prompts(warm))
@@ -88,14 +95,15 @@ def main() -> None:
           f"; in all {sum(per_token.values()):.0f} us")
     for name, us, count in rows[: args.rows]:
         print(f"  {name[:70]:<70s} {us / 1000:9.1f} ms  {count:6d} calls  [{group(name)}]")
-    write_json(args.json, {"args": {**vars(args), "json": "JSON" if args.json else None}, "source": source,
+    write_json(args.json, {"args": {**vars(args), "json": "JSON" if args.json else None,
+                                    "vllm_model": "the embedded model's dequantised folder"}, "source": source,
                            "vllm": {"compile": not args.eager, "start_s": start,
                                     "torch_threads": torch.get_num_threads(),
                                     "provenance": {k: v for k, v in backend.provenance().items() if k != "source"}},
                            "usage": used, "computed_tokens": computed, "seconds": seconds,
                            "self_cpu_us_per_token": per_token,
                            "top_ops": [{"name": n, "self_cpu_us": us, "calls": c, "group": group(n)}
-                                       for n, us, c in rows[: args.rows]]})
+                                       for n, us, c in rows[: args.rows]]}, "cpu", backend.tok.tokenizer)
 
 
 if __name__ == "__main__":
