@@ -59,8 +59,11 @@ def _records(model, theta, strategy, spec, language, items, rng, skip):
 
 def write_synthetic_results(root: str | Path, seed: int = 7, models: dict[str, float] = MODEL_THETA,
                             languages: dict[str, float] = LANGUAGE_SHIFT,
-                            strategies: dict[str, tuple] = STRATEGIES) -> Path:
+                            strategies: dict[str, tuple] = STRATEGIES, n_items: int | None = None) -> Path:
     """2 models x 2 languages x 2 strategies x 3 shuffles on the demo items (by default), via ResultStore.
+
+    n_items: only the first n questions of each language, and every run folder then carries them (items.jsonl),
+    as a run of a cut exam does; None: every question, the folders without items.jsonl (their dataset is loaded).
 
     Choices are drawn from the 3PL at a fixed theta per model (+ a language shift), so IRT outputs are
     meaningful; one item is annulled; generate strategies have ~3% unanswered records; a strategy with
@@ -72,6 +75,7 @@ def write_synthetic_results(root: str | Path, seed: int = 7, models: dict[str, f
     for model, theta in models.items():
         for language, shift in languages.items():
             items = load_demo(language)
+            items = items if n_items is None else items[:n_items]
             by_b = sorted(items, key=lambda it: it.irt[1])
             min_k = pd.DataFrame([{"model": model, "language": language, "item_id": it.item_id,
                                    "parallel_id": it.parallel_id, "n_tokens": int(rng.integers(20, 80)),
@@ -82,6 +86,8 @@ def write_synthetic_results(root: str | Path, seed: int = 7, models: dict[str, f
                 run_id, recs = _records(model, theta + shift, strategy, spec, language, items, rng, skip)
                 store = RunDir(root / run_id)
                 store.append(recs)
+                if n_items is not None:
+                    store.write_items(items)
                 store.finalize({"model": {"name": model}, "strategy_hash": "0" * 12, "dataset": "demo"})
                 min_k.to_parquet(store.min_k_file, index=False)
     return root
