@@ -73,3 +73,28 @@ def test_a_writer_killed_mid_copy_leaves_nothing_taken_for_a_copy(gguf, tmp_path
     target, _ = loading.dequantised_dir(gguf, cache)  # the lock died with its holder: the next load goes on
     assert sorted(p.name for p in target.iterdir()) == ["config.json", "mcqa_cache.json", "model.safetensors"]
     assert [p.name for p in (cache / "dequantised").iterdir()] == [target.name]  # the leftover is gone
+
+
+def test_the_conversion_reads_a_gguf_once(tmp_path, monkeypatch):
+    """Inside _one_gguf_reader every GGUFReader of one path is the same reader (transformers constructs one for the
+    config, the weights and the tokenizer; each parses the whole metadata), another path gets its own, and the real
+    class is back afterwards, also when the block raises."""
+    import gguf
+
+    made = []
+
+    class Reader:
+        def __init__(self, path, mode="r"):
+            made.append((str(path), mode))
+
+    monkeypatch.setattr(gguf, "GGUFReader", Reader)
+    a, b = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    with loading._one_gguf_reader() as opened:
+        first = gguf.GGUFReader(a)
+        assert gguf.GGUFReader(str(a)) is first and gguf.GGUFReader(b) is not first
+        assert gguf.GGUFReader(b, "r") is gguf.GGUFReader(b)
+    assert made == [(str(a), "r"), (str(b), "r")] and opened == [a, b]
+    assert gguf.GGUFReader is Reader
+    with pytest.raises(RuntimeError), loading._one_gguf_reader():
+        raise RuntimeError("conversion failed")
+    assert gguf.GGUFReader is Reader
