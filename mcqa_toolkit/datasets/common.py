@@ -166,8 +166,8 @@ def parse_records(entries: Iterable[tuple[Any, Any]], parse: Callable[[Any, Any]
     Items (or, with `key`, other parsed records), and the records left out. An entry may be the DatasetError of a
     record that could not be read (textfiles' `*_entries` readers); a DatasetError that `parse` raises, or a repeated
     id (`ids`, by `key`; pass one tracker to several calls to check the files of a folder together) leaves the record
-    out, or is raised when `strict`. A file of records none of which can be used is not of this format: DatasetError
-    naming the file. Errors about the whole file, and any other exception, are raised as they are."""
+    out, or is raised when `strict`. A file none of whose records can be used (most often: not of this format) is one
+    DatasetError naming the file. Errors about the whole file, and any other exception, are raised as they are."""
     ids = ids if ids is not None else UniqueIds(path, id_field)
     pairs, skipped = [], []
     for n, rec in entries:
