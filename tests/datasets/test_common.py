@@ -5,16 +5,12 @@ line that is not JSON or a row with a cell missing): the load never raises, the 
 corrupted record either still loads (a tolerable value) or is left out and named (file, record, field, reason)
 while strict=True refuses at it with the same error. Each field the format needs must be refused by at least one
 corruption, so the sweep cannot pass by loading everything."""
-import csv
-import io
 import json
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
 
 import pytest
-from test_loader_errors import BLUEX, ENEM_HEAD, EXAMS, MED
+from releases import CELL_MISSING, COURSE_META, COURSE_RECORDS, NOT_A_RECORD, NOT_JSON, RELEASES, csv_text, jsonl_text
 
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.datasets.common import UnusableRecordsWarning
@@ -23,140 +19,6 @@ from mcqa_toolkit.items import DatasetError
 DELETE = object()
 JSON_BAD = (DELETE, None, "", "@", 12345, [], {"x": 1})
 CSV_BAD = ("", "@")
-# corruptions of the record as a whole (they name no field)
-NOT_JSON, NOT_A_RECORD, CELL_MISSING = "(a line that is not JSON)", "(not an object)", "(a cell missing)"
-
-
-def _jsonl(records):
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-
-
-def _csv(records, header=True):
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    if header:
-        writer.writerow(list(records[0]))
-    writer.writerows([list(r.values()) for r in records])
-    return out.getvalue()
-
-
-@dataclass
-class Release:
-    """A loader's valid file: three records, how they are written, and the name its middle record goes by."""
-
-    name: str
-    file: str
-    records: list[dict]
-    write: Callable[[list[dict]], str]
-    middle: Any = 2                        # the middle record's number as the loader names it
-    kwargs: dict = field(default_factory=dict)
-    extra: dict = field(default_factory=dict)          # other files of the release, written as they are
-    tolerant: tuple = ()                   # fields with no corruption the format refuses (optional, free text)
-    named: dict = field(default_factory=dict)          # corrupted field -> other fields the loader may name
-    csv: bool = False
-
-    def fields(self) -> list[str]:
-        rec = self.records[1]
-        paths = [k for k in rec]
-        paths += [f"{k}.{k2}" for k, v in rec.items() if isinstance(v, dict) for k2 in v]
-        paths += [f"{k}.0.{k2}" for k, v in rec.items() if isinstance(v, list) and v and isinstance(v[0], dict)
-                  for k2 in v[0]]
-        return paths + [CELL_MISSING if self.csv else NOT_JSON if self.file.endswith(".jsonl") else NOT_A_RECORD]
-
-
-def _medicina(k):
-    return {**MED, "id": k, "text": f"Quale organo numero {k}?"}
-
-
-def _uned(k):
-    return {"question": f"¿Capital número {k}?", "A": "Madrid", "B": "París", "C": "Roma", "D": "", "solution": "A",
-            "year": "2020", "test_name": "T1", "code": "01", "subject": "Geografía", "id": f"T1_{k}"}
-
-
-def _enade(k):
-    return {"id": str(k), "ano": "2019", "curso": "Enfermagem", "enunciado": f"Qual órgão, caso {k}?",
-            "alternativa_a": "rim", "alternativa_b": "pele", "alternativa_c": "osso", "alternativa_d": "olho",
-            "alternativa_e": "dente", "gabarito": "A", "tem_imagem": "False"}
-
-
-def _mmlu(k):
-    return {"question": f"Which gas, case {k}?", "A": "oxygen", "B": "neon", "C": "argon", "D": "xenon", "answer": "B"}
-
-
-def _course(k, kind="SingleChoice", answer="B"):
-    return {"instance_id": k, "exam_id": "ex1", "problem_num": k, "points": 5, "type": kind,
-            "problem": f"Question {k}: which is larger?\nA. 1\nB. 2\nC. 0", "answer": answer, "explanation": ""}
-
-
-def _enem_row(k):
-    return {"question": f"Q{90 + k}", "body": f"Quanto é {k} + {k}?", "A": "0", "B": "1", "C": str(2 * k), "D": "9",
-            "E": "11", "year": "2022", "question_number": str(90 + k), "test": "CN", "answer": "C",
-            "language": "portuguese"}
-
-
-def _bluex(k):
-    return {**BLUEX, "id": f"ENEM_2022_{135 + k}", "number": 135 + k, "question": f"Quanto é {k} + 2?",
-            "context": "", "alternatives": ["A 1", "B 2", "C 3", "D 4", "E 5"]}
-
-
-def _enem24(k):
-    return {"id": f"questao_{90 + k:02d}", "exam": "2024", "IU": False, "ledor": False, "question": f"Pergunta {k}?",
-            "alternatives": ["um.", "dois.", "três.", "quatro.", "cinco."], "label": "B", "figures": [],
-            "description": []}
-
-
-def _headqa(k):
-    return {"qid": str(k), "qtext": f"¿Pregunta {k}?", "ra": "2",
-            "answers": [{"aid": a, "atext": f"respuesta {a}"} for a in (1, 2, 3, 4)], "image": ""}
-
-
-def _exams(k):
-    return {"id": f"7a7a-{k}", "question": {"stem": f"Qual é a pergunta {k}?", "choices": [
-        {"text": "um", "label": "A"}, {"text": "dois", "label": "B"}, {"text": "três", "label": "C"}]},
-        "answerKey": "B", "info": {"grade": 12, "subject": "Math", "language": "Portuguese"}}
-
-
-def _agieval(k):
-    return {"passage": "", "question": f"Which number, case {k}?", "options": ["(A)1", "(B)2", "(C)3", "(D)4"],
-            "label": "C" if k != 2 else ["A", "C"], "answer": None, "other": {"source": "2021年模拟"}}
-
-
-def _headqa_file(records):
-    return json.dumps({"version": "1.0", "language": "es", "exams": {"Cuaderno_2016_1_M": {
-        "name": "Cuaderno_2016_1_M", "data": records}}}, ensure_ascii=False)
-
-
-COURSE_META = json.dumps(EXAMS)
-COURSE_RECORDS = [_course(1), _course(2, "MultipleChoice", "A,B"), _course(3, "ShortAnswerQuestion", "two")]
-
-RELEASES = [
-    Release("medicina", "m.jsonl", [_medicina(k) for k in (1, 2, 3)], _jsonl),
-    Release("hub", "", [_medicina(k) for k in (1, 2, 3)], list, kwargs={"mapper": "medicina"}),
-    Release("uned", "u_es.csv", [_uned(k) for k in (1, 2, 3)], _csv, csv=True, tolerant=("D",)),
-    Release("uned", "u_en.json", [_uned(k) for k in (1, 2, 3)], lambda rs: json.dumps(rs, ensure_ascii=False)),
-    Release("enade", "e.csv", [_enade(k) for k in (1, 2, 3)], _csv, csv=True,
-            tolerant=("id", "alternativa_e")),      # an empty fifth alternative: a four-option item
-    Release("mmlu", "physics_test.csv", [_mmlu(k) for k in (1, 2, 3)], lambda rs: _csv(rs, header=False), csv=True),
-    Release("course_exam", "questions.jsonl", COURSE_RECORDS, _jsonl, kwargs={"path": "."},
-            extra={"exams_metadata.json": COURSE_META}, tolerant=("problem_num", "explanation")),
-    Release("enem", "ENEM_2022_CN_CO_PROVA_77.csv", [_enem_row(k) for k in (1, 2, 3)], _csv, csv=True,
-            tolerant=("question",)),
-    Release("enem", "b.json", [_bluex(k) for k in (1, 2, 3)], lambda rs: json.dumps(rs, ensure_ascii=False),
-            tolerant=("context", "alternatives", "exam")),     # the text, options and year are found elsewhere
-    Release("enem", "2024.jsonl", [_enem24(k) for k in (1, 2, 3)], _jsonl,
-            named={"id": ("number",), "alternatives": ("options",)}),
-    Release("head_qa", "h.json", [_headqa(k) for k in (1, 2, 3)], _headqa_file, middle="Cuaderno_2016_1_M/2"),
-    Release("exams", "dev.jsonl", [_exams(k) for k in (1, 2, 3)], _jsonl, tolerant=("info.grade",),
-            named={"question": ("stem",)}),
-    Release("agieval", "gaokao-physics.jsonl", [_agieval(k) for k in (1, 2, 3)], _jsonl,
-            tolerant=("answer", "other", "other.source")),
-]
-
-
-def _get(rec, path):
-    for part in path.split("."):
-        rec = rec[int(part)] if isinstance(rec, list) else rec[part]
-    return rec
 
 
 def _corrupt(rec, path, value):
@@ -195,7 +57,7 @@ def _cases(release):
         elif path == CELL_MISSING:
             rows = [dict(r) for r in release.records]
             rows[1] = dict(list(rows[1].items())[:-1])
-            text = release.write(rows[:1]) + _csv(rows[1:2], header=False) + _csv(rows[2:], header=False)
+            text = release.write(rows[:1]) + csv_text(rows[1:2], header=False) + csv_text(rows[2:], header=False)
             yield path, None, text
         else:
             for value in (CSV_BAD if release.csv else JSON_BAD):
@@ -304,7 +166,7 @@ def test_an_exam_entry_left_out_takes_its_questions_with_it(tmp_path):
     meta = json.loads(COURSE_META)
     meta["exams"].append({**meta["exams"][0], "exam_id": "ex2", "score_avg": "n/a"})
     (tmp_path / "exams_metadata.json").write_text(json.dumps(meta))
-    (tmp_path / "questions.jsonl").write_text(_jsonl([COURSE_RECORDS[0], {**COURSE_RECORDS[2], "exam_id": "ex2"}]))
+    (tmp_path / "questions.jsonl").write_text(jsonl_text([COURSE_RECORDS[0], {**COURSE_RECORDS[2], "exam_id": "ex2"}]))
     with pytest.warns(UnusableRecordsWarning):
         items = load("course_exam", path=tmp_path)
     assert items.ids == ["course-1"]
