@@ -168,7 +168,7 @@ class RunPlan:
     def provenance(self, backend: Backend) -> dict[str, Any]:
         prov = provenance(backend, self.strategy, self.items, self.dataset, self.excluded, self.judges, self.combine)
         prov.update(dataset_args=self.dataset_args, language=self.language)
-        if self.skipped:   # what the load left out (it cannot be administered), said in the run's provenance
+        if self.skipped:   # what the load left out (it cannot be used), said in the run's provenance
             prov.update(n_skipped_records=len(self.skipped), skipped_records=[str(r) for r in self.skipped])
         return prov
 
