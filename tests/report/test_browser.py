@@ -19,7 +19,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -85,12 +84,6 @@ def page(browser):
     context.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _get(url: str, method: str = "GET", timeout: float = 5) -> int:
     with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=timeout) as r:
         return r.status
@@ -110,13 +103,15 @@ def _kernels_of(pid: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """JupyterLab on 127.0.0.1:<free port> with a token, serving a copy of inspect_questions.ipynb."""
+    """JupyterLab on 127.0.0.1 with a token, serving a copy of inspect_questions.ipynb. It binds a port the system
+    picks (--port=0) and names it in its server-info file (jpserver-PID.json in its private runtime folder): no
+    port is picked here first and bound there later, which another process could take in between."""
     root = tmp_path_factory.mktemp("lab")
     nb = nbformat.read(REPO / "notebooks" / "inspect_questions.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     params.source = re.sub(r"^RESULTS_DIR = .*$", f"RESULTS_DIR = {str(SAMPLE_RESULTS)!r}", params.source, flags=re.M)
     nbformat.write(nb, root / "inspect_questions.ipynb")
-    token, port = secrets.token_hex(16), _free_port()
+    token = secrets.token_hex(16)
     private = {name: str(tmp_path_factory.mktemp(name)) for name in ("config", "runtime", "settings", "workspaces")}
     news = Path(private["settings"]) / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True)
@@ -125,22 +120,23 @@ def lab(tmp_path_factory):
            "JUPYTERLAB_SETTINGS_DIR": private["settings"], "JUPYTERLAB_WORKSPACES_DIR": private["workspaces"]}
     log = open(root.parent / "jupyterlab.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", "--port=0",
          "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
          "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
          "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False",
          "--KernelManager.transport=ipc", *(["--allow-root"] if os.geteuid() == 0 else [])],
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    info, url = Path(private["runtime"]) / f"jpserver-{proc.pid}.json", ""
     try:
         deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             if proc.poll() is not None:
                 pytest.fail(f"JupyterLab exited ({proc.returncode}):\n{(root.parent / 'jupyterlab.log').read_text()}")
             try:
+                url = url or f"http://127.0.0.1:{json.loads(info.read_text())['port']}"
                 if _get(f"{url}/api/status?token={token}") == 200:
                     break
-            except OSError:
+            except (OSError, ValueError, KeyError):  # not listening yet, or its info file not (fully) written
                 pass
             if time.monotonic() > deadline:
                 pytest.fail(f"JupyterLab did not answer within {STARTUP_SECONDS} s")
@@ -149,8 +145,9 @@ def lab(tmp_path_factory):
     finally:
         kernels = _kernels_of(proc.pid)
         try:
-            _get(f"{url}/api/shutdown?token={token}", method="POST")
-            proc.wait(timeout=20)
+            if url:
+                _get(f"{url}/api/shutdown?token={token}", method="POST")
+                proc.wait(timeout=20)
         except Exception:
             pass
         if proc.poll() is None:
