@@ -42,9 +42,10 @@ SHOTS = Path(os.environ.get("MCQA_SCREENSHOTS") or tempfile.mkdtemp(prefix="mcqa
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 KEY_BACKGROUND = "rgb(220, 235, 247)"  # report.inspector_views.KEY_STYLE #DCEBF7
-STARTUP_SECONDS = 120
+STARTUP_SECONDS = 300  # JupyterLab answering, on a busy machine: a hang's bound
 TALL_VIEWPORT = 2400  # pixels: the whole inspector widget (question, translations, responses, chart) fits
 RENDER_MS = 240_000  # kernel start + imports + loading the demo exam and results, on a busy 2-core machine
+UPDATE_MS = 120_000  # the widget's answer to a click (a kernel call, a plot); bounds a hang, decides nothing
 
 
 def _chromium() -> str:
@@ -72,9 +73,15 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    """A page whose console errors, uncaught exceptions and non-local requests are collected."""
+    """A page whose console errors, uncaught exceptions and non-local requests are collected. Every wait for the
+    page (an action's target, an `expect`) is bounded by UPDATE_MS unless given another bound: Playwright's 5 s
+    for `expect` is shorter than a busy 2-core machine may need."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=UPDATE_MS)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
+    pg.set_default_timeout(UPDATE_MS)
     pg.errors, pg.remote = [], []
     pg.on("console", lambda m: pg.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
     pg.on("pageerror", lambda e: pg.errors.append(f"uncaught: {e}"))
@@ -206,13 +213,13 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
     # filter by language: the same question stays on screen, now in Spanish
     language = inspector.locator(".widget-dropdown").filter(has=page.locator("label", has_text="Language"))
     language.locator("select").select_option(label="es")
-    expect(counter).to_have_text("1 / 66", timeout=30_000)
+    expect(counter).to_have_text("1 / 66", timeout=UPDATE_MS)
     expect(question.locator("h3")).to_have_text(items["es"][0].item_id)
 
     # next question: its text, its key highlighted
     inspector.locator("button", has_text="next ▶").click()
     item = items["es"][1]
-    expect(counter).to_have_text("2 / 66", timeout=30_000)
+    expect(counter).to_have_text("2 / 66", timeout=UPDATE_MS)
     expect(question.locator("h3")).to_have_text(item.item_id)  # widgets update one message at a time
     assert question.locator(".mcqa-stem").inner_text().strip() == item.stem.strip()
     key = question.locator(".mcqa-option.mcqa-key")
@@ -222,7 +229,7 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
 
     # one more: the sample runs of both strategies answered this one (enem_1shot keeps bio-02 as its shot)
     inspector.locator("button", has_text="next ▶").click()
-    expect(counter).to_have_text("3 / 66", timeout=30_000)
+    expect(counter).to_have_text("3 / 66", timeout=UPDATE_MS)
     expect(question.locator("h3")).to_have_text(items["es"][2].item_id)
 
     # the option-probability chart of the three sample runs that answered it (S5, enem_1shot's five shuffles,
@@ -235,10 +242,10 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
             for n, r in ((3, records), (2, records[records["strategy"] != "enem_1shot"]))}
     assert size[3][1] > size[2][1]
     responses = inspector.locator("table.mcqa-responses")
-    expect(responses.locator("tr td:first-child")).to_have_text(runs, timeout=30_000)
+    expect(responses.locator("tr td:first-child")).to_have_text(runs, timeout=UPDATE_MS)
     chart = inspector.locator(".widget-output img")
     is_drawn = "([img, w, h]) => img.complete && img.naturalWidth === w && img.naturalHeight === h"
-    page.wait_for_function(is_drawn, arg=[chart.element_handle(timeout=30_000), *size[3]], timeout=30_000)
+    page.wait_for_function(is_drawn, arg=[chart.element_handle(timeout=UPDATE_MS), *size[3]], timeout=UPDATE_MS)
     assert chart.get_attribute("src").startswith("data:image/png;base64,")
     # element screenshots (the whole widget, then the chart), which do not depend on where the notebook is
     # scrolled; the notebook panel scrolls inside a fixed-size page, so the widget must fit in the viewport
@@ -251,10 +258,10 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
     toggle = inspector.locator("button.widget-toggle-button").filter(has_text=re.compile(r"· enem_1shot\s*$"))
     assert "mod-active" in toggle.get_attribute("class")
     toggle.click()
-    expect(responses.locator("tr td:first-child")).to_have_text([runs[0], runs[2]], timeout=30_000)
+    expect(responses.locator("tr td:first-child")).to_have_text([runs[0], runs[2]], timeout=UPDATE_MS)
     assert "mod-active" not in toggle.get_attribute("class")
-    page.wait_for_function(is_drawn, arg=[inspector.locator(".widget-output img").element_handle(timeout=30_000),
-                                          *size[2]], timeout=30_000)
+    page.wait_for_function(is_drawn, arg=[inspector.locator(".widget-output img").element_handle(timeout=UPDATE_MS),
+                                          *size[2]], timeout=UPDATE_MS)
     _shot(page, "inspector_4_toggled_off", inspector)
     assert page.errors == [], "errors in the browser console:\n" + "\n".join(page.errors)
     assert page.remote == [], f"requests left the machine: {page.remote}"
