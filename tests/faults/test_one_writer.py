@@ -8,12 +8,14 @@ opens a combination's folder (state, lock, state) before its notebook and holds 
 is in it, so two processes started together meet on the first one."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pandas as pd
@@ -118,7 +120,21 @@ def test_finalising_keeps_one_record_per_item_and_shuffle(tmp_path, reference_ru
 
 @pytest.mark.notebooks
 def test_two_mcqa_run_at_once_write_every_record_once(tmp_path, figures):
+    """The stand-in answers no question of either language until it has been asked one of each: the process that
+    takes pt first cannot finish it before the other has found it running elsewhere and taken es, so they meet
+    whatever the machine's speed (300 s bounds a hang)."""
+    stems = {lang: [it.stem[:40] for it in load("demo", language=lang)] for lang in ("pt", "es")}
+    asked, both_asked, lock = set(), threading.Event(), threading.Lock()
+
     def slow(req):
+        prompt = json.dumps(req.json, ensure_ascii=False)
+        langs = {lang for lang, starts in stems.items() if any(start in prompt for start in starts)}
+        if langs:  # a question (not the capability probe): held back until both languages were asked
+            with lock:
+                asked.update(langs)
+                if asked == set(stems):
+                    both_asked.set()
+            assert both_asked.wait(300), "only one language was asked: the two runs did not meet"
         time.sleep(0.1)
         return 200, completion(req.json)
 
