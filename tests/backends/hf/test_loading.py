@@ -18,13 +18,25 @@ from mcqa_toolkit.backends.hf import loading
 CTX = multiprocessing.get_context("fork")  # the children run only file operations: no torch, no threads
 
 
-def _slow_writer(log: Path, die: bool = False):
+def _waiting_for(lock_file: Path) -> int:
+    """How many processes wait for the flock on `lock_file`: /proc/locks marks a blocked request "->"."""
+    st = lock_file.stat()
+    file = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    return sum(line.split()[1] == "->" and file in line.split() for line in Path("/proc/locks").read_text().splitlines())
+
+
+def _slow_writer(log: Path, die: bool = False, waiting: int = 0):
+    """A fake dequantiser; with `waiting`, it writes the copy's last file only once that many other processes
+    wait for the cache's lock (they arrive while it is being written; 60 s bounds a hang)."""
     def write(gguf: Path, out: Path) -> None:
         out.mkdir(parents=True)
         (out / "config.json").write_text("{}")
         if die:
             os.kill(os.getpid(), signal.SIGKILL)
-        time.sleep(0.3)  # a slow copy: the others arrive while it is being written
+        deadline = time.monotonic() + 60
+        while _waiting_for(out.parent.parent / "dequantised.lock") < waiting:
+            assert time.monotonic() < deadline, "the other loads did not wait for the cache's lock"
+            time.sleep(0.01)
         (out / "model.safetensors").write_bytes(b"w" * 4096)
         with open(log, "a") as f:
             f.write(f"{os.getpid()}\n")
@@ -46,7 +58,7 @@ def gguf(tmp_path):
 
 def test_concurrent_first_loads_write_the_copy_once_and_all_read_it(gguf, tmp_path, monkeypatch):
     cache, log = tmp_path / "cache", tmp_path / "writers.log"
-    monkeypatch.setattr(loading, "_write_dequantised", _slow_writer(log))
+    monkeypatch.setattr(loading, "_write_dequantised", _slow_writer(log, waiting=2))
     barrier, results = CTX.Barrier(3), CTX.Queue()
     children = [CTX.Process(target=_load, args=(str(gguf), str(cache), barrier, results)) for _ in range(3)]
     for c in children:
