@@ -6,8 +6,9 @@ provenance states it (IDENTITY_FIELDS: a changed strategy hash or dataset finger
 records happen to agree), and how far apart the scores are whatever the verdict (`score_delta`: the largest
 |difference| of any option score, and the share of records with the same choice), and by how much each column
 moved (`record_changes`: the largest |difference| of every float a column holds, and how many records changed
-choice, response or forwarded tokens). `pair_runs` matches the run folders of two folders by name. scripts/compare_records.py prints these for two commits or two folders, and the
-invariance table (scripts/invariance.py) reads `score_delta` for each execution choice.
+choice, response or forwarded tokens). `pair_runs` matches the run folders of two folders by name.
+scripts/compare_records.py prints these for two commits or two folders, and the invariance table
+(benchmarks/invariance.py) reads `score_delta` for each execution choice.
 """
 from __future__ import annotations
 
