@@ -6,13 +6,14 @@ A run crosses from this process to the kernel only as the notebook's papermill p
 what a researcher passes to `papermill run_model.ipynb -p ...`). The kernel is the process that writes the run
 folder, so it decides the folder's state, holds its lock and writes it, through importable code the notebook calls
 (run.kernel.notebook_run); it keeps the grid's BackendCache (each model loaded once for the grid) and its Ray pool
-between notebooks. This process plans and prints: papermill writes the executed notebook to a folder of this
-process, and a control request (run.session) asks the kernel to copy it into the run folder, write summary.json and
-release the lock (run.kernel). What a run did is read back from its folder (summary.json, batch.json, run.lock),
+between notebooks. This process plans and prints and decides nothing about a folder: papermill writes the executed
+notebook to a folder of this process, and a control request (run.session) asks the kernel to copy it into the run
+folder, write summary.json and release the lock (run.kernel). What a run did is read back from its folder
+afterwards (summary.json; the executed notebook, this grid's when this grid wrote the run; batch.json; run.lock),
 and why a notebook failed from papermill's report of the failing cell: a combination another process is running (a
 second `mcqa run` on the same params file: RunLocked) is reported as running elsewhere and skipped, a folder holding
 another run (RunRefused) as a failure naming what differs; failures are listed at the end and the grid goes on with
-the others. A combination whose folder already holds the complete run is read, not executed. `--dry-run` only
+the others. A complete run's notebook reads it back, writing nothing. `dry_run_params` (`mcqa run --dry-run`) only
 reads the folders (records.state.run_state) and starts no kernel.
 
 With a Ray cluster (`mcqa run --ray ADDRESS [--workers N]`, or a `cluster: {address, workers}` block in the params
@@ -94,44 +95,27 @@ def _result_line(job: Job) -> str:
             f"({summary.get('n_items', 0)} items x {summary.get('shuffles', 0)} shuffles)")
 
 
-def _states(jobs: list[Job], identities: dict[str, RunIdentity]) -> dict[str, RunState | RunRefused]:
-    """What each job's folder holds, from a read (records.state.run_state; nothing is decided or written): its
-    state, or the RunRefused of a folder holding another run. The dry run reports them; the grid reads the complete
-    runs instead of executing them and leaves every other decision to the kernel."""
-    states: dict[str, RunState | RunRefused] = {}
-    for job in jobs:
-        try:
-            states[job.run_dir.name] = run_state(job.run_dir, identities[job.run_dir.name])
-        except RunRefused as e:
-            states[job.run_dir.name] = e
-    return states
+@dataclass(frozen=True)
+class _Plan:
+    """A params file's combinations: those that can start in execution order, those that cannot (with why), their
+    identities (run.preflight) and the Ray cluster to run them on."""
+
+    params: dict[str, Any]
+    n_jobs: int
+    todo: list[Job]
+    refused: list[tuple[Job, str]]
+    identities: dict[str, RunIdentity]
+    cluster: ClusterOptions | None
+
+    def counts(self) -> str:
+        return (f", {len(self.refused)} cannot start" if self.refused else "") + (
+            f"; on the Ray cluster {self.cluster.address} ({self.cluster.workers} workers per model)"
+            if self.cluster else "")
 
 
-@dataclass
-class _Tally:
-    """What the grid says at the end: failures (job, one line), runs elsewhere, complete and processed counts."""
-
-    failures: list[tuple[Job, str]] = field(default_factory=list)
-    elsewhere: list[str] = field(default_factory=list)
-    complete: int = 0
-    processed: int = 0
-
-
-def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool = False, kernel: str = "python3",
-               batch: str | None = None, ray: str | None = None, workers: int | None = None) -> int:
-    """Execute every combination of a params file in one kernel (run.session, run.kernel), printing each
-    run's headline numbers as it finishes; failures are collected and reported at the end without stopping
-    the others. Combinations that cannot start (run.preflight: strategy, dataset and language, shots) are
-    refused first, one line each, before any kernel or run folder; none startable is a ValueError. Returns the
-    number of failures and refusals.
-
-    batch="submit" submits each run's missing requests to its backend's batch API (no notebook runs);
-    batch="fetch" stores the results of ended batches and executes the runs whose batches have all ended
-    (they then run from the request cache). See run.batch.
-
-    ray / workers: the Ray cluster whose workers score the runs' items (run.pool; over the params file's `cluster`
-    block), connected once when the kernel starts.
-    """
+def _plan(path: str | Path, base_dir: Path, batch: str | None, ray: str | None, workers: int | None) -> _Plan:
+    """Read and check a params file, expand and preflight its combinations (one line printed for each that cannot
+    start; none startable is a ValueError) and order them (schedule)."""
     if batch not in (None, "submit", "fetch"):
         raise ValueError(f"batch must be None, 'submit' or 'fetch', got {batch!r}")
     params = load_params(path)
@@ -145,44 +129,73 @@ def run_params(path: str | Path, notebook: Path, base_dir: Path, dry_run: bool =
         print(f"  cannot start {job.run_dir.name}: {why}", flush=True)
     if not startable:
         raise ValueError(f"{path}: none of its {len(jobs)} combinations can start (one line each above)")
-    todo = schedule(startable)
-    states, tally = _states(todo, identities), _Tally()
-    if dry_run:
-        tally.failures = [(j, str(states[j.run_dir.name])) for j in todo if isinstance(states[j.run_dir.name], RunRefused)]
-        would = [j for j in todo if isinstance(states[j.run_dir.name], RunState) and states[j.run_dir.name] is not
-                 RunState.COMPLETE]
-        print(f"{len(jobs)} combinations, {len(todo) - len(would) - len(tally.failures)} already complete, {len(would)} "
-              "to run" + (f", {len(refused)} cannot start" if refused else "") + _where(cluster), flush=True)
-        for j in would:
-            print("  would run", j.run_dir.name)
-        return _report_failures(tally.failures) + len(refused)
-    print(f"{len(jobs)} combinations, {len(todo)} to check and run in one kernel"
-          + (f", {len(refused)} cannot start" if refused else "") + _where(cluster), flush=True)
-    if cluster is not None:
+    return _Plan(params, len(jobs), schedule(startable), refused, identities, cluster)
+
+
+def dry_run_params(path: str | Path, base_dir: Path, batch: str | None = None, ray: str | None = None,
+                   workers: int | None = None) -> int:
+    """What `run_params` would do (`mcqa run --dry-run`), from a read of each run folder (records.state.run_state;
+    nothing is decided or written, no kernel starts): the combinations to run; a folder holding another run is a
+    failure. Returns the number of failures and refusals."""
+    plan = _plan(path, base_dir, batch, ray, workers)
+    would, failures = [], []
+    for job in plan.todo:
+        try:
+            if run_state(job.run_dir, plan.identities[job.run_dir.name]) is not RunState.COMPLETE:
+                would.append(job)
+        except RunRefused as e:
+            failures.append((job, str(e)))
+    print(f"{plan.n_jobs} combinations, {len(plan.todo) - len(would) - len(failures)} already complete, {len(would)} "
+          f"to run{plan.counts()}", flush=True)
+    for job in would:
+        print("  would run", job.run_dir.name)
+    return _report_failures(failures) + len(plan.refused)
+
+
+@dataclass
+class _Tally:
+    """What the grid says at the end: failures (job, one line), runs elsewhere, complete and processed counts."""
+
+    failures: list[tuple[Job, str]] = field(default_factory=list)
+    elsewhere: list[str] = field(default_factory=list)
+    complete: int = 0
+    processed: int = 0
+
+
+def run_params(path: str | Path, notebook: Path, base_dir: Path, kernel: str = "python3", batch: str | None = None,
+               ray: str | None = None, workers: int | None = None) -> int:
+    """Execute every combination of a params file in one kernel (run.session, run.kernel), printing each
+    run's headline numbers as it finishes; failures are collected and reported at the end without stopping
+    the others. Combinations that cannot start (run.preflight: strategy, dataset and language, shots) are
+    refused first, one line each, before any kernel or run folder; none startable is a ValueError. Returns the
+    number of failures and refusals.
+
+    batch="submit" submits each run's missing requests to its backend's batch API (no notebook runs);
+    batch="fetch" stores the results of ended batches and executes the runs whose batches have all ended
+    (they then run from the request cache). See run.batch.
+
+    ray / workers: the Ray cluster whose workers score the runs' items (run.pool; over the params file's `cluster`
+    block), connected once when the kernel starts.
+    """
+    plan = _plan(path, base_dir, batch, ray, workers)
+    print(f"{plan.n_jobs} combinations, {len(plan.todo)} to check and run in one kernel{plan.counts()}", flush=True)
+    if plan.cluster is not None:
         require_ray()
-    t0, width = time.time(), len(str(len(todo)))
+    t0, width, tally = time.time(), len(str(len(plan.todo))), _Tally()
     with contextlib.ExitStack() as stack:
-        session = _start_session(stack, params.get("kernel") or kernel, notebook, cluster)
+        session = _start_session(stack, plan.params.get("kernel") or kernel, notebook, plan.cluster)
         executed = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mcqa_notebooks_")))
-        for n, job in enumerate(todo, start=1):
+        for n, job in enumerate(plan.todo, start=1):
             t = time.time()
-            if states[job.run_dir.name] is RunState.COMPLETE:   # read, not executed
-                tally.complete += 1
-                result: str | None = "complete: " + _result_line(job)
-            else:
-                result = _one(job, session, notebook, executed / f"{job.run_dir.name}.ipynb", batch, tally)
+            result = _one(job, session, notebook, executed / f"{job.run_dir.name}.ipynb", batch, tally)
             if result is not None:
-                print(f"[{n:>{width}}/{len(todo)}] {time.time() - t:5.0f} s  {job.run_dir.name:<40} {result}",
+                print(f"[{n:>{width}}/{len(plan.todo)}] {time.time() - t:5.0f} s  {job.run_dir.name:<40} {result}",
                       flush=True)
     print(f"done in {time.time() - t0:.0f} s: {tally.processed} processed, {tally.complete} already complete, "
           f"{len(tally.failures)} failed" + (f", {len(tally.elsewhere)} running elsewhere (run again later to pick up "
                                              "what they leave unfinished): " + ", ".join(tally.elsewhere)
                                              if tally.elsewhere else ""))
-    return _report_failures(tally.failures) + len(refused)
-
-
-def _where(cluster: ClusterOptions | None) -> str:
-    return f"; on the Ray cluster {cluster.address} ({cluster.workers} workers per model)" if cluster else ""
+    return _report_failures(tally.failures) + len(plan.refused)
 
 
 def _start_session(stack: contextlib.ExitStack, kernel: str, notebook: Path, cluster: ClusterOptions | None) -> Any:
@@ -204,19 +217,22 @@ def _start_session(stack: contextlib.ExitStack, kernel: str, notebook: Path, clu
 
 def _one(job: Job, session: Any, notebook: Path, executed: Path, batch: str | None, tally: _Tally) -> str | None:
     """One combination in the kernel: (the batch step, then) the run notebook executed from the job's parameters,
-    and the close request; then its folder read. The line to print (None: nothing)."""
-    parameters = job.parameters()
-    error: Exception | None = None
+    and the close request; then its folder read (the kernel has checked it holds this run). The line to print (None:
+    nothing)."""
+    parameters, error, run_now = job.parameters(), None, True
     try:
-        if batch is not None:   # its state is the folder's batch.json
+        if batch is not None:   # the kernel opens the folder of these parameters; the step's state is its batch.json
             from mcqa_toolkit.run.batch import describe as batch_lines
 
             session.control(TARGET, "batch", mode=batch, parameters=parameters)
-            state = job.run_dir.batch_state()
-            print(batch_lines(job.run_dir.name, state), flush=True)
-            if not (batch == "fetch" and state.get("ready")):
-                return None
-        session.execute(notebook, executed, parameters, cwd=notebook.parent)
+            run_now = not job.run_dir.is_complete()   # complete: the kernel found this run done, nothing to batch
+            if run_now:
+                state = job.run_dir.batch_state()
+                print(batch_lines(job.run_dir.name, state), flush=True)
+                if not (batch == "fetch" and state.get("ready")):
+                    return None
+        if run_now:
+            session.execute(notebook, executed, parameters, cwd=notebook.parent)
     except Exception as e:  # papermill raises PapermillExecutionError naming the failing cell's exception
         error = e
     try:
@@ -229,10 +245,10 @@ def _one(job: Job, session: Any, notebook: Path, executed: Path, batch: str | No
         tally.failures.append((job, f"the run notebook ended without completing {job.run_dir.dir}"))
         return "failed (see below)"
     if executed.exists() and job.run_dir.notebook.exists() and filecmp.cmp(executed, job.run_dir.notebook, False):
-        tally.processed += 1
+        tally.processed += 1   # the folder holds this grid's executed notebook: its kernel wrote the run
         return _result_line(job)
-    tally.complete += 1  # its folder holds another process's notebook: that process finished it
-    return "completed elsewhere meanwhile: " + _result_line(job)
+    tally.complete += 1        # complete before (or by another process meanwhile): the notebook read it back
+    return "complete: " + _result_line(job)
 
 
 def _failed(job: Job, error: Exception, tally: _Tally) -> str:

@@ -64,7 +64,7 @@ def test_dry_run_counts_complete_runs_and_reports_a_folder_holding_another_run(t
     done.run_dir.write_summary({"accuracy": 0.5}, identity)
     other = dataclasses.replace(prepare(foreign).identity, strategy_hash="0" * 12)
     foreign.run_dir.write_run_info({"identity": other.to_dict()})
-    assert grid.run_params(p, tmp_path / "unused.ipynb", tmp_path, dry_run=True) == 1
+    assert grid.dry_run_params(p, tmp_path) == 1
     out = capsys.readouterr().out
     assert "3 combinations, 1 already complete, 1 to run" in out
     assert f"would run {todo.run_dir.name}" in out and f"would run {done.run_dir.name}" not in out
@@ -111,7 +111,7 @@ def test_one_combination_crosses_as_its_parameters_and_is_read_back_from_its_fol
     assert line.startswith("accuracy ") and "(4 items x 2 shuffles)" in line and tally.processed == 1
     assert job.run_dir.is_complete() and job.run_dir.notebook.read_bytes() == executed.read_bytes()
     line = grid._one(job, kernel, tmp_path / "run_model.ipynb", tmp_path / "again.ipynb", None, tally)
-    assert line.startswith("completed elsewhere meanwhile: accuracy ") and tally.complete == 1   # read back, kept
+    assert line.startswith("complete: accuracy ") and tally.complete == 1   # the notebook read it back, nothing kept
     assert job.run_dir.notebook.read_bytes() == executed.read_bytes()
 
     foreign = lookup_job(tmp_path, shuffles=3)
@@ -142,7 +142,7 @@ def test_a_combination_another_process_is_running_is_skipped_and_nothing_written
     p, (job, *_) = _three_jobs(tmp_path)
     p.write_text(yaml.safe_dump({**yaml.safe_load(p.read_text()), "strategies": ["S1"]}))
     with held_by_another_process(job.run_dir.dir) as holder:
-        assert grid.run_params(p, tmp_path / "unused.ipynb", tmp_path) == 0
+        assert grid.run_params(p, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
     out = capsys.readouterr().out
     assert f"{job.run_dir.name:<40} running elsewhere (pid {holder.pid} on host {socket.gethostname()}, since " in out
     assert "0 processed, 0 already complete, 0 failed, 1 running elsewhere (run again later to pick up what they " \
