@@ -32,7 +32,6 @@ from mcqa_toolkit.records.files import atomic
 from mcqa_toolkit.records.state import OpenRun, RunState, open_for_write
 from mcqa_toolkit.run.jobs import Job
 from mcqa_toolkit.run.recipe import BackendCache, RunResult, load_backends, prepare, run_job, stored, write_run
-from mcqa_toolkit.run.session import serve
 
 __all__ = ["KernelRuns", "notebook_run", "RUNS", "TARGET", "EXTENSION"]
 
@@ -116,6 +115,8 @@ class KernelRuns:
 
 def load_ipython_extension(ip: Any) -> None:
     """Loaded by `mcqa run`'s kernel when it starts (run.grid): the control requests of the module docstring."""
+    from mcqa_toolkit.run.session import serve   # papermill and jupyter_client: the kernel's side only
+
     def start(cluster: dict[str, Any] | None = None) -> None:
         if isinstance(ip.user_ns.get(RUNS), KernelRuns):
             ip.user_ns[RUNS].end()

@@ -90,7 +90,7 @@ def test_notebook_run_writes_through_the_kernels_runs_or_alone(tmp_path, table, 
 def test_the_extension_serves_start_batch_close_and_end_by_name(tmp_path, table, monkeypatch):
     """What the grid's kernel loads at start: its requests, each a function of JSON arguments."""
     served = {}
-    monkeypatch.setattr(kernel_mod, "serve", lambda ip, target, verbs: served.update({target: verbs}))
+    monkeypatch.setattr("mcqa_toolkit.run.session.serve", lambda ip, target, verbs: served.update({target: verbs}))
     ip = SimpleNamespace(user_ns={})
     kernel_mod.load_ipython_extension(ip)
     verbs = served[TARGET]
