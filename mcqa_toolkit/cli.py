@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mcqa_toolkit.resources import notebooks_dir, params_file
-from mcqa_toolkit.run.grid import run_params
+from mcqa_toolkit.run.grid import dry_run_params, run_params
 
 RUN_NOTEBOOK = "run_model.ipynb"
 REPORT_NOTEBOOKS = ("10_tables.ipynb", "11_irt.ipynb", "12_language_gap.ipynb", "13_position_bias.ipynb",
@@ -276,8 +276,9 @@ def _main(argv: list[str] | None = None) -> int:
     run_notebook = notebooks_dir() / RUN_NOTEBOOK
     if args.command == "run":
         batch = "submit" if args.batch_submit else "fetch" if args.batch_fetch else None
-        return 1 if run_params(args.params, run_notebook, Path.cwd(), args.dry_run, args.kernel, batch, args.ray,
-                               args.workers) else 0
+        if args.dry_run:
+            return 1 if dry_run_params(args.params, Path.cwd(), batch, args.ray, args.workers) else 0
+        return 1 if run_params(args.params, run_notebook, Path.cwd(), args.kernel, batch, args.ray, args.workers) else 0
     if args.command == "report":
         html = None if args.html is None else (args.html or Path(args.results) / "report.html")
         return 1 if report(args.results, args.figures, args.latex, args.dataset, args.kernel, html) else 0

@@ -14,8 +14,10 @@ from mcqa_toolkit.irt.cat import cat_next, cat_start, cat_update
 from mcqa_toolkit.prompts.permutations import permutations
 from mcqa_toolkit.run import plan_shots
 from mcqa_toolkit.run import strategy as build
+from mcqa_toolkit.measure.summary import summarize_run
 from mcqa_toolkit.run.adaptive import cat_bank, cat_seed
 from mcqa_toolkit.records.factory import make_record, run_fields
+from mcqa_toolkit.records.identity import RunIdentity
 from mcqa_toolkit.records.store import RunDir
 MODEL_THETA = {"model-a": 1.0, "model-b": -0.5}
 LANGUAGE_SHIFT = {"en": 0.0, "pt": -0.4}
@@ -57,6 +59,13 @@ def _records(model, theta, strategy, spec, language, items, rng, skip):
     return run_id, out
 
 
+def _finish(store: RunDir, provenance: dict) -> None:
+    """Compact the records and write summary.json, as a finished run does (reports read complete runs only)."""
+    frame = store.finalize(provenance)
+    identity = RunIdentity(f"synthetic:{provenance['model']['name']}", "demo", "synthetic", provenance["strategy_hash"])
+    store.write_summary(summarize_run(frame), identity)
+
+
 def write_synthetic_results(root: str | Path, seed: int = 7, models: dict[str, float] = MODEL_THETA,
                             languages: dict[str, float] = LANGUAGE_SHIFT,
                             strategies: dict[str, tuple] = STRATEGIES, n_items: int | None = None) -> Path:
@@ -88,7 +97,7 @@ def write_synthetic_results(root: str | Path, seed: int = 7, models: dict[str, f
                 store.append(recs)
                 if n_items is not None:
                     store.write_items(items)
-                store.finalize({"model": {"name": model}, "strategy_hash": "0" * 12, "dataset": "demo"})
+                _finish(store, {"model": {"name": model}, "strategy_hash": "0" * 12, "dataset": "demo"})
                 min_k.to_parquet(store.min_k_file, index=False)
     return root
 
@@ -103,7 +112,7 @@ N_EVALUATED = len(plan_shots(load_demo("en"), FULL)[0])   # the demo items left 
 def _write(root: Path, model: str, language: str, s, records: list[dict]) -> None:
     store = RunDir(root / f"{model}__demo__{language}__{s.name}")
     store.append(records)
-    store.finalize({"model": {"name": model}, "strategy": s.to_dict(), "strategy_hash": s.hash, "dataset": "demo"})
+    _finish(store, {"model": {"name": model}, "strategy": s.to_dict(), "strategy_hash": s.hash, "dataset": "demo"})
 
 
 def write_adaptive_results(root: str | Path, seed: int = 11, models: dict[str, float] = MODELS,

@@ -3,9 +3,9 @@ lock of a killed process is taken over, finalising keeps one record per (item, s
 started at once on one params file end with every record exactly once.
 
 The two `mcqa run` talk to an OpenAI-compatible stand-in served on 127.0.0.1 (tests/fake_api.py with
-tests/fake_openai.py's documented /v1/completions wire format), slowed to 0.1 s a request. Each `mcqa run`'s kernel
-opens a combination's folder (state, lock, state) before its notebook and holds the lock until the executed notebook
-is in it, so two processes started together meet on the first one."""
+tests/fake_openai.py's documented /v1/completions wire format), slowed to 0.1 s a request. In each `mcqa run`'s
+kernel the run notebook opens a combination's folder (state, lock, state) and the lock is held until the executed
+notebook is in it, so two processes started together meet on the first one."""
 from __future__ import annotations
 
 import json
