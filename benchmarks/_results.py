@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+REFERENCE_FIELDS = {"commit", "gemm", "host"}  # benchmarks/_machine.reference's parts
 
 
 def _places() -> list[tuple[str, str]]:
@@ -54,12 +55,14 @@ def machine_reference(device: Any = "cpu", tokenizer: Any = None) -> dict[str, A
 def write_json(path: str | os.PathLike | None, result: dict[str, Any], device: Any = "cpu",
                tokenizer: Any = None) -> Path | None:
     """Write a benchmark's figures to `path` (when given), machine paths scrubbed, with the machine reference
-    (`machine`: measured here on `device`, with `tokenizer` when it is the embedded Gemma tokenizer; a `machine` the
-    benchmark measured itself is kept); the path written."""
+    (`machine`: measured here on `device`, with `tokenizer` when it is the embedded Gemma tokenizer; fields the
+    benchmark put in `machine` itself, e.g. make_demo's cores and load, are kept beside it and win); the path
+    written."""
     if not path:
         return None
-    if "machine" not in result:
-        result = {**result, "machine": machine_reference(device, tokenizer)}
+    own = result.get("machine") or {}
+    if not REFERENCE_FIELDS <= own.keys():
+        result = {**result, "machine": {**machine_reference(device, tokenizer), **own}}
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(scrubbed(json.loads(json.dumps(result, default=str))), indent=1) + "\n")

@@ -17,7 +17,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 render_docs = importlib.import_module("render_docs")
 blocks = importlib.import_module("pages.blocks")
 performance = importlib.import_module("pages.performance")
-RAW_DIRS = (REPO / "benchmarks" / "results", REPO / "docs")
+RAW_DIRS = (REPO / "benchmarks" / "results", REPO / "docs", REPO / "data")
 
 
 def test_every_page_is_its_data_rendered():
@@ -51,6 +51,8 @@ def test_a_figure_edited_in_a_page_is_caught():
     ("docs/performance.md", "benchmarks/results/engine3_2026-11-27/throughput_letters_cpu_defaults.json"),
     ("docs/performance.md", "benchmarks/results/h200_2026-11-28/throughput_llama8b_big.json"),
     ("docs/performance.md", "benchmarks/results/h200_2026-11-28/speed_llama-3-8b.json"),
+    ("README.md", "benchmarks/results/make_demo_2026-11-28_97b34a6.json"),
+    ("docs/performance.md", "benchmarks/results/make_demo_2026-11-28_97b34a6.json"),
 ])
 def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
     """Every number of these raw files that a table shows moves the page when it moves (the check compares them)."""
@@ -68,8 +70,8 @@ def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
         node[leaf[-1]] = value + 7 if isinstance(value, int) else value * 1.37 + 0.11
         monkeypatch.setattr(blocks, "read_json", lambda p, c=changed, real=real: c if str(p).endswith(path)
                             else real(p))
-        for module in ("pages.performance", "pages.performance_engine", "pages.performance_gpu", "pages.enem", "pages.dif", "pages.cluster",
-                       "pages.readme", "pages.invariance"):
+        for module in ("pages.performance", "pages.performance_engine", "pages.performance_gpu", "pages.enem",
+                       "pages.dif", "pages.cluster", "pages.readme", "pages.invariance"):
             monkeypatch.setattr(importlib.import_module(module), "read_json", blocks.read_json, raising=False)
         try:
             moved += render_docs.render_page(name, text) != page
@@ -106,7 +108,7 @@ def test_raw_files_hold_no_machine_paths(tmp_path):
     found = []
     for folder in RAW_DIRS:
         for path in folder.rglob("*"):
-            if path.suffix in (".json", ".txt", ".csv") and path.is_file():
+            if path.suffix in (".json", ".jsonl", ".txt", ".csv", ".ipynb") and path.is_file():
                 if blocks.MACHINE_PATH.search(path.read_text(errors="replace")):
                     found.append(str(path.relative_to(REPO)))
     assert not found, f"machine paths in {found}: write placeholders (benchmarks/_results.py)"

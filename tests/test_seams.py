@@ -142,6 +142,16 @@ def test_package_modules_stay_under_300_lines():
     assert not long, f"modules over 300 lines: {long}"
 
 
+def test_test_files_have_one_basename_each():
+    """Test folders have no __init__.py, so pytest imports every test file by its basename: two files of one name
+    stop the whole collection ("import file mismatch"), which a run of one folder never shows."""
+    names: dict[str, list[str]] = {}
+    for p in sorted((REPO / "tests").rglob("test_*.py")):
+        names.setdefault(p.name, []).append(str(p.relative_to(REPO)))
+    clashes = {n: ps for n, ps in names.items() if len(ps) > 1}
+    assert not clashes, f"test files sharing a basename: {clashes}"
+
+
 # Modules of the mirrored packages tested through their user instead of a test file of their own:
 # "<pkg>/<module>" -> the test file that tests them. Only a module of constants only belongs here; today every
 # mirrored module holds behaviour of its own and has its test file, so the list is empty.

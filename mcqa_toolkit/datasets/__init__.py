@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 from typing import Any, Callable
 
 from mcqa_toolkit.items import ItemSet
@@ -50,6 +51,18 @@ def load(name: str, **kwargs: Any) -> ItemSet:
     return func(**kwargs)
 
 
+def args_from_json(text: str | None) -> dict[str, Any]:
+    """A loader's keyword arguments as the command line gives them (`--dataset-args '{"languages": ["pt"]}'`): a
+    JSON object, {} for none; anything else is a ValueError that quotes it."""
+    try:
+        args = json.loads(text) if text else {}
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--dataset-args is not JSON ({e.msg}): {text!r}") from None
+    if not isinstance(args, dict):
+        raise ValueError(f"--dataset-args is not a JSON object of keyword arguments: {text!r}")
+    return args
+
+
 def load_items(name: str, args: dict[str, Any] | None = None, language: str | None = None) -> ItemSet:
     """The items a run is given: dataset `name` loaded with `args`, restricted to the exam version in `language`
     (`Item.exam_language`: a Portuguese ENEM keeps its English and Spanish questions; the demo is loaded in that
@@ -65,4 +78,4 @@ def load_items(name: str, args: dict[str, Any] | None = None, language: str | No
     return items
 
 
-__all__ = ["load", "load_items", "loader", "REGISTRY"]
+__all__ = ["load", "load_items", "loader", "args_from_json", "REGISTRY"]

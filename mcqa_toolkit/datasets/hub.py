@@ -47,7 +47,7 @@ def load_hub(name_or_path: str, split: str = "test", mapper: str | Mapper = "mml
 
     mapper: "mmlu" | "medicina" | "uned" | "enem" | "enade", or a callable `(rec, n, path) -> Item`.
     mapper_kwargs: passed to the mapper, e.g. `{"language": "es"}` for "uned" (required there).
-    strict: refuse a row with no question or option text instead of leaving it out with a warning.
+    strict: refuse the first row that cannot be used instead of leaving it out and naming it (datasets.common).
     """
     if dataset is None:
         import datasets  # the HF library is slow to import; only this loader needs it
@@ -65,7 +65,7 @@ def load_hub(name_or_path: str, split: str = "test", mapper: str | Mapper = "mml
     return items_from_records(rows, lambda rec, n: parse(rec, n, label), label, name=label, strict=strict)
 
 
-def _row(rec: Any, label: str, n: int) -> dict[str, Any]:
+def _row(rec: Any, label: str, n: int) -> dict[str, Any] | DatasetError:
     if not isinstance(rec, Mapping):
-        raise DatasetError(label, n, None, f"expected a row of named fields, got {type(rec).__name__}")
+        return DatasetError(label, n, None, f"expected a row of named fields, got {type(rec).__name__}")
     return dict(rec)

@@ -14,8 +14,8 @@ dependency here, and it would add nothing this module needs. flock is POSIX (Lin
 or the filesystem cannot lock, the run goes on unlocked with a warning (concurrent writers are then not detected).
 
 The lock is re-entrant for the thread that holds it. It is held by the process that writes the folder, and only
-by it: under `mcqa run` that is the grid's kernel, which opens a run's folder before its notebook and keeps the
-lock until the executed notebook is in the folder (run.kernel); nothing is lent between processes.
+by it: under `mcqa run` that is the grid's kernel, where the run notebook opens the run's folder and the lock is
+kept until the executed notebook is in the folder (run.kernel); nothing is lent between processes.
 """
 from __future__ import annotations
 

@@ -88,6 +88,12 @@ def machine_notes(files: list[tuple[Path, dict[str, Any]]]) -> str:
             ) if lines else ""
 
 
+def minutes(seconds: float) -> str:
+    """A duration as the pages print it: 8 min 52 s, 6 min, 45 s."""
+    m, s = divmod(round(seconds), 60)
+    return (f"{m} min {s} s" if s else f"{m} min") if m else f"{s} s"
+
+
 def table(header: list[str], rows: list[list[Any]], align: str | None = None) -> str:
     """A markdown table; `align`: one of l/r per column (default left)."""
     align = align or "l" * len(header)

@@ -38,10 +38,13 @@ def test_another_tokenizer_is_left_aside_and_failures_are_named(tiny_tokenizer, 
 
 def test_the_writer_records_the_reference(tmp_path, monkeypatch):
     """write_json measures the reference in the writing process (on the device it is given) unless the benchmark
-    measured its own."""
+    measured its own; a benchmark's other machine fields stay beside it."""
     seen = []
     monkeypatch.setattr(_results, "machine_reference", lambda device, tokenizer: seen.append(device) or {"m": 1})
     written = json.loads(_results.write_json(tmp_path / "a.json", {"x": 1}, "cuda").read_text())
     assert written == {"x": 1, "machine": {"m": 1}} and seen == ["cuda"]
-    kept = json.loads(_results.write_json(tmp_path / "b.json", {"machine": {"own": 2}}).read_text())
-    assert kept == {"machine": {"own": 2}} and seen == ["cuda"]
+    beside = json.loads(_results.write_json(tmp_path / "b.json", {"machine": {"cpus": 2}}).read_text())
+    assert beside == {"machine": {"m": 1, "cpus": 2}} and seen == ["cuda", "cpu"]  # make_demo's cores and load
+    own = {"commit": {"sha": None}, "gemm": {"best": 1.0}, "host": {"best_ms": 2.0}}
+    kept = json.loads(_results.write_json(tmp_path / "c.json", {"machine": own}).read_text())
+    assert kept == {"machine": own} and seen == ["cuda", "cpu"]
