@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.records.columns import KEY
-from mcqa_toolkit.records.equality import _JSON_COLUMNS, SCORE_ATOL, TIMING_COLUMNS, _decoded, record_differences
+from mcqa_toolkit.records.equality import JSON_COLUMNS, SCORE_ATOL, TIMING_COLUMNS, decoded_json, record_differences
 from mcqa_toolkit.records.results import run_dirs
 from mcqa_toolkit.records.store import RunDir
 
@@ -109,7 +109,7 @@ def _float_deltas(x: Any, y: Any) -> Iterable[float]:
 
 
 def _value(col: str, x: Any) -> Any:
-    x = _decoded(x) if col in _JSON_COLUMNS else x
+    x = decoded_json(x) if col in JSON_COLUMNS else x
     return None if _is_float(x) and math.isnan(x) else x
 
 
