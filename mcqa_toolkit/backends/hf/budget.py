@@ -6,8 +6,8 @@ also an engine option). Chosen by measurement (docs/performance.md, benchmarks/r
 - cpu: one item per call, 8,192 slots, 64 rows (wider calls were slower on 2 cores: attention over wide masks);
   tree attention (tree.py) and the linear layers through oneDNN (kernels.py), faster in the branch's runs of
   benchmarks/scoring_throughput.py and body_kernels.py (those comparisons uncommitted; the defaults' own figures:
-  benchmarks/results/engine3_2026-11-27/); no preparation ahead (the host's work competes with the body for the
-  same cores; benchmarks/results/engine4_2026-11-28/);
+  benchmarks/results/engine3_2026-11-27/); no preparation ahead until benchmarks/prepare_ahead.py has measured it
+  here (not measured yet; the host's work would compete with the body for the same cores);
 - cuda: the dense masks and PyTorch's linear, as measured on an H100 and an H200 (tree attention and oneDNN have no
   GPU measurement here); at least 16 items, 32,768 slots, 128 rows per call (a GPU pays per launch, not per FLOP:
   few, wide calls), widened to the device's free memory and the model's sizes by `sized_budget` (on the H200 a
