@@ -42,10 +42,10 @@ def test_no_private_name_crosses_a_package_boundary():
 
 
 def test_no_private_name_crosses_a_module_of_run_records_or_the_feature_subpackages():
-    """In run/ (pool/ included), records/, measure/dif/ and enem/errata/ a module uses another's public names only
-    (run/pool_worker.py imported runner._usage_delta); what two modules share is public in one of them."""
+    """In run/ (pool/ included), records/, measure/dif/, enem/errata/ and irt/ability/ a module uses another's public
+    names only (run/pool_worker.py imported runner._usage_delta); what two modules share is public in one of them."""
     crossings = []
-    for pkg in ("run", "records", "measure/dif", "enem/errata"):
+    for pkg in ("run", "records", "measure/dif", "enem/errata", "irt/ability"):
         for path in sorted((PKG / pkg).rglob("*.py")):
             for module, names in _imports(path):
                 private = [n for n in names if n.startswith("_") and not n.startswith("__")]
@@ -55,7 +55,7 @@ def test_no_private_name_crosses_a_module_of_run_records_or_the_feature_subpacka
 
 
 def test_irt_is_generic_psychometrics_without_file_io():
-    for path in sorted((PKG / "irt").glob("*.py")):
+    for path in sorted((PKG / "irt").rglob("*.py")):
         text = path.read_text()
         for module, _ in _imports(path):
             assert _package(module) in ("irt", ""), f"irt/{path.name} imports {module}"
