@@ -84,6 +84,17 @@ def test_psychometrics_and_numbers_import_no_torch():
     assert out == "[]"
 
 
+def test_registries_import_a_heavy_library_only_when_its_entry_is_asked_for():
+    """backends, datasets and interop name their implementations in registries of functions that import them: the
+    packages and an API backend, a file loader or an lm-eval reader load no torch, transformers, HF datasets or
+    inspect_ai."""
+    code = ("import sys; from mcqa_toolkit import backends, datasets, interop; backends.REGISTRY['openai'](); "
+            "datasets.loader('medicina'); interop.IMPORTERS['lm-eval'](); "
+            "print(sorted(m for m in ('torch', 'transformers', 'datasets', 'inspect_ai') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
 def test_runs_import_no_ray_unless_a_ray_run_is_asked_for():
     """Ray is an optional extra: the run package, its pool modules and the CLI import it only when a pool connects."""
     code = ("import sys, mcqa_toolkit.run, mcqa_toolkit.run.recipe, mcqa_toolkit.run.grid, mcqa_toolkit.run.pool, "
