@@ -223,3 +223,23 @@ def test_a_files_machine_reference_is_shown_beside_its_timings(tmp_path):
     note = blocks.machine_notes([(tmp_path / "a.json", {"machine": ref}), (tmp_path / "b.json", {})])
     assert "a.json`: torch.mm 148 GFLOP/s" in note and "b.json" not in note
     assert blocks.machine_notes([(tmp_path / "b.json", {})]) == ""
+
+
+def test_the_dif_page_follows_the_notebooks_headline(tmp_path, monkeypatch):
+    """docs/dif.md's simulated-persons table is the headline notebooks/18_dif.ipynb printed: a class count moved in
+    that output moves the table; a notebook without its printed headline is one clear error."""
+    dif = importlib.import_module("pages.dif")
+    nb = json.loads(dif.DIF_NOTEBOOK.read_text())
+    cell = next(c for c in nb["cells"] if "write_headline(" in "".join(c["source"]))
+    headline = json.loads("".join(cell["outputs"][0]["text"]))
+    row = "| it | {:.0f} | {:.0f} |".format
+    assert row(headline["n_persons"]["it"], headline["classes"]["it / A"]) in dif.simulated()
+    headline["classes"]["it / A"] += 1
+    cell["outputs"][0]["text"] = json.dumps(headline, indent=2)
+    monkeypatch.setattr(dif, "DIF_NOTEBOOK", tmp_path / "18_dif.ipynb")
+    dif.DIF_NOTEBOOK.write_text(json.dumps(nb))
+    assert row(headline["n_persons"]["it"], headline["classes"]["it / A"]) in dif.simulated()
+    cell["outputs"] = []
+    dif.DIF_NOTEBOOK.write_text(json.dumps(nb))
+    with pytest.raises(ValueError, match="no printed headline"):
+        dif.simulated()

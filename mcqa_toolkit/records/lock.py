@@ -1,7 +1,7 @@
 """One writer per run folder: `RunLock`, an exclusive lock on `<run folder>/run.lock` held for the whole run.
 
-Two processes appending to one records.jsonl duplicated records (two `mcqa run` a second apart kept 234
-records for 132, and the accuracy was computed over them). run.recipe.run_job and run.runner.run hold this
+Without it, two processes appending to one records.jsonl duplicate records (two `mcqa run` a second apart keep
+234 records for 132, and the accuracy is computed over them). run.recipe.run_job and run.runner.run hold this
 lock while they write a run folder; a second writer stops at once with RunLocked, one sentence naming the
 holder (pid, host, when it started), and `mcqa run` reports that combination as running elsewhere.
 

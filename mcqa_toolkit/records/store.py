@@ -253,8 +253,8 @@ class RunDir:
         return [json.loads(line) for line in lines if line.strip()]
 
     def items(self) -> ItemSet | None:
-        """The items the run was given (items.jsonl), named after its dataset; None for a folder written before
-        runs carried their items (its dataset's loader and arguments are in run.json: records.dataset)."""
+        """The items the run was given (items.jsonl), named after its dataset; None for a folder without
+        items.jsonl (its dataset's loader and arguments are in run.json: records.dataset)."""
         if not self.items_file.exists():
             return None
         return ItemSet([item_from_dict(d) for d in self.read_items()], self.described().get("dataset") or self.name)

@@ -53,8 +53,8 @@ def runs_dataset(results_dir: str | Path, dataset: str | None = None) -> str:
 
 
 def run_items(runs: Sequence[RunDir], name: str = "") -> ItemSet:
-    """The items of `runs`, merged by item_id: the items each was given (items.jsonl) or, for folders written
-    before runs carried their items, their dataset loaded again with the arguments their run.json records, once
+    """The items of `runs`, merged by item_id: the items each was given (items.jsonl) or, for folders without
+    items.jsonl, their dataset loaded again with the arguments their run.json records, once
     for all of them, kept to their exam versions (in the loader's order, as reports read it then). An item two runs
     hold differently (e.g. an exam file edited between them) is a ValueError naming both folders: such runs are
     reported apart."""

@@ -9,8 +9,8 @@ Several processes may load the same model at once on one machine (a Ray pool's w
 `mcqa run`): the cache is written under an exclusive lock (flock(2), released by the kernel however its holder
 dies), so one process dequantises while the others wait and then read its copy, and every file is written to a
 temporary name and renamed, so a killed writer never leaves a copy that looks complete. The embedded GGUF is
-assembled (by its package) under a lock beside it for the same reason: a second process used to find the
-first one's half-written file and fail its checksum.
+assembled (by its package) under a lock beside it for the same reason: without it a second process finds the
+first one's half-written file and fails its checksum.
 """
 from __future__ import annotations
 
