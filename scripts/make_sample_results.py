@@ -30,8 +30,11 @@ TEXT_FILES = (".json", ".ipynb", ".jsonl")
 
 
 def placeholders(text: str, results: Path) -> str:
-    """`text` with the temporary results folder, the checkout and the home folder written as placeholders."""
-    for prefix, name in ((str(results), "data/demo/results"), (str(REPO), "REPO"), (os.path.expanduser("~"), "HOME")):
+    """`text` with the temporary results folder, the checkout, the temporary folder (papermill's executed copies)
+    and the home folder written as placeholders."""
+    tmp = tempfile.gettempdir()
+    for prefix, name in ((str(results), "data/demo/results"), (str(REPO), "REPO"), (str(Path(tmp).resolve()), "TMP"),
+                         (tmp, "TMP"), (os.path.expanduser("~"), "HOME")):
         text = text.replace(prefix, name)
     return text
 
