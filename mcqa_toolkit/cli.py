@@ -1,6 +1,6 @@
 """`mcqa` command line: run a params file as papermill executions, report, demo, inspect, validate, validate-enem.
 
-    mcqa run params/demo.yaml      # one executed run_model.ipynb + results folder per combination, resumable
+    mcqa run params/demo.yaml      # one run folder (its executed run_model.ipynb and records) per combination, resumable
     mcqa run params/x.yaml --batch-submit | --batch-fetch    # API batch mode (cheaper, slower)
     mcqa run params/x.yaml --ray auto --workers 4           # items scored by 4 Ray actors (docs/cluster.md)
     mcqa report [--html]           # execute the analysis notebooks over the runs in outputs/ (+ results page)
@@ -35,29 +35,29 @@ from mcqa_toolkit.run.grid import dry_run_params, run_params
 
 RUN_NOTEBOOK = "run_model.ipynb"
 REPORT_NOTEBOOKS = ("10_tables.ipynb", "11_irt.ipynb", "12_language_gap.ipynb", "13_position_bias.ipynb",
-                    "14_contamination.ipynb", "15_adaptive.ipynb", "16_course_exam.ipynb", "18_dif.ipynb")
+                    "14_contamination.ipynb", "15_adaptive.ipynb", "16_course_exam.ipynb", "17_dif.ipynb")
 
 
-def report(results_dir: str | Path = "outputs", figures_dir: str | Path = "figures", latex_dir: str | Path = "latex",
+def report(runs_dir: str | Path = "outputs", figures_dir: str | Path = "figures", latex_dir: str | Path = "latex",
            dataset: str | None = None, kernel: str = "python3", html: str | Path | None = None,
            languages: list[str] | None = None) -> int:
-    """Execute the analysis notebooks over every run in `results_dir`, one after another in one kernel;
-    executed copies go to results_dir/_report. The runs' items come from their folders; `dataset` picks one when
+    """Execute the analysis notebooks over every run in `runs_dir`, one after another in one kernel;
+    executed copies go to runs_dir/_report. The runs' items come from their folders; `dataset` picks one when
     they are of several (report.headline.runs_dataset; course exams have a notebook of their own). With `html`,
     also write the static results page there (its headline columns in the order of `languages`). Returns the
     number of notebooks that failed."""
     from mcqa_toolkit.run.session import KernelSession
 
-    res, fig, tex = (Path(x).resolve() for x in (results_dir, figures_dir, latex_dir))
+    res, fig, tex = (Path(x).resolve() for x in (runs_dir, figures_dir, latex_dir))
     if not res.is_dir():
-        raise FileNotFoundError(f"results folder not found: {res}; run `mcqa run <params>` first")
+        raise FileNotFoundError(f"runs folder not found: {res}; run `mcqa run <params>` first")
     from mcqa_toolkit.report.headline import runs_dataset
 
     dataset = runs_dataset(res, dataset)   # one clear line here rather than every notebook failing
     executed = res / "_report"
     executed.mkdir(parents=True, exist_ok=True)
     failures = 0
-    params = {"RESULTS_DIR": str(res), "FIGURES_DIR": str(fig), "LATEX_DIR": str(tex), "DATASET": dataset}
+    params = {"RUNS_DIR": str(res), "FIGURES_DIR": str(fig), "LATEX_DIR": str(tex), "DATASET": dataset}
     with KernelSession(kernel, cwd=notebooks_dir()) as session:
         for name in REPORT_NOTEBOOKS:
             t0 = time.time()
@@ -86,14 +86,14 @@ def demo(full: bool = False, kernel: str = "python3") -> int:
     t0 = time.time()
     name = "demo_full" if full else "demo"
     params = load_params(params_file(name))
-    results = Path(params.get("output_dir", "outputs"))
+    runs = Path(params.get("output_dir", "outputs"))   # the params key of the runs folder
     failed = run_params(params_file(name), notebooks_dir() / RUN_NOTEBOOK, Path.cwd(), kernel=kernel)
     figures, latex = Path("figures") / name, Path("latex") / name
-    failed += report(results, figures, latex, None, kernel, html=results / "report.html",
+    failed += report(runs, figures, latex, None, kernel, html=runs / "report.html",
                      languages=params.get("languages"))
-    print("\n" + headline_text(results, params.get("languages")))
+    print("\n" + headline_text(runs, params.get("languages")))
     print(f"\ndemo finished in {time.time() - t0:.0f} s{f' with {failed} failure(s)' if failed else ''}. "
-          f"Figures: {figures.resolve()}/*.png; open {(results / 'report.html').resolve()} in a browser.")
+          f"Figures: {figures.resolve()}/*.png; open {(runs / 'report.html').resolve()} in a browser.")
     return failed
 
 
@@ -169,14 +169,14 @@ def _main(argv: list[str] | None = None) -> int:
     mode.add_argument("--batch-fetch", action="store_true", help="fetch ended batches into the request cache and "
                       "run the runs whose batches have all ended")
     rep = sub.add_parser("report", help="execute the analysis notebooks over outputs/")
-    rep.add_argument("--results", default="outputs")
+    rep.add_argument("--runs", "--results", dest="runs", default="outputs", help="the runs folder (params' output_dir)")
     rep.add_argument("--figures", default="figures")
     rep.add_argument("--latex", default="latex")
     rep.add_argument("--dataset", help="the dataset to report when the runs are of several (default: the runs' one "
                      "dataset; their items come from the run folders)")
     rep.add_argument("--kernel", default="python3")
     rep.add_argument("--html", nargs="?", const="", default=None, metavar="PATH",
-                     help="also write the self-contained results page (default PATH: <results>/report.html)")
+                     help="also write the self-contained results page (default PATH: <runs>/report.html)")
     d = sub.add_parser("demo", help="run the shipped params/demo.yaml on the embedded model, then report")
     d.add_argument("--full", action="store_true",
                    help="the full-size demo (params/demo_full.yaml: every question, more shuffles; ~30 min on 2 cores)")
@@ -280,8 +280,8 @@ def _main(argv: list[str] | None = None) -> int:
             return 1 if dry_run_params(args.params, Path.cwd(), batch, args.ray, args.workers) else 0
         return 1 if run_params(args.params, run_notebook, Path.cwd(), args.kernel, batch, args.ray, args.workers) else 0
     if args.command == "report":
-        html = None if args.html is None else (args.html or Path(args.results) / "report.html")
-        return 1 if report(args.results, args.figures, args.latex, args.dataset, args.kernel, html) else 0
+        html = None if args.html is None else (args.html or Path(args.runs) / "report.html")
+        return 1 if report(args.runs, args.figures, args.latex, args.dataset, args.kernel, html) else 0
     if args.command == "demo":
         return 1 if demo(args.full, args.kernel) else 0
     import subprocess

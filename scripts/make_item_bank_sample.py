@@ -1,6 +1,6 @@
 """Write the item-bank sample (data/item_bank_sample/): a population of simulated models whose answers to the
 demo exam's Portuguese items are written by the real tools, half by lm-evaluation-harness (`--log_samples`
-files) and half by inspect_ai (.eval logs). notebooks/17_item_bank calibrates an item bank from it.
+files) and half by inspect_ai (.eval logs). notebooks/item_bank calibrates an item bank from it.
 
 Each model j has ability theta_j ~ N(0, 1) (seeded) and answers from the demo items' 3PL parameters
 (interop.simulated). Usage (about 2-4 minutes on 2 cores; the tools must be installed: `make install`):

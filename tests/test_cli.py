@@ -85,7 +85,7 @@ EXAMS, INEP = SHARED / "reference" / "enem_exams" / "pt-br", SHARED / "reference
 def test_an_enem_exam_from_a_folder_outside_the_repository_is_reported_from_its_run_folders(tmp_path, tiny_model_dir,
                                                                                           monkeypatch):
     """A params file runs a real ENEM exam (2021 MT, INEP's item file) from a folder outside the repository; then
-    `mcqa report --results DIR --html` with no dataset option, the exam's files deleted first, writes the tables and
+    `mcqa report --runs DIR --html` with no dataset option, the exam's files deleted first, writes the tables and
     the page with the IRT figures: the run folder carries its dataset and items (records.store, records.dataset)."""
     exam, inep = tmp_path / "my exams" / "enem_2021", tmp_path / "inep"
     exam.mkdir(parents=True)
@@ -106,7 +106,7 @@ def test_an_enem_exam_from_a_folder_outside_the_repository_is_reported_from_its_
     shutil.rmtree(tmp_path / "my exams")
     shutil.rmtree(inep)
     monkeypatch.setattr(cli, "REPORT_NOTEBOOKS", ("10_tables.ipynb", "11_irt.ipynb"))   # the tables and IRT figures
-    assert main(["report", "--results", str(out), "--figures", str(figures), "--latex", str(latex), "--html"]) == 0
+    assert main(["report", "--runs", str(out), "--figures", str(figures), "--latex", str(latex), "--html"]) == 0
     assert {"accuracy_by_strategy.tex", "irt_summary.tex", "irt_theta_ci.tex"} <= {p.name for p in latex.glob("*.tex")}
     irt = json.loads((latex / "11_irt_headline.json").read_text())
     assert irt["has_irt"] and irt["n_persons"] == 2 and irt["theta_mean"]

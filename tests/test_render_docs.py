@@ -226,7 +226,7 @@ def test_a_files_machine_reference_is_shown_beside_its_timings(tmp_path):
 
 
 def test_the_dif_page_follows_the_notebooks_headline(tmp_path, monkeypatch):
-    """docs/dif.md's simulated-persons table is the headline notebooks/18_dif.ipynb printed: a class count moved in
+    """docs/dif.md's simulated-persons table is the headline notebooks/17_dif.ipynb printed: a class count moved in
     that output moves the table; a notebook without its printed headline is one clear error."""
     dif = importlib.import_module("pages.dif")
     nb = json.loads(dif.DIF_NOTEBOOK.read_text())
@@ -236,7 +236,7 @@ def test_the_dif_page_follows_the_notebooks_headline(tmp_path, monkeypatch):
     assert row(headline["n_persons"]["it"], headline["classes"]["it / A"]) in dif.simulated()
     headline["classes"]["it / A"] += 1
     cell["outputs"][0]["text"] = json.dumps(headline, indent=2)
-    monkeypatch.setattr(dif, "DIF_NOTEBOOK", tmp_path / "18_dif.ipynb")
+    monkeypatch.setattr(dif, "DIF_NOTEBOOK", tmp_path / "17_dif.ipynb")
     dif.DIF_NOTEBOOK.write_text(json.dumps(nb))
     assert row(headline["n_persons"]["it"], headline["classes"]["it / A"]) in dif.simulated()
     cell["outputs"] = []

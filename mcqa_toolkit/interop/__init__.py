@@ -85,10 +85,10 @@ def import_run(tool: str, path: str | Path, run_dir: str | Path, items: ItemSet 
     return write_run(source, responses, run_dir, items, dataset, model)
 
 
-def import_folder(folder: str | Path, results_dir: str | Path, items: ItemSet | None = None,
+def import_folder(folder: str | Path, runs_dir: str | Path, items: ItemSet | None = None,
                   dataset: str | None = None) -> "pd.DataFrame":
     """Import every tool output under `folder` (lm-eval: each folder holding samples_*.jsonl; inspect_ai: each
-    .eval log) into the run folder `results_dir/<folder name or log stem>__<tool>`; one row per import: tool,
+    .eval log) into the run folder `runs_dir/<folder name or log stem>__<tool>`; one row per import: tool,
     source, run_dir, n_records, matched, unmatched. Re-running returns the finished imports as they are."""
     import pandas as pd
 
@@ -101,7 +101,7 @@ def import_folder(folder: str | Path, results_dir: str | Path, items: ItemSet | 
         raise FileNotFoundError(f"{root}: no lm-eval samples_*.jsonl and no inspect .eval log")
     rows = []
     for tool, path in jobs:
-        res = import_run(tool, path, Path(results_dir) / f"{path.stem}__{tool}", items, dataset)
+        res = import_run(tool, path, Path(runs_dir) / f"{path.stem}__{tool}", items, dataset)
         prov = res.provenance
         rows.append({"tool": tool, "source": str(path.relative_to(root)), "run_dir": str(res.run_dir.dir),
                      "model": str(res.records["model"].iloc[0]), "n_records": len(res.records),

@@ -185,14 +185,15 @@ class RunDir:
     def finalize(self, provenance: dict[str, Any]) -> pd.DataFrame:
         """Compact the JSONL to Parquet (sorted by item and shuffle, one record per key) and write provenance
         with complete=True, the compacted flag (the JSONL is forced to disk first: every record is durable). The run
-        is complete once summary.json follows (records.state.OpenRun.complete)."""
+        is complete once summary.json follows (records.state.OpenRun.complete). Returns the records as read back
+        from the Parquet (`load`), so a run's records are one frame whether just written or read again."""
         self.sync()
         df = unique_records(records_frame(self.read_records()), self.jsonl)
         df = df.sort_values(KEY, kind="stable").reset_index(drop=True)
         kept = "records.jsonl is intact; free some space and run again to finish"
         atomic(self.parquet, lambda tmp: df.to_parquet(tmp, index=False), "the records as Parquet", kept)
         write_json(self.provenance_file, {**provenance, "complete": True, "n_records": len(df)}, kept)
-        return df
+        return self.load()
 
     def load(self) -> pd.DataFrame:
         """The run's records: Parquet once compacted, else what the JSONL holds so far (one per key)."""

@@ -1,4 +1,4 @@
-"""The course-exam report's data: every course-exam run under a results folder with its items and the
+"""The course-exam report's data: every course-exam run under a runs folder with its items and the
 students' statistics, the exam scores and the student comparison, and the comparison as the course-exam
 benchmark's comparison.json (one entry per system x exam).
 
@@ -24,7 +24,7 @@ SYSTEM = ("model", "strategy")
 
 @dataclass(frozen=True)
 class CourseExamRuns:
-    """The complete course-exam runs of a results folder, their items and the students' statistics per exam."""
+    """The complete course-exam runs of a runs folder, their items and the students' statistics per exam."""
 
     records: pd.DataFrame
     items: ItemSet
@@ -49,10 +49,10 @@ class CourseExamRuns:
                 f"questions in {r['exam'].nunique()} exam(s); items: {self.items.name}")
 
 
-def load_course_exam_runs(results_dir: str | Path) -> CourseExamRuns | None:
-    """The complete course-exam runs under `results_dir` (any depth) with the items they were given, or None when
+def load_course_exam_runs(runs_dir: str | Path) -> CourseExamRuns | None:
+    """The complete course-exam runs under `runs_dir` (any depth) with the items they were given, or None when
     there is none."""
-    runs = dataset_runs(results_dir, DATASET)
+    runs = dataset_runs(runs_dir, DATASET)
     if not runs:
         return None
     records = pd.concat([rd.load() for rd in runs], ignore_index=True)

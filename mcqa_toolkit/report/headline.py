@@ -39,15 +39,15 @@ class Runs:
                 f"{self.items.name!r}")
 
 
-def runs_dataset(results_dir: str | Path, dataset: str | None = None) -> str:
-    """`dataset`, or the one dataset of the complete runs under `results_dir` (not counting those reported apart,
+def runs_dataset(runs_dir: str | Path, dataset: str | None = None) -> str:
+    """`dataset`, or the one dataset of the complete runs under `runs_dir` (not counting those reported apart,
     REPORTED_APART, when others are there); several is a ValueError naming them."""
     if dataset is not None:
         return dataset
-    found = sorted({run_dataset(r).name for r in complete_runs(results_dir)})
+    found = sorted({run_dataset(r).name for r in complete_runs(runs_dir)})
     main = [d for d in found if d not in REPORTED_APART] or found
     if len(main) != 1:
-        raise ValueError(f"the runs under {results_dir} are of " + (f"the datasets {main}: choose one (mcqa report "
+        raise ValueError(f"the runs under {runs_dir} are of " + (f"the datasets {main}: choose one (mcqa report "
                          "--dataset NAME, or DATASET in a notebook)" if main else "no dataset: no complete run"))
     return main[0]
 
@@ -78,39 +78,39 @@ def run_items(runs: Sequence[RunDir], name: str = "") -> ItemSet:
                 merged[it.item_id], where[it.item_id] = it, rd.dir
             elif merged[it.item_id] != it:
                 raise ValueError(f"item {it.item_id!r} differs between the runs {where[it.item_id]} and {rd.dir}; "
-                                 "report them apart (one results folder each)")
+                                 "report them apart (one runs folder each)")
     return ItemSet(list(merged.values()), name)
 
 
-def dataset_runs(results_dir: str | Path, dataset: str) -> list[RunDir]:
-    """The complete runs of `dataset` under `results_dir` (any depth)."""
-    return [r for r in complete_runs(results_dir) if run_dataset(r).name == dataset]
+def dataset_runs(runs_dir: str | Path, dataset: str) -> list[RunDir]:
+    """The complete runs of `dataset` under `runs_dir` (any depth)."""
+    return [r for r in complete_runs(runs_dir) if run_dataset(r).name == dataset]
 
 
-def dataset_items(results_dir: str | Path, dataset: str | None = None,
+def dataset_items(runs_dir: str | Path, dataset: str | None = None,
                   dataset_args: dict[str, Any] | None = None) -> ItemSet:
-    """The items of `dataset`'s runs under `results_dir` (run_items); with no run there (the question inspector
+    """The items of `dataset`'s runs under `runs_dir` (run_items); with no run there (the question inspector
     exploring an exam before any run), the loader's items with `dataset_args`."""
-    runs = dataset_runs(results_dir, runs_dataset(results_dir, dataset)) if complete_runs(results_dir) else []
+    runs = dataset_runs(runs_dir, runs_dataset(runs_dir, dataset)) if complete_runs(runs_dir) else []
     if runs:
         return run_items(runs, run_dataset(runs[0]).name)
     if dataset is None:
-        raise ValueError(f"no complete run under {results_dir}: name the dataset to explore (DATASET)")
+        raise ValueError(f"no complete run under {runs_dir}: name the dataset to explore (DATASET)")
     return load(dataset, **(dataset_args or {}))
 
 
-def load_runs(results_dir: str | Path, dataset: str | None = None) -> Runs:
-    """The complete runs of `dataset` (default: the runs' one dataset, runs_dataset) under `results_dir` (any
+def load_runs(runs_dir: str | Path, dataset: str | None = None) -> Runs:
+    """The complete runs of `dataset` (default: the runs' one dataset, runs_dataset) under `runs_dir` (any
     depth), with their records and items, from the run folders alone."""
-    name = runs_dataset(results_dir, dataset)
-    runs = dataset_runs(results_dir, name)
+    name = runs_dataset(runs_dir, dataset)
+    runs = dataset_runs(runs_dir, name)
     if not runs:
-        raise FileNotFoundError(f"no complete run of dataset {name!r} under {results_dir}")
+        raise FileNotFoundError(f"no complete run of dataset {name!r} under {runs_dir}")
     records = pd.concat([r.load() for r in runs], ignore_index=True)
     return Runs(records, run_items(runs, name), name)
 
 
-def output_dir(path: str | Path | None, kind: str) -> Path:
+def writable_dir(path: str | Path | None, kind: str) -> Path:
     """`path`, or a new temporary folder when None (a notebook re-executed by tests never writes into the
     project); `mcqa report` always passes real folders."""
     return Path(path) if path is not None else Path(tempfile.mkdtemp(prefix=f"mcqa_{kind}_"))

@@ -5,14 +5,14 @@ jinja2 template `templates/report.html.j2`:
   - one row per run (model x dataset x strategy x language: accuracy with its 95% CI, kappa, unanswered,
     points earned / possible (every question type), Min-K%) with a link to the run's executed notebook, and the headline pivot (report.overview);
   - every table the analysis notebooks saved (`<latex>/<name>.csv`, captions from the `.tex` files);
-  - the DIF section (notebooks/18_dif): ETS classes per language, the B/C questions with their text in both
+  - the DIF section (notebooks/17_dif): ETS classes per language, the B/C questions with their text in both
     languages, and whether the persons were simulated;
   - the notebooks' headline numbers (`<latex>/<notebook>_headline.json`) as one tidy table;
   - every figure (`<figures>/*.png`), embedded as a data URI, shrunk to at most MAX_FIGURE_WIDTH pixels;
   - links to the executed analysis notebooks.
 Every table is sortable by clicking a column header (a few lines of inline JavaScript); nothing is loaded
 from the network. Links to notebooks are relative to the HTML file, so they work while the file stays next to
-the results folder.
+the runs folder.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ SCREEN_SCALE = 1.5  # figures are shown at 1.5x their printed size (paper figure
 SECTIONS = {"tables": "10 · Tables", "irt": "11 · IRT", "gap": "12 · Language gap", "position": "13 · Position bias",
             "contamination": "14 · Contamination", "adaptive": "15 · Adaptive testing", "course": "16 · Course exam",
             "dif": "18 · DIF"}
-DIF_FILES = ("dif_classes.csv", "dif_items.csv")   # notebooks/18_dif: shown in the DIF section, not under Tables
+DIF_FILES = ("dif_classes.csv", "dif_items.csv")   # notebooks/17_dif: shown in the DIF section, not under Tables
 
 
 def _cell(value: Any, digits: int = 3) -> dict[str, Any]:
@@ -118,7 +118,7 @@ def _figures(figures_dir: Path) -> list[dict[str, Any]]:
 
 def _dif_section(latex_dir: Path) -> dict[str, Any] | None:
     """The DIF section: ETS classes per focal language (and how many are flagged after Benjamini-Hochberg), the
-    B/C questions with their stems, whether the persons were simulated; None without notebooks/18_dif's files."""
+    B/C questions with their stems, whether the persons were simulated; None without notebooks/17_dif's files."""
     path = latex_dir / DIF_FILES[0]
     if not path.is_file():
         return None
@@ -145,9 +145,9 @@ def _headline_numbers(latex_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["notebook", "metric", "group", "value"])
 
 
-def _runs_table(results_dir: Path, out_dir: Path, languages: list[str] | None = None
+def _runs_table(runs_dir: Path, out_dir: Path, languages: list[str] | None = None
                 ) -> tuple[dict[str, Any], dict[str, Any] | None, pd.DataFrame]:
-    runs = runs_frame(results_dir)
+    runs = runs_frame(runs_dir)
     shown = runs.drop(columns=["run_dir", "notebook"]).rename(columns={
         "accuracy_ci_low": "acc. CI low", "accuracy_ci_high": "acc. CI high", "n_items": "items",
         "points_earned": "points", "points_possible": "of points", "min_k_prob_mean": "Min-K% mean"})
@@ -159,16 +159,16 @@ def _runs_table(results_dir: Path, out_dir: Path, languages: list[str] | None = 
     return _table(shown, "Every run", "runs", links), pivot_table, runs
 
 
-def write_html_report(out: str | Path, results_dir: str | Path = "outputs", figures_dir: str | Path = "figures",
+def write_html_report(out: str | Path, runs_dir: str | Path = "outputs", figures_dir: str | Path = "figures",
                       latex_dir: str | Path = "latex", title: str = "mcqa_toolkit results",
                       notebooks: Iterable[str | Path] | None = None, languages: list[str] | None = None) -> Path:
     """Write the self-contained results page to `out` and return its path.
 
-    `notebooks`: executed analysis notebooks to link (default: `<results_dir>/_report/*.ipynb`); `languages`:
+    `notebooks`: executed analysis notebooks to link (default: `<runs_dir>/_report/*.ipynb`); `languages`:
     the order of the headline table's language columns (default: as the runs list them)."""
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-    out, results, figures, latex = (Path(x) for x in (out, results_dir, figures_dir, latex_dir))
+    out, results, figures, latex = (Path(x) for x in (out, runs_dir, figures_dir, latex_dir))
     out.parent.mkdir(parents=True, exist_ok=True)
     runs_table, pivot_table, runs = _runs_table(results, out.parent, languages)
     tables = [_table(pd.read_csv(csv), _caption(csv.with_suffix(".tex")), f"table-{csv.stem}")

@@ -28,7 +28,7 @@ class QuestionInspector:
     """Browse `items` with filters, navigation, translations, IRT/human p and (optionally) model responses.
 
     `results`: a frame with the `records.columns.COLUMNS` (e.g. `load_results('outputs')`); `human_p`: proportion
-    correct of humans indexed by parallel_id (or item_id); `dif`: the DIF classes of notebooks/18_dif
+    correct of humans indexed by parallel_id (or item_id); `dif`: the DIF classes of notebooks/17_dif
     (`report.dif.read_classes`), shown under the item. The notebook cell is just `QuestionInspector(items)`.
     """
 

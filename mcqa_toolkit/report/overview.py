@@ -1,4 +1,4 @@
-"""The runs of a results folder at a glance: one row per run from its summary.json (what `mcqa run` prints as
+"""The runs of a runs folder at a glance: one row per run from its summary.json (what `mcqa run` prints as
 each run finishes), and the headline table `mcqa demo` / `mcqa report` print at the end and the HTML report
 opens with (accuracy and kappa per model x strategy, one column per language).
 
@@ -20,10 +20,10 @@ SUMMARY_KEYS = ("n_items", "shuffles", "accuracy", "accuracy_ci_low", "accuracy_
 OVERVIEW_COLUMNS = ("model", "dataset", "language", "strategy", *SUMMARY_KEYS, "run_dir", "notebook")
 
 
-def runs_frame(results_dir: str | Path) -> pd.DataFrame:
-    """One row per complete run under `results_dir` (any depth) with its headline numbers and its files."""
+def runs_frame(runs_dir: str | Path) -> pd.DataFrame:
+    """One row per complete run under `runs_dir` (any depth) with its headline numbers and its files."""
     rows = []
-    for rd in complete_runs(results_dir):   # records.store.RunDir.is_complete: records compacted, summary written
+    for rd in complete_runs(runs_dir):   # records.store.RunDir.is_complete: records compacted, summary written
         summary, prov = rd.summary(), rd.provenance()
         strategy = prov.get("strategy", {})
         rows.append({
@@ -58,11 +58,11 @@ def headline_table(runs: pd.DataFrame, languages: list[str] | None = None) -> pd
     return table.fillna("")
 
 
-def headline_text(results_dir: str | Path, languages: list[str] | None = None) -> str:
+def headline_text(runs_dir: str | Path, languages: list[str] | None = None) -> str:
     """The headline table as text: accuracy (kappa) per model x strategy x language."""
-    runs = runs_frame(results_dir)
+    runs = runs_frame(runs_dir)
     if runs.empty:
-        return f"no complete runs under {results_dir}"
+        return f"no complete runs under {runs_dir}"
     table = headline_table(runs, languages)
     counts = sorted(runs["n_items"].dropna().unique())
     items = ", ".join(f"{n:g}" for n in counts) if len(counts) <= 3 else f"{counts[0]:g} to {counts[-1]:g}"

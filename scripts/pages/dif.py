@@ -1,6 +1,6 @@
 """docs/dif.md's check on the ENEM paper's 2021 response patterns, from docs/dif_2021.json
 (scripts/dif_real_patterns.py, run on the release with INEP's 2021 item file), and the classes the DIF report found
-on the demo's simulated persons, from the headline notebooks/18_dif.ipynb printed (its committed output, which the
+on the demo's simulated persons, from the headline notebooks/17_dif.ipynb printed (its committed output, which the
 notebook tests check with nbval)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pages.blocks import REPO, read_json, rel, table
 
-DIF_NOTEBOOK = REPO / "notebooks" / "18_dif.ipynb"
+DIF_NOTEBOOK = REPO / "notebooks" / "17_dif.ipynb"
 
 
 def real_patterns() -> str:

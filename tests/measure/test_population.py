@@ -61,7 +61,7 @@ def test_large_population_recovers_parameters_without_warning():
 
 def test_leave_one_model_out_cat_beats_random_when_long_enough():
     """30 models x 40 items: at 20 items the CAT's theta is closer to the full bank's than random items' are
-    (seeded; the numbers for the note come from notebooks/17_item_bank)."""
+    (seeded; the numbers for the note come from notebooks/item_bank)."""
     u, *_ = _population(30, seed=2)
     u[:, :2] = [[1, 0]] * 15 + [[0, 1]] * 15     # two items half right in every fold: the bank keeps them
     keep = (u.sum(axis=0) > 1) & (u.sum(axis=0) < 29)

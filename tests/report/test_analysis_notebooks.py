@@ -53,7 +53,7 @@ EXPECTED = {  # notebook -> (headline keys, figures, LaTeX files)
                     ["adaptive_length_by_se", "adaptive_population_cat_vs_full", "adaptive_anchor_error"],
                     ["adaptive_length_by_se", "adaptive_anchor_error"]),
     "16_course_exam": ({"has_course_exam", "model_score", "percentile", "points_earned", "n_error"}, [], []),
-    "18_dif": ({"has_dif", "source", "n_persons", "classes", "flagged_bh", "delta_mh_bc"}, ["dif_delta_mh"],
+    "17_dif": ({"has_dif", "source", "n_persons", "classes", "flagged_bh", "delta_mh_bc"}, ["dif_delta_mh"],
                ["dif_items"]),
 }
 ADAPTIVE_SMALL = {"POPULATION_SIZE": 300, "SE_TARGETS": [0.4, 0.5], "MAX_ITEMS": 25, "ANCHOR_PERSONS": 100,
@@ -62,7 +62,7 @@ EXTRA_PARAMETERS = {"10_tables": {"N_BOOT": 50}, "12_language_gap": {"N_BOOT": 5
 
 
 def _execute(name: str, results: Path, out: Path, **extra) -> dict:
-    params = {"RESULTS_DIR": str(results), "FIGURES_DIR": str(out / "figures"), "LATEX_DIR": str(out / "latex"),
+    params = {"RUNS_DIR": str(results), "FIGURES_DIR": str(out / "figures"), "LATEX_DIR": str(out / "latex"),
               **EXTRA_PARAMETERS.get(name, {}), **extra}
     pm.execute_notebook(str(NOTEBOOKS / f"{name}.ipynb"), str(out / f"{name}.ipynb"), parameters=params,
                         kernel_name="python3", cwd=str(NOTEBOOKS), progress_bar=False)
@@ -120,7 +120,7 @@ def test_notebook_writes_figures_tables_and_headline(name, synthetic_dir, record
         diff = measure.language_differences(records, "en", "kappa", n_boot=50).set_index(list(measure.GROUP_BY))
         assert headline["difference"]["model-a / S1 / pt"] == pytest.approx(diff.loc[("model-a", "S1", "pt"), "diff"],
                                                                           abs=1e-4)
-    if name == "18_dif":   # 12 patterns per language: the persons are simulated, and the notebook says so
+    if name == "17_dif":   # 12 patterns per language: the persons are simulated, and the notebook says so
         rep = dif_report(records, load_demo(), "en")
         assert headline["source"] == "simulated" and headline["n_persons"] == {"en": 500, "pt": 500}
         assert headline["classes"] == {f"pt / {k}": v for k, v in rep.table["ets_class"].value_counts().items()}
@@ -166,14 +166,14 @@ def degenerate(tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize("name", ["12_language_gap", "14_contamination", "18_dif"])
+@pytest.mark.parametrize("name", ["12_language_gap", "14_contamination", "17_dif"])
 def test_notebooks_report_what_they_skip(name, degenerate, tmp_path):
     headline = _execute(name, degenerate, tmp_path)
     nb = (tmp_path / f"{name}.ipynb").read_text()
     if name == "12_language_gap":
         assert headline["gap_pct"] == {} and headline["difference"] == {} and "gaps skipped" in nb
         assert (tmp_path / "figures" / "gap_scores_by_language.png").exists()
-    elif name == "18_dif":
+    elif name == "17_dif":
         assert headline["has_dif"] is False and headline["classes"] == {} and "DIF skipped" in nb
     else:
         assert headline == {"has_min_k": False, "pearson_r": {}, "pearson_p": {}}
@@ -251,4 +251,4 @@ def test_report_runs_every_notebook_on_runs_of_any_size(case, tmp_path):
         assert "anchor sizes k 5, 10, 20, 30 left out: the runs hold 1 questions" in adaptive_nb
     else:
         assert "anchor sizes k 20, 30 left out: the runs hold 12 questions" in adaptive_nb
-        assert "DIF needs 'en' and another language" in executed["18_dif.ipynb"]
+        assert "DIF needs 'en' and another language" in executed["17_dif.ipynb"]

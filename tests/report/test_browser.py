@@ -116,7 +116,7 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     nb = nbformat.read(REPO / "notebooks" / "inspect_questions.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    params.source = re.sub(r"^RESULTS_DIR = .*$", f"RESULTS_DIR = {str(SAMPLE_RESULTS)!r}", params.source, flags=re.M)
+    params.source = re.sub(r"^RUNS_DIR = .*$", f"RUNS_DIR = {str(SAMPLE_RESULTS)!r}", params.source, flags=re.M)
     nbformat.write(nb, root / "inspect_questions.ipynb")
     token = secrets.token_hex(16)
     private = {name: str(tmp_path_factory.mktemp(name)) for name in ("config", "runtime", "settings", "workspaces")}
@@ -274,7 +274,7 @@ def html_report(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("report")
     shutil.copytree(SAMPLE_RESULTS, root / "outputs")
-    assert cli.main(["report", "--results", str(root / "outputs"), "--figures", str(root / "figures"),
+    assert cli.main(["report", "--runs", str(root / "outputs"), "--figures", str(root / "figures"),
                      "--latex", str(root / "latex"), "--html"]) == 0
     return root / "outputs" / "report.html"
 
@@ -305,7 +305,7 @@ def test_html_report_renders_sorts_and_is_self_contained(html_report, page):
         img.scroll_into_view_if_needed()
         assert img.evaluate("i => i.complete && i.naturalWidth > 0")
     assert page.locator("table.sortable").count() >= 10  # runs, headline, notebook headlines, saved tables
-    dif = page.locator("#sec-dif")   # 18_dif: the sample runs hold 11 patterns per language, so simulated persons
+    dif = page.locator("#sec-dif")   # 17_dif: the sample runs hold 11 patterns per language, so simulated persons
     assert dif.count() == 1 and "SIMULATED" in page.locator("#sec-dif + p").inner_text()
     assert page.locator("table#dif-items tbody tr").count() >= 1
     page.locator("#sec-figures").evaluate("h => h.scrollIntoView()")  # the heading at the top of the view

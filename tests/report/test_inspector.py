@@ -186,7 +186,7 @@ def test_notebook_runs_with_papermill(tmp_path):
 
     out = tmp_path / "inspect.ipynb"
     pm.execute_notebook(str(NOTEBOOK), str(out), kernel_name="python3", cwd=str(NOTEBOOK.parent),
-                        parameters={"RESULTS_DIR": str(tmp_path / "no-such-dir"), "DATASET": "demo", "LANGUAGE": "pt"},
+                        parameters={"RUNS_DIR": str(tmp_path / "no-such-dir"), "DATASET": "demo", "LANGUAGE": "pt"},
                         progress_bar=False)
     import nbformat
 

@@ -1,4 +1,4 @@
-"""notebooks/17_item_bank runs top to bottom with papermill on the item-bank sample (small lengths), writes its
+"""notebooks/item_bank runs top to bottom with papermill on the item-bank sample (small lengths), writes its
 figure and table, and records headline numbers equal to direct package calls on the same imported runs."""
 import json
 import warnings
@@ -18,9 +18,9 @@ pytestmark = pytest.mark.notebooks
 def test_item_bank_notebook_matches_direct_calls(tmp_path):
     params = {"RUNS_DIR": str(tmp_path / "runs"), "FIGURES_DIR": str(tmp_path / "figures"),
               "LATEX_DIR": str(tmp_path / "latex"), "LENGTHS": [5, 15], "N_RANDOM": 4, "SEED": 1}
-    pm.execute_notebook(str(REPO / "notebooks" / "17_item_bank.ipynb"), str(tmp_path / "17.ipynb"), parameters=params,
+    pm.execute_notebook(str(REPO / "notebooks" / "item_bank.ipynb"), str(tmp_path / "17.ipynb"), parameters=params,
                         kernel_name="python3", cwd=str(REPO / "notebooks"), progress_bar=False)
-    head = json.loads((tmp_path / "latex" / "17_item_bank_headline.json").read_text())
+    head = json.loads((tmp_path / "latex" / "item_bank_headline.json").read_text())
     assert head["n_models"] == 24 and head["tools"] == {"inspect": 12, "lm-eval": 12} and head["unmatched"] == 0
     assert (tmp_path / "figures" / "item_bank_lomo_error.png").exists()
     assert (tmp_path / "latex" / "item_bank_lomo_error.tex").exists()
