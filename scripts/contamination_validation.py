@@ -97,7 +97,7 @@ def steps(work: Path) -> list[tuple[str, Path, dict]]:
 
 
 def train(work: Path, shared: Path, seed: int, until: int) -> None:
-    from mcqa_toolkit.backends.hf.contaminate import Recipe, contaminate
+    from mcqa_toolkit.contamination.fine_tuning import Recipe, contaminate
     from mcqa_toolkit.prompts.solved_page import exposure_split
 
     pt = items(work, shared, "pt2021")
@@ -108,7 +108,7 @@ def train(work: Path, shared: Path, seed: int, until: int) -> None:
 
 def audit(work: Path, shared: Path, model: str, exam: str, step: str) -> None:
     from mcqa_toolkit.backends.hf import HFBackend, load_model
-    from mcqa_toolkit.run.audit import audit_model
+    from mcqa_toolkit.contamination.audit import audit_model
     from mcqa_toolkit.run.strategy import strategy
 
     lm = load_model(str(model_dir(work, model)), device="cpu", dtype="float32")
@@ -134,8 +134,8 @@ def collect(work: Path, shared: Path) -> None:
     from mcqa_toolkit.backends.hf.manifest import read_manifest
     from mcqa_toolkit.prompts.solved_page import has_page
     from mcqa_toolkit.records import RunDir
-    from mcqa_toolkit.report.contamination import validation_results
-    from mcqa_toolkit.run.audit import FAMILIARITY, LETTERS, PROBE, Audit
+    from mcqa_toolkit.contamination.audit import FAMILIARITY, LETTERS, PROBE, Audit
+    from mcqa_toolkit.contamination.validation import validation_results
 
     def done(model: str, exam: str, measure: str) -> bool:   # a step killed half-way left files but no mark
         return (work / "marks" / f"audit_{model}_{exam}_{measure}.json").exists()

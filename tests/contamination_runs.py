@@ -43,7 +43,7 @@ def letters_records(items: ItemSet, model: str = "m", pull: float = 0.0, saw=Non
     return records_frame(rows)
 
 
-def _familiarity(items: ItemSet, model: str, seen: set, signal: float, rng) -> pd.DataFrame:
+def familiarity_frame(items: ItemSet, model: str, seen: set, signal: float, rng) -> pd.DataFrame:
     """A familiarity table whose text scores rise by `signal` on the `seen` items."""
     n = len(items)
     hot = np.array([it.item_id in seen for it in items], dtype=float) * signal
@@ -54,7 +54,7 @@ def _familiarity(items: ItemSet, model: str, seen: set, signal: float, rng) -> p
 
 
 def write_validation(folder, n_items: int = 30, seed: int = 0, partial: bool = False):
-    """Raw results shaped like scripts/contamination_validation.py --collect's (report.contamination), from
+    """Raw results shaped like scripts/contamination_validation.py --collect's (contamination.validation), from
     simulated audits: a clean model and s0-x1, s0-x3, s1-x3 (signal growing with exposures) on pt2021 (half of
     each seed's split exposed), its translation en2021 (a weaker signal) and pt2019 (never seen). `partial`: a
     validation stopped early: pt2021 only (no control exam), no probe."""
@@ -63,7 +63,7 @@ def write_validation(folder, n_items: int = 30, seed: int = 0, partial: bool = F
     from types import SimpleNamespace
 
     from mcqa_toolkit.prompts.solved_page import exposure_split
-    from mcqa_toolkit.report.contamination import validation_results
+    from mcqa_toolkit.contamination.validation import validation_results
 
     rng = np.random.default_rng(seed)
     exams = {"pt2021": exam(n_items, seed=1), "en2021": exam(n_items, seed=1, language="en"),
@@ -86,7 +86,7 @@ def write_validation(folder, n_items: int = 30, seed: int = 0, partial: bool = F
                                   "exact": [i in seen and rng.random() < 0.1 * e for i in items.ids],
                                   "rouge_l": rng.random(len(items)), "probe_logprob": rng.normal(-3, 1, len(items))})
             audits[(model, name)] = SimpleNamespace(records=records, probe=probe if name == "pt2021" and not partial else None,
-                                                    familiarity=_familiarity(items, model, seen, 0.5 * strength, rng))
+                                                    familiarity=familiarity_frame(items, model, seen, 0.5 * strength, rng))
     pt = exams["pt2021"]
 
     def split_labels(model, s):

@@ -28,7 +28,7 @@ Beyond the three calls, a backend may offer declared optional parts, each a Prot
   MultiItemBackend, so its runs cut the blocks an in-process run cuts;
 - `DistributionBackend`: `token_distributions(texts)`, per token its log-prob and the mean and variance of log p
   over the whole next-token distribution, which Min-K%++ needs and no API returns (the local model offers it:
-  backends.hf.distributions; scoring.familiarity uses it);
+  backends.hf.distributions; contamination.familiarity uses it);
 - `BatchBackend`: a provider's batch API (run.batch).
 """
 from __future__ import annotations

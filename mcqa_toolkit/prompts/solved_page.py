@@ -1,4 +1,4 @@
-"""A solved question as a web page shows it: the text a model is contaminated with (backends.hf.contaminate).
+"""A solved question as a web page shows it: the text a model is contaminated with (contamination.fine_tuning).
 
 Exam questions and their keys circulate as pages of solved questions ("Questão 12 — ENEM 2021 ... Resposta: C").
 `solved_page` writes one item that way, in the labels of the item's exam language (`Item.exam_language`: the

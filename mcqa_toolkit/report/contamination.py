@@ -1,9 +1,10 @@
 """The contamination validation's report (notebooks/19_contamination): its raw results read back, the AUC table
 by detector and number of exposures, the model-level tests' flags and false alarms, the accuracy gains.
 
-The raw results (written by scripts/contamination_validation.py, committed under data/contamination) are
-scores.parquet (measure.contamination_scores per model x exam), labels.parquet (model, parallel_id, exposed, split),
-accuracy.parquet (measure.accuracy_by_exposure), tests.parquet (the model-level tests), probe.parquet (the masked-
+The raw results (written by scripts/contamination_validation.py through contamination.validation_results,
+committed under data/contamination) are scores.parquet (contamination.contamination_scores per model x exam),
+labels.parquet (model, parallel_id, exposed, split), accuracy.parquet (contamination.accuracy_by_exposure),
+tests.parquet (the model-level tests), probe.parquet (the masked-
 option probe's exact matches) and models.json (each contaminated model's manifest without its item lists). Models
 are "clean" (the base model) and "s<seed>-x<exposures>".
 """
@@ -17,19 +18,13 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.items import ItemSet
-from mcqa_toolkit.measure.contamination_items import contamination_scores
-from mcqa_toolkit.measure.contamination_models import dataset_inference, key_pull_test, person_fit_test
-from mcqa_toolkit.measure.contamination_roc import accuracy_by_exposure
+from mcqa_toolkit.contamination.detectors import DETECTOR_NAMES
 from mcqa_toolkit.report.tables import Table
 
-__all__ = ["Validation", "validation_results", "load_validation", "model_table", "with_models", "auc_summary", "auc_table",
+__all__ = ["Validation", "load_validation", "model_table", "with_models", "auc_summary", "auc_table",
            "flag_tests", "flag_summary", "gain_summary", "probe_rates", "DETECTOR_NAMES"]
 
 FILES = ("scores", "labels", "accuracy", "tests", "probe")
-DETECTOR_NAMES = {"min_k": "Min-K% prob", "min_k_pp": "Min-K%++", "zlib": "zlib ratio",
-                  "reference": "reference ratio", "probe": "masked-option probe", "key_pull": "key pull",
-                  "fit_residual": "3PL residual"}
 
 
 @dataclass(frozen=True)
@@ -42,42 +37,6 @@ class Validation:
     tests: pd.DataFrame
     probe: pd.DataFrame
     models: dict
-
-
-def validation_results(audits: Mapping[tuple[str, str], Any], items: Mapping[str, ItemSet], labels: pd.DataFrame,
-                       controls: Mapping[str, str], reference: str = "clean", n_perm: int = 9999,
-                       detectors: tuple[str, ...] = ("min_k_pp", "min_k", "reference")) -> dict[str, pd.DataFrame]:
-    """The raw results' frames (scores, accuracy, tests, probe) from the audits: {(model, exam): an object with
-    familiarity, probe and records (run.audit.Audit; None where not measured)}; `items` per exam; `controls`:
-    suspect exam -> control exam of the dataset-inference tests; `reference`: the model whose familiarity is the
-    reference ratio's (on the same exam)."""
-    scores, accuracy, tests, probes = [], [], [], []
-    for (model, exam), a in audits.items():
-        ref = audits.get((reference, exam))
-        s = contamination_scores(a.familiarity, a.probe, a.records, items[exam],
-                                 reference=None if ref is None else ref.familiarity)
-        scores.append(s.assign(exam=exam))
-        if a.probe is not None:
-            probes.append(a.probe[["model", "item_id", "parallel_id", "hidden", "exact", "rouge_l"]].assign(exam=exam))
-        if a.records is not None:
-            if a.records["parallel_id"].isin(labels["parallel_id"]).any():   # an exam with exposed items
-                accuracy.append(accuracy_by_exposure(a.records, labels).assign(exam=exam))
-            tests.append(key_pull_test(a.records, n_perm).assign(exam=exam, test="key_pull"))
-            tests.append(person_fit_test(a.records, items[exam]).assign(exam=exam, test="person_fit"))
-    scores = pd.concat(scores, ignore_index=True)
-    for suspect, control in controls.items():
-        for detector in detectors:
-            di = dataset_inference(scores[scores["exam"] == suspect], scores[scores["exam"] == control], detector)
-            tests.append(di.assign(exam=suspect, test=f"dataset_inference_{detector}", control=control))
-    probe_columns = ["model", "item_id", "parallel_id", "hidden", "exact", "rouge_l", "exam"]
-    return {"scores": scores, "accuracy": _concat(accuracy, ["model", "language", "order", "exposed", "exam"]),
-            "tests": _concat(tests, ["model", "p_value", "exam", "test"]), "probe": _concat(probes, probe_columns)}
-
-
-def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
-    """The frames one under the other; none (a partial validation: e.g. no probe was run): an empty frame with
-    the columns the report reads."""
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
 def load_validation(folder: str | Path) -> Validation:
@@ -106,7 +65,7 @@ def with_models(frame: pd.DataFrame, models: dict) -> pd.DataFrame:
 
 def auc_summary(aucs: pd.DataFrame, models: dict) -> pd.DataFrame:
     """Per exam x language x detector x exposures (0 = the clean model, against every split): the mean, min and
-    max AUC over the models (seeds). `aucs`: measure.detector_auc by model, exam, language, detector."""
+    max AUC over the models (seeds). `aucs`: contamination.detector_auc by model, exam, language, detector."""
     a = with_models(aucs, models)
     g = a.groupby(["exam", "language", "detector", "exposures"], sort=True)["auc"]
     return g.agg(auc="mean", auc_min="min", auc_max="max", n_models="count").reset_index()
@@ -150,7 +109,7 @@ def flag_summary(flags: pd.DataFrame) -> pd.DataFrame:
 
 def gain_summary(gains: pd.DataFrame, models: dict) -> pd.DataFrame:
     """Mean accuracy gain over the clean model per exam x language x exposures x exposed x order (mean over
-    seeds). `gains`: measure.accuracy_gain."""
+    seeds). `gains`: contamination.accuracy_gain."""
     g = with_models(gains, models).groupby(["exam", "language", "exposures", "exposed", "order"], sort=True)
     return g.agg(accuracy=("accuracy", "mean"), clean_accuracy=("clean_accuracy", "mean"),
                  gain=("gain", "mean")).reset_index()

@@ -1,14 +1,14 @@
 """docs/contamination.md's tables, from the validation's committed raw results (data/contamination, written by
 scripts/contamination_validation.py --collect) through the same functions as notebooks/19_contamination
-(report.contamination, measure.detector_auc): what was measured, the item-level AUCs per exam, the accuracy gains,
-the probe's exact matches and the model-level tests. A cell that measured nothing says so."""
+(report.contamination and contamination.detector_auc): what was measured, the item-level AUCs per exam, the
+accuracy gains, the probe's exact matches and the model-level tests. A cell that measured nothing says so."""
 from __future__ import annotations
 
 import math
 
 import pandas as pd
 
-from mcqa_toolkit import measure
+from mcqa_toolkit.contamination import accuracy_gain, detector_auc
 from mcqa_toolkit.report import contamination
 from mcqa_toolkit.report.contamination import Validation
 
@@ -70,7 +70,7 @@ def auc(v: Validation, aucs: pd.DataFrame, exam: str) -> str:
 
 def gains(v: Validation) -> str:
     """Accuracy minus the clean model's on the same items, per exam x exposed x order (mean over seeds)."""
-    g = contamination.gain_summary(measure.accuracy_gain(v.accuracy, "clean"), v.models)
+    g = contamination.gain_summary(accuracy_gain(v.accuracy, "clean"), v.models)
     g = g[g["exposures"] > 0]
     seeds = contamination.with_models(v.accuracy[v.accuracy["model"] != "clean"], v.models)
     n_seeds = seeds.groupby(["exam", "exposures"])["seed"].nunique()
@@ -129,7 +129,7 @@ def tests(v: Validation) -> str:
 
 def blocks() -> dict[str, str]:
     v = contamination.load_validation(DATA)
-    aucs = measure.detector_auc(v.scores, v.labels, by=("model", "exam", "language", "detector"))
+    aucs = detector_auc(v.scores, v.labels, by=("model", "exam", "language", "detector"))
     return {"contam-measured": measured(v), "contam-auc-pt2021": auc(v, aucs, "pt2021"),
             "contam-auc-en2021": auc(v, aucs, "en2021"), "contam-gain": gains(v), "contam-probe": probe(v),
             "contam-tests": tests(v)}

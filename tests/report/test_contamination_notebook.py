@@ -9,7 +9,7 @@ import pytest
 from contamination_runs import write_validation
 from paths import REPO
 
-from mcqa_toolkit import measure
+from mcqa_toolkit.contamination import detector_auc
 from mcqa_toolkit.report import contamination
 
 
@@ -32,7 +32,7 @@ def test_notebook_matches_direct_calls(validation, tmp_path):
             assert (tmp_path / "figures" / f"contamination_roc_{exam}.{ext}").stat().st_size > 1000
         assert (tmp_path / "latex" / f"contamination_auc_{exam}.tex").read_text().startswith("\\begin{table}")
     v = contamination.load_validation(validation)
-    summary = contamination.auc_summary(measure.detector_auc(v.scores, v.labels, by=("model", "exam", "language",
+    summary = contamination.auc_summary(detector_auc(v.scores, v.labels, by=("model", "exam", "language",
                                                                                      "detector")), v.models)
     at_3 = summary[(summary["exam"] == "pt2021") & (summary["exposures"] == 3)].set_index("detector")["auc"]
     assert head["auc_at_3"] == pytest.approx(at_3.round(3).to_dict()) and head["best_at_3"] == at_3.idxmax()

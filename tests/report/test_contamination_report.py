@@ -7,7 +7,7 @@ import pytest
 from contamination_runs import write_validation
 from figure_checks import _check_figure
 
-from mcqa_toolkit import measure
+from mcqa_toolkit.contamination import accuracy_gain, detector_auc, roc_curves
 from mcqa_toolkit.report import contamination, plots
 
 
@@ -18,7 +18,7 @@ def validation(tmp_path_factory):
 
 def test_roc_figure_has_a_panel_per_detector(validation):
     v = contamination.load_validation(validation)
-    curves = contamination.with_models(measure.roc_curves(v.scores, v.labels, by=("model", "exam", "language",
+    curves = contamination.with_models(roc_curves(v.scores, v.labels, by=("model", "exam", "language",
                                                                                   "detector")), v.models)
     fig = plots.detector_roc(curves[curves["exam"] == "pt2021"])
     _check_figure(fig, 7)
@@ -57,11 +57,11 @@ def test_missing_raw_results_name_the_file(tmp_path):
 def test_a_partial_validation_reports_what_it_measured(tmp_path):
     v = contamination.load_validation(write_validation(tmp_path, partial=True))
     assert set(v.scores["exam"]) == {"pt2021"} and v.probe.empty and "probe" not in set(v.scores["detector"])
-    summary = contamination.auc_summary(measure.detector_auc(v.scores, v.labels, by=("model", "exam", "language",
+    summary = contamination.auc_summary(detector_auc(v.scores, v.labels, by=("model", "exam", "language",
                                                                                      "detector")), v.models)
     assert contamination.auc_table(summary, "pt2021").values.shape[0] == summary["detector"].nunique()
     assert contamination.probe_rates(v.probe, v.labels, v.models).empty
-    gains = contamination.gain_summary(measure.accuracy_gain(v.accuracy, "clean"), v.models)
+    gains = contamination.gain_summary(accuracy_gain(v.accuracy, "clean"), v.models)
     assert set(gains["exposures"]) == {1, 3}
     di = v.tests[v.tests["test"].str.startswith("dataset_inference")]
     assert di["p_value"].isna().all() and (di["n_control"] == 0).all()   # no control exam: nothing compared

@@ -1,6 +1,6 @@
 """Figure of the contamination validation: the ROC curve of every detector (one panel each) for the models trained
 on an exam, one colour per number of exposures (grey: the clean model, against the same splits), one line style
-per seed of the split. Data: `measure.roc_curves` with each model's exposures and split
+per seed of the split. Data: `contamination.roc_curves` with each model's exposures and split
 (`report.contamination.with_models`); the AUCs are in the table beside it (report.contamination.auc_table)."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from mcqa_toolkit.report.contamination import DETECTOR_NAMES as NAMES
+from mcqa_toolkit.contamination.detectors import DETECTOR_NAMES as NAMES
 from mcqa_toolkit.report.plots._layout import PAGE_WIDTH, _check, _legend, _styled
 
 STYLES = ("-", "--", ":", "-.")

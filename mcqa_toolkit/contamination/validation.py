@@ -1,0 +1,53 @@
+"""The contamination validation's raw results from the audits of models whose training is known: every detector's
+item scores, the accuracies by exposure, the model-level tests (key pull, person fit, dataset inference of a suspect
+exam against a control exam) and the probe's exact matches. scripts/contamination_validation.py --collect writes
+them to data/contamination; report.contamination reads them back for notebooks/19 and docs/contamination.md.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pandas as pd
+
+from mcqa_toolkit.contamination.model_tests import dataset_inference, key_pull_test, person_fit_test
+from mcqa_toolkit.contamination.roc import accuracy_by_exposure
+from mcqa_toolkit.contamination.detectors import contamination_scores
+from mcqa_toolkit.items import ItemSet
+
+__all__ = ["validation_results"]
+
+
+def validation_results(audits: Mapping[tuple[str, str], Any], items: Mapping[str, ItemSet], labels: pd.DataFrame,
+                       controls: Mapping[str, str], reference: str = "clean", n_perm: int = 9999,
+                       detectors: tuple[str, ...] = ("min_k_pp", "min_k", "reference")) -> dict[str, pd.DataFrame]:
+    """The raw results' frames (scores, accuracy, tests, probe) from the audits: {(model, exam): an object with
+    familiarity, probe and records (contamination.audit.Audit; None where not measured)}; `items` per exam; `controls`:
+    suspect exam -> control exam of the dataset-inference tests; `reference`: the model whose familiarity is the
+    reference ratio's (on the same exam)."""
+    scores, accuracy, tests, probes = [], [], [], []
+    for (model, exam), a in audits.items():
+        ref = audits.get((reference, exam))
+        s = contamination_scores(a.familiarity, a.probe, a.records, items[exam],
+                                 reference=None if ref is None else ref.familiarity)
+        scores.append(s.assign(exam=exam))
+        if a.probe is not None:
+            probes.append(a.probe[["model", "item_id", "parallel_id", "hidden", "exact", "rouge_l"]].assign(exam=exam))
+        if a.records is not None:
+            if a.records["parallel_id"].isin(labels["parallel_id"]).any():   # an exam with exposed items
+                accuracy.append(accuracy_by_exposure(a.records, labels).assign(exam=exam))
+            tests.append(key_pull_test(a.records, n_perm).assign(exam=exam, test="key_pull"))
+            tests.append(person_fit_test(a.records, items[exam]).assign(exam=exam, test="person_fit"))
+    scores = pd.concat(scores, ignore_index=True)
+    for suspect, control in controls.items():
+        for detector in detectors:
+            di = dataset_inference(scores[scores["exam"] == suspect], scores[scores["exam"] == control], detector)
+            tests.append(di.assign(exam=suspect, test=f"dataset_inference_{detector}", control=control))
+    probe_columns = ["model", "item_id", "parallel_id", "hidden", "exact", "rouge_l", "exam"]
+    return {"scores": scores, "accuracy": _concat(accuracy, ["model", "language", "order", "exposed", "exam"]),
+            "tests": _concat(tests, ["model", "p_value", "exam", "test"]), "probe": _concat(probes, probe_columns)}
+
+
+def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """The frames one under the other; none (a partial validation: e.g. no probe was run): an empty frame with
+    the columns the report reads."""
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
