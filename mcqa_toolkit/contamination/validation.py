@@ -14,21 +14,24 @@ from mcqa_toolkit.contamination.roc import accuracy_by_exposure
 from mcqa_toolkit.contamination.detectors import contamination_scores
 from mcqa_toolkit.items import ItemSet
 
-__all__ = ["validation_results"]
+__all__ = ["validation_results", "inference_tests"]
 
 
 def validation_results(audits: Mapping[tuple[str, str], Any], items: Mapping[str, ItemSet], labels: pd.DataFrame,
                        controls: Mapping[str, str], reference: str = "clean", n_perm: int = 9999,
-                       detectors: tuple[str, ...] = ("min_k_pp", "min_k", "reference")) -> dict[str, pd.DataFrame]:
+                       detectors: tuple[str, ...] = ("min_k_pp", "min_k", "reference"),
+                       references: Mapping[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
     """The raw results' frames (scores, accuracy, tests, probe) from the audits: {(model, exam): an object with
-    familiarity, probe and records (contamination.audit.Audit; None where not measured)}; `items` per exam; `controls`:
-    suspect exam -> control exam of the dataset-inference tests; `reference`: the model whose familiarity is the
-    reference ratio's (on the same exam)."""
+    familiarity, probe and records (contamination.audit.Audit; None where not measured)}; `items` per exam;
+    `controls`: suspect exam -> control exam of the dataset-inference tests (`inference_tests`); `reference`: the
+    model whose familiarity is the reference ratio's (on the same exam), or `references`: its familiarity per exam
+    (when that model's audit is not among `audits`)."""
     scores, accuracy, tests, probes = [], [], [], []
     for (model, exam), a in audits.items():
-        ref = audits.get((reference, exam))
-        s = contamination_scores(a.familiarity, a.probe, a.records, items[exam],
-                                 reference=None if ref is None else ref.familiarity)
+        ref = (references or {}).get(exam)
+        if ref is None and (reference, exam) in audits:
+            ref = audits[(reference, exam)].familiarity
+        s = contamination_scores(a.familiarity, a.probe, a.records, items[exam], reference=ref)
         scores.append(s.assign(exam=exam))
         if a.probe is not None:
             probes.append(a.probe[["model", "item_id", "parallel_id", "hidden", "exact", "rouge_l"]].assign(exam=exam))
@@ -38,13 +41,23 @@ def validation_results(audits: Mapping[tuple[str, str], Any], items: Mapping[str
             tests.append(key_pull_test(a.records, n_perm).assign(exam=exam, test="key_pull"))
             tests.append(person_fit_test(a.records, items[exam]).assign(exam=exam, test="person_fit"))
     scores = pd.concat(scores, ignore_index=True)
-    for suspect, control in controls.items():
-        for detector in detectors:
-            di = dataset_inference(scores[scores["exam"] == suspect], scores[scores["exam"] == control], detector)
-            tests.append(di.assign(exam=suspect, test=f"dataset_inference_{detector}", control=control))
+    if controls:
+        tests.append(inference_tests(scores, controls, detectors))
     probe_columns = ["model", "item_id", "parallel_id", "hidden", "exact", "rouge_l", "exam"]
     return {"scores": scores, "accuracy": _concat(accuracy, ["model", "language", "order", "exposed", "exam"]),
             "tests": _concat(tests, ["model", "p_value", "exam", "test"]), "probe": _concat(probes, probe_columns)}
+
+
+def inference_tests(scores: pd.DataFrame, controls: Mapping[str, str], detectors: tuple[str, ...]) -> pd.DataFrame:
+    """Dataset inference of every model with scores on both exams, per suspect exam -> control exam of `controls`
+    and detector: the rows of `dataset_inference` with exam (the suspect), test (dataset_inference_<detector>)
+    and control."""
+    out = []
+    for suspect, control in controls.items():
+        for detector in detectors:
+            di = dataset_inference(scores[scores["exam"] == suspect], scores[scores["exam"] == control], detector)
+            out.append(di.assign(exam=suspect, test=f"dataset_inference_{detector}", control=control))
+    return pd.concat(out, ignore_index=True)
 
 
 def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
