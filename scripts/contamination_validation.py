@@ -1,40 +1,33 @@
 """The contamination validation of docs/contamination.md: Gemma-3-270M contaminated on half of ENEM 2021 (Portuguese)
-at 1, 3 and 10 exposures with two seeds; clean controls fine-tuned the same way (as many pages per exposure, the same
-recipe, 3 exposures, five seeds) on solved pages of ENEM 2011 and 2013 items, text that holds no item of an audited
-exam; every model audited on ENEM 2021 in Portuguese; the clean model and the 3- and 10-exposure models also on ENEM
-2021 in English (the cross-language audit) and on a seeded half of each area of ENEM 2019 and 2017 in Portuguese (exams
-no model was trained on), the controls on 2021 and 2019 as the contaminated models are. The cuts (1 exposure on the
-exposure exam only, half control exams) keep the whole within a few hours of 2 CPU cores.
+at 1, 3 and 10 exposures with two seeds, and clean controls fine-tuned the same way (as many pages per area, the same
+recipe, 3 exposures, five seeds) on solved pages of ENEM 2011 and 2013, text that holds no item of an audited exam;
+every model audited on ENEM 2021 in Portuguese, the clean model and the 3- and 10-exposure models also on its English
+translation and on a seeded half of each area of ENEM 2019 and 2017 (exams no model was trained on), the controls on
+2021 and 2019 as the contaminated models are.
 
-    python scripts/contamination_validation.py --work W --list        # the steps, done or not
-    python scripts/contamination_validation.py --work W --next        # run pending steps for up to 28 minutes
-                                                                       # (exit 3: none was left)
-    python scripts/contamination_validation.py --work W --collect     # raw results -> data/contamination/
+    python scripts/contamination_validation.py --work W --list      # the steps, done or not
+    python scripts/contamination_validation.py --work W --next      # pending steps for up to 28 minutes (exit 3: none)
+    python scripts/contamination_validation.py --work W --collect   # raw results -> data/contamination/
 
-Every step writes its result under --work (model folders, audit folders: large, never committed) and is skipped
-when that result is there; a step is one training exposure or one measurement of one model on one exam, a few
-minutes each on 2 CPU cores; `--next` starts steps while the next one (as long as the longest so far) still ends
-within `--minutes`, so the whole runs as many jobs of under half an hour under the heavy-job lock:
+A step (one training exposure, one measurement of one model on one exam: a few minutes on 2 CPU cores) writes under
+--work (model and audit folders: large, never committed) and marks itself done; `--next` starts steps while the next
+(as long as the longest so far) still ends within `--minutes`, so the whole runs as jobs of under half an hour:
 
     while flock /tmp/mcqa-heavy.lock python scripts/contamination_validation.py --work W --next; do :; done
 
-The validation ran in two sessions. The first one's results are committed (its steps are in steps.json); its work
-folder is gone, so the steps of this plan (`plan`) are what the second one ran: the clean model's familiarity again
-(the reference of the reference ratio), the controls, and seed 1 trained again from its first exposure to 10.
-
-`--collect` adds what the audits under --work measured to the committed raw results (no paths, no weights), never
-rewriting a committed row: scores.parquet (every detector's score per model x exam x item), labels.parquet,
-accuracy.parquet, tests.parquet (the model-level tests), probe.parquet, models.json (each model's manifest without
-its item lists), steps.json (seconds and load of every step) and reproduced.json (what was measured twice: the clean
-model's familiarity, seed 1's weights). Remove a file to rebuild it from the work folder alone.
-The design and every choice in it were fixed before any audit ran (docs/contamination.md).
+It ran in two sessions: the first one's results are committed (its steps in steps.json) and its work folder is gone,
+so `plan` holds what the second ran: the clean model's familiarity again (the reference ratio's reference), the
+controls, and seed 1 trained again from its first exposure to 10. `--collect` adds what the audits under --work
+measured to the committed raw results (no paths, no weights), never rewriting a committed row (checked):
+scores.parquet, labels.parquet, accuracy.parquet, tests.parquet, probe.parquet, models.json (each model's manifest
+without its item lists), steps.json (seconds and load of every step) and reproduced.json (what was measured twice).
+Remove a file to rebuild it from the work folder alone. The design was fixed before any audit ran.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import random
 import sys
 import time
 import warnings
@@ -89,22 +82,16 @@ def kind(model: str) -> str:
     return {"s": "contaminated", "c": "control"}.get(model[0], "clean") if model != "clean" else "clean"
 
 
-def _exposures(model: str) -> int:
-    return 0 if model == "clean" else int(model.split("-x")[1])
-
-
 def model_dir(work: Path, model: str) -> Path | str:
-    if model == "clean":
-        return BASE
-    training, exposures = model.split("-x")
-    return work / "models" / training / f"x{exposures}"
+    training, exposures = model.split("-x") if model != "clean" else (None, None)
+    return BASE if model == "clean" else work / "models" / training / f"x{exposures}"
 
 
 def audits_of(model: str) -> list[tuple[str, str]]:
     """(exam, measure) of the design's audits of a model: the 1-exposure models on the exposure exam only, the
     controls on it and on its control exam (as the contaminated models are), the others on every exam."""
     exams = {"clean": list(AUDITS), "control": ["pt2021", "pt2019"]}.get(
-        kind(model), list(AUDITS) if _exposures(model) > 1 else ["pt2021"])
+        kind(model), list(AUDITS) if int(model.split("-x")[1]) > 1 else ["pt2021"])
     return [(exam, m) for exam in exams for m in AUDITS[exam]]
 
 
@@ -139,27 +126,7 @@ def plan(work: Path) -> list[tuple[str, Path, dict]]:
 
 def committed_steps() -> list[dict]:
     """The steps of the earlier session, as committed (steps.json)."""
-    path = OUT / "steps.json"
-    return json.loads(path.read_text()) if path.exists() else []
-
-
-def control_pages(pool, counts: dict[str, int], seed: int) -> list[str]:
-    """The ids of a control's pages: within each subject, as many keyed pool items as the contaminated models saw
-    of that subject (`counts`), drawn with a generator seeded by (seed, subject); in pool order."""
-    from mcqa_toolkit.prompts.permutations import stable_seed
-    from mcqa_toolkit.prompts.solved_page import has_page
-
-    by_subject: dict[str, list[str]] = {}
-    for it in pool:
-        if has_page(it):
-            by_subject.setdefault(it.subject, []).append(it.item_id)
-    missing = sorted(set(counts) - set(by_subject))
-    if missing:
-        raise ValueError(f"the control pool has no keyed item of {missing}")
-    chosen = set()
-    for subject, n in counts.items():
-        chosen.update(random.Random(stable_seed("control_pages", seed, subject)).sample(sorted(by_subject[subject]), n))
-    return [it.item_id for it in pool if it.item_id in chosen]
+    return json.loads((OUT / "steps.json").read_text()) if (OUT / "steps.json").exists() else []
 
 
 def train(work: Path, shared: Path, training: str, until: int) -> None:
@@ -167,7 +134,7 @@ def train(work: Path, shared: Path, training: str, until: int) -> None:
     pages of ENEM 2011 and 2013 items per subject as s0 saw of 2021)."""
     from mcqa_toolkit.contamination.fine_tuning import Recipe, contaminate
     from mcqa_toolkit.items import ItemSet
-    from mcqa_toolkit.prompts.solved_page import exposure_split
+    from mcqa_toolkit.prompts.solved_page import exposure_split, matched_split
 
     seed = int(training[1:])
     pt = items(work, shared, "pt2021")
@@ -178,7 +145,7 @@ def train(work: Path, shared: Path, training: str, until: int) -> None:
         s0 = set(exposure_split(pt, FRACTION, 0)[0])
         counts = pd.Series([it.subject for it in pt if it.item_id in s0]).value_counts().to_dict()
         trained_on = ItemSet([it for exam in POOL for it in items(work, shared, exam)], name="enem:2011+2013")
-        exposed = control_pages(trained_on, counts, seed)
+        exposed = matched_split(trained_on, counts, seed)
         recipe = Recipe(exposures=CONTROL_EXPOSURES, lr=LR, seed=seed)
     contaminate(BASE, trained_on, exposed, work / "models" / training, recipe, until=until)
 
@@ -212,7 +179,7 @@ def collect(work: Path, shared: Path) -> None:
     they are (checked after writing)."""
     from mcqa_toolkit.backends.hf.manifest import MANIFEST, read_manifest
     from mcqa_toolkit.contamination.audit import FAMILIARITY, LETTERS, PROBE, Audit
-    from mcqa_toolkit.contamination.validation import inference_tests, validation_results
+    from mcqa_toolkit.contamination.validation import add_results, validation_results
     from mcqa_toolkit.prompts.solved_page import exposure_split, has_page
     from mcqa_toolkit.records import RunDir
 
@@ -229,7 +196,7 @@ def collect(work: Path, shared: Path) -> None:
     def split(model: str, seed: int, exposed) -> pd.DataFrame:
         return pd.DataFrame({"model": model, "parallel_id": keyed, "split": f"s{seed}",
                              "exposed": pd.Series(keyed).isin(set(exposed))})
-    splits = {s: [it.parallel_id for it in pt if it.item_id in set(exposure_split(pt, FRACTION, s)[0])] for s in SEEDS}
+    splits = {s: [pt[i].parallel_id for i in exposure_split(pt, FRACTION, s)[0]] for s in SEEDS}
     labelled = set(old["labels"]["model"]) if "labels" in old else set()
     new_labels = [split(m, man["recipe"]["seed"], man["items"]["exposed_parallel_ids"]) for m, man in manifests.items()
                   if kind(m) == "contaminated" and m not in labelled]
@@ -250,18 +217,7 @@ def collect(work: Path, shared: Path) -> None:
                 audits[(model, exam)] = audit
     new = validation_results(audits, {exam: items(work, shared, exam) for exam in AUDITS}, labels, {},
                              n_perm=N_PERM, references=references) if audits else {}
-    frames = {f: pd.concat([x for x in (old.get(f), new.get(f)) if x is not None and len(x)], ignore_index=True)
-              for f in ("scores", "accuracy", "probe")}
-    tests = pd.concat([x for x in (old.get("tests"), new.get("tests")) if x is not None and len(x)],
-                      ignore_index=True)
-    inference = inference_tests(frames["scores"], CONTROL_EXAM, DETECTORS)
-    key = ["model", "exam", "test"]
-    seen = inference.merge(tests[key], on=key, how="left", indicator=True)["_merge"] == "both"
-    check = inference[seen.to_numpy()].merge(tests, on=key, suffixes=("", "_committed"))
-    if not (check["p_value"].fillna(-1) == check["p_value_committed"].fillna(-1)).all():
-        raise ValueError("dataset inference on the committed scores differs from the committed tests")
-    frames["tests"] = pd.concat([tests, inference[~seen.to_numpy()]], ignore_index=True)
-    frames["labels"] = labels
+    frames = {**add_results(old, new, CONTROL_EXAM, DETECTORS), "labels": labels}
     OUT.mkdir(parents=True, exist_ok=True)
     for name, frame in frames.items():
         frame.to_parquet(OUT / f"{name}.parquet", index=False)
@@ -270,12 +226,14 @@ def collect(work: Path, shared: Path) -> None:
                                       check_dtype=False)
     kept = ("exposures", "base_model", "weights_sha256", "recipe", "parameters", "templates", "pages_sha256",
             "train_loss", "packages")   # the seconds of training are each step's, in steps.json
-    models = {**old_models, **{m: {"kind": kind(m), **{k: man[k] for k in kept}, "n_exposed": len(man["items"]["exposed"]),
-                                   "n_held_out": len(man["items"]["held_out"]), "items_dataset": man["items"]["dataset"],
+    models = {**old_models, **{m: {"kind": kind(m), **{k: man[k] for k in kept},
+                                   "n_exposed": len(man["items"]["exposed"]), "n_held_out": len(man["items"]["held_out"]),
+                                   "items_dataset": man["items"]["dataset"],
                                    "items_fingerprint": man["items"]["fingerprint"]}
                                for m, man in manifests.items() if m not in old_models}}
     (OUT / "models.json").write_text(json.dumps(models, indent=1, ensure_ascii=False) + "\n")
-    log = committed_steps() + [json.loads(mark.read_text()) for _, mark, _ in plan(work) if mark.exists()]
+    log = committed_steps()
+    log += [m for m in (json.loads(mark.read_text()) for _, mark, _ in plan(work) if mark.exists()) if m not in log]
     (OUT / "steps.json").write_text(json.dumps(log, indent=1) + "\n")
     (OUT / "reproduced.json").write_text(json.dumps(reproduced(old, references, manifests, old_models), indent=1)
                                          + "\n")
@@ -295,9 +253,8 @@ def reproduced(old: dict, references: dict, manifests: dict, old_models: dict) -
         out["clean_familiarity"][exam] = {d: {"n_items": int(len(g)), "max_abs_difference":
                                               float((g["score"] - g["score_committed"]).abs().max())}
                                           for d, g in m.groupby("detector")}
-    for model, man in manifests.items():
-        if model in old_models:
-            out["weights"][model] = {"same_weights": man["weights_sha256"] == old_models[model]["weights_sha256"]}
+    out["weights"] = {m: {"same_weights": man["weights_sha256"] == old_models[m]["weights_sha256"]}
+                      for m, man in manifests.items() if m in old_models}
     return out
 
 

@@ -14,12 +14,12 @@ from mcqa_toolkit.contamination.roc import accuracy_by_exposure
 from mcqa_toolkit.contamination.detectors import contamination_scores
 from mcqa_toolkit.items import ItemSet
 
-__all__ = ["validation_results", "inference_tests"]
+__all__ = ["validation_results", "inference_tests", "add_results"]
 
 
 def validation_results(audits: Mapping[tuple[str, str], Any], items: Mapping[str, ItemSet], labels: pd.DataFrame,
                        controls: Mapping[str, str], reference: str = "clean", n_perm: int = 9999,
-                       detectors: tuple[str, ...] = ("min_k_pp", "min_k", "reference"),
+                       detectors: tuple[str, ...] = ("min_k_pp", "min_k", "zlib", "reference"),
                        references: Mapping[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
     """The raw results' frames (scores, accuracy, tests, probe) from the audits: {(model, exam): an object with
     familiarity, probe and records (contamination.audit.Audit; None where not measured)}; `items` per exam;
@@ -58,6 +58,24 @@ def inference_tests(scores: pd.DataFrame, controls: Mapping[str, str], detectors
             di = dataset_inference(scores[scores["exam"] == suspect], scores[scores["exam"] == control], detector)
             out.append(di.assign(exam=suspect, test=f"dataset_inference_{detector}", control=control))
     return pd.concat(out, ignore_index=True)
+
+
+def add_results(old: Mapping[str, pd.DataFrame], new: Mapping[str, pd.DataFrame], controls: Mapping[str, str],
+                detectors: tuple[str, ...]) -> dict[str, pd.DataFrame]:
+    """Committed raw results (`old`) with `new` ones (validation_results of audits `old` lacks) under them: old
+    rows first and unchanged, then the new rows; the dataset-inference tests over all the scores, those `old` holds
+    kept as they are (ValueError when computing them again gives another p-value) and the others added."""
+    frames = {f: pd.concat([x for x in (old.get(f), new.get(f)) if x is not None and len(x)], ignore_index=True)
+              for f in ("scores", "accuracy", "probe", "tests")}
+    tests, inference = frames["tests"], inference_tests(frames["scores"], controls, detectors)
+    key = ["model", "exam", "test"]
+    there = (inference.merge(tests[key].drop_duplicates(), on=key, how="left", indicator=True)["_merge"]
+             == "both").to_numpy()
+    again = inference[there].merge(tests, on=key, suffixes=("", "_committed"))
+    if not (again["p_value"].fillna(-1) == again["p_value_committed"].fillna(-1)).all():
+        raise ValueError("dataset inference on the committed scores differs from the committed tests")
+    frames["tests"] = pd.concat([tests, inference[~there]], ignore_index=True)
+    return frames
 
 
 def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:

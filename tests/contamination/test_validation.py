@@ -1,7 +1,8 @@
 """The validation's raw results from audits (contamination.validation.validation_results) against the detectors and
 tests called directly on simulated audits: every audit's scores (the reference ratio against the clean model on the
 same exam), key pull and person fit per model x exam, dataset inference of the suspect exam against its control,
-accuracies only where items are labelled, and empty frames with the report's columns where nothing was measured."""
+accuracies only where items are labelled, empty frames with the report's columns where nothing was measured, and new
+results added to committed ones without rewriting a row."""
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,7 +12,7 @@ from contamination_runs import exam, familiarity_frame, letters_records
 
 from mcqa_toolkit.contamination.model_tests import dataset_inference, key_pull_test, person_fit_test
 from mcqa_toolkit.contamination.detectors import contamination_scores
-from mcqa_toolkit.contamination.validation import validation_results
+from mcqa_toolkit.contamination.validation import add_results, validation_results
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +69,27 @@ def test_nothing_measured_gives_empty_frames_with_the_report_columns(simulated):
     assert got["accuracy"].empty and list(got["accuracy"].columns) == ["model", "language", "order", "exposed", "exam"]
     assert got["tests"].empty and {"model", "p_value", "exam", "test"} <= set(got["tests"].columns)
     assert got["probe"].empty and set(got["scores"]["detector"]) == {"min_k", "min_k_pp", "zlib", "reference"}
+
+
+def test_add_results_keeps_the_committed_rows_and_adds_the_new_models_tests(simulated):
+    audits, exams, labels = simulated
+    refs = {exam: audits[("clean", exam)].familiarity for exam in exams}
+    old = validation_results({k: a for k, a in audits.items() if k[0] == "clean"}, exams, labels,
+                             {"pt2021": "pt2019"}, n_perm=99, references=refs)
+    new = validation_results({k: a for k, a in audits.items() if k[0] != "clean"}, exams, labels, {}, n_perm=99,
+                             references=refs)
+    got = add_results(old, new, {"pt2021": "pt2019"}, ("min_k", "zlib"))
+    for name in ("scores", "accuracy", "probe", "tests"):
+        pd.testing.assert_frame_equal(got[name].iloc[:len(old[name])], old[name], check_dtype=False)
+    di = got["tests"][got["tests"]["test"].str.startswith("dataset_inference")]
+    assert sorted(zip(di["model"], di["test"])) == sorted(
+        [("clean", f"dataset_inference_{d}") for d in ("min_k", "min_k_pp", "zlib", "reference")]   # committed
+        + [("s0-x3", "dataset_inference_min_k"), ("s0-x3", "dataset_inference_zlib")])               # added
+    whole = validation_results(audits, exams, labels, {"pt2021": "pt2019"}, n_perm=99,
+                               detectors=("min_k", "zlib"), references=refs)["tests"]
+    mine = di[di["model"] == "s0-x3"].set_index("test")["p_value"]
+    assert mine.to_dict() == whole[whole["model"] == "s0-x3"].dropna(subset=["control"]).set_index("test")[
+        "p_value"].to_dict()
+    tampered = {**old, "tests": old["tests"].assign(p_value=old["tests"]["p_value"] * 0.5)}
+    with pytest.raises(ValueError, match="differs from the committed tests"):
+        add_results(tampered, new, {"pt2021": "pt2019"}, ("min_k",))
