@@ -16,12 +16,13 @@ A step (one training exposure, one measurement of one model on one exam: a few m
     while flock /tmp/mcqa-heavy.lock python scripts/contamination_validation.py --work W --next; do :; done
 
 It ran in two sessions: the first one's results are committed (its steps in steps.json) and its work folder is gone,
-so `plan` holds what the second ran: the clean model's familiarity again (the reference ratio's reference), the
+so `plan` holds the second's steps: the clean model's familiarity again (the reference ratio's reference), the
 controls, and seed 1 trained again from its first exposure to 10. `--collect` adds what the audits under --work
 measured to the committed raw results (no paths, no weights), never rewriting a committed row (checked):
 scores.parquet, labels.parquet, accuracy.parquet, tests.parquet, probe.parquet, models.json (each model's manifest
-without its item lists), steps.json (seconds and load of every step) and reproduced.json (what was measured twice).
-Remove a file to rebuild it from the work folder alone. The design was fixed before any audit ran.
+without its item lists), steps.json (seconds and load of every step run), plan.json (`plan`'s steps: run or not) and
+reproduced.json (what was measured twice). Remove a file to rebuild it from the work folder alone. The design was
+fixed before any audit ran.
 """
 from __future__ import annotations
 
@@ -234,9 +235,9 @@ def collect(work: Path, shared: Path) -> None:
     (OUT / "models.json").write_text(json.dumps(models, indent=1, ensure_ascii=False) + "\n")
     log = committed_steps()
     log += [m for m in (json.loads(mark.read_text()) for _, mark, _ in plan(work) if mark.exists()) if m not in log]
-    (OUT / "steps.json").write_text(json.dumps(log, indent=1) + "\n")
-    (OUT / "reproduced.json").write_text(json.dumps(reproduced(old, references, manifests, old_models), indent=1)
-                                         + "\n")
+    for what, data in (("steps", log), ("plan", {step: mark.exists() for step, mark, _ in plan(work)}),
+                       ("reproduced", reproduced(old, references, manifests, old_models))):
+        (OUT / f"{what}.json").write_text(json.dumps(data, indent=1) + "\n")
     print(f"raw results in {OUT.relative_to(REPO)}: {len(audits)} audits added")
 
 
@@ -263,9 +264,8 @@ def main() -> int:
     ap.add_argument("--work", required=True, type=Path, help="where models and audits go (several GB)")
     ap.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "reference")
     what = ap.add_mutually_exclusive_group(required=True)
-    what.add_argument("--list", action="store_true")
-    what.add_argument("--next", action="store_true")
-    what.add_argument("--collect", action="store_true")
+    for flag in ("--list", "--next", "--collect"):
+        what.add_argument(flag, action="store_true")
     ap.add_argument("--minutes", type=float, default=28.0, help="--next: the time a job may take")
     ap.add_argument("--only", nargs="+", metavar="STEP", help="--next: only these steps (names as --list prints "
                     "them), in this order; to run the audits of one comparison first")

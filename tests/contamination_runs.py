@@ -78,10 +78,11 @@ def write_validation(folder, n_items: int = 30, seed: int = 0, partial: bool = F
     audits = {}
     for model, (s, e) in models.items():
         for name, items in exams.items():
-            if model[0] == "c" and name == "en2021":
+            control = model.startswith("c") and model != "clean"
+            if control and name == "en2021":
                 continue   # the controls are audited on the exposure exam and its control exam
             seen = ({i for i in items.ids if i.replace("-en", "-pt") in splits[s]}
-                    if name != "pt2019" and model[0] != "c" else set())
+                    if name != "pt2019" and not control else set())
             strength = e * (0.3 if name == "en2021" else 1.0)
             records = letters_records(items, model=model, pull=0.5 * strength, saw=seen, shuffles=4,
                                       seed=int(rng.integers(1e6)))

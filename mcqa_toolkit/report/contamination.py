@@ -22,9 +22,8 @@ import pandas as pd
 from mcqa_toolkit.contamination.detectors import DETECTOR_NAMES
 from mcqa_toolkit.report.tables import Table
 
-__all__ = ["KINDS", "Validation", "load_validation", "model_table", "with_models", "column_name", "auc_summary",
-           "auc_table",
-           "flag_tests", "flag_summary", "gain_summary", "probe_rates", "DETECTOR_NAMES"]
+__all__ = ["KINDS", "Validation", "load_validation", "model_table", "with_models", "models_audited", "column_name",
+           "auc_summary", "auc_table", "flag_tests", "flag_summary", "gain_summary", "probe_rates", "DETECTOR_NAMES"]
 
 FILES = ("scores", "labels", "accuracy", "tests", "probe")
 
@@ -67,6 +66,13 @@ def model_table(models: dict) -> pd.DataFrame:
 def with_models(frame: pd.DataFrame, models: dict) -> pd.DataFrame:
     """`frame` with each model's kind, seed and exposures."""
     return frame.merge(model_table(models)[["model", "kind", "seed", "exposures"]], on="model", how="left")
+
+
+def models_audited(scores: pd.DataFrame, models: dict, exam: str) -> dict[str, int]:
+    """How many models have scores on `exam`, per kind and exposures: {"control / 3": 2, ...}, the number of models
+    behind each figure of the validation (a count of false alarms among two controls is not a rate)."""
+    m = with_models(scores.loc[scores["exam"] == exam, ["model"]].drop_duplicates(), models)
+    return {f"{k} / {int(e)}": int(n) for (k, e), n in m.groupby(["kind", "exposures"], sort=True).size().items()}
 
 
 def column_name(kind: str, exposures: int) -> str:

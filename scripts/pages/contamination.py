@@ -3,7 +3,7 @@ scripts/contamination_validation.py --collect) through the same functions as not
 (report.contamination and contamination.detector_auc): first the auditor's table (the detectors that need nothing
 but the model, with the clean controls' AUCs and false alarms), then the reference ratio apart as an upper bound;
 then what was measured, the AUCs per exam, the accuracy gains, the probe, the model-level tests, the time of the
-steps and what was measured twice. A cell that measured nothing says so."""
+steps, how much of the second session's plan ran and what was measured twice. A cell that measured nothing says so."""
 from __future__ import annotations
 
 import json
@@ -48,6 +48,10 @@ def _test_name(test: str) -> str:
         "min k pp", "Min-K%++").replace("min k", "Min-K%").replace("reference", "reference ratio")
 
 
+def _controls(n: int) -> str:
+    return f"{n} control{'s' if n != 1 else ''}"
+
+
 def _counts(rates: pd.DataFrame, test: str | None, kind: str, exposures=None) -> str:
     if test is None:
         return "—"
@@ -57,7 +61,7 @@ def _counts(rates: pd.DataFrame, test: str | None, kind: str, exposures=None) ->
     if r.empty:
         return "not measured"
     n, k = int(r["n"].sum()), int(r["flagged"].sum())
-    extra = f" ({int(r['n_controls'].sum())} controls)" if kind == "clean models" else ""
+    extra = f" ({_controls(int(r['n_controls'].sum()))})" if kind == "clean models" else ""
     return f"{k} of {n}{extra}"
 
 
@@ -206,7 +210,7 @@ def tests(v: Validation) -> str:
     for r in rates.itertuples():
         who = {"detection": _exposures(int(r.exposures)), "clean models": f"clean models on {EXPOSURE_EXAM}",
                "false alarm": "every pair that saw nothing"}[r.kind]
-        extra = f" ({r.n_controls} controls)" if r.kind == "clean models" else ""
+        extra = f" ({_controls(r.n_controls)})" if r.kind == "clean models" else ""
         r_rows.append([_test_name(r.test), "detection" if r.kind == "detection" else "false alarm", who,
                        f"{r.flagged} of {r.n}{extra}"])
     return (p_table + f"\n\nFlags (p < {ALPHA:g}) per test: detections are contaminated models on the exam they were "
@@ -226,6 +230,30 @@ def step_times() -> str:
         rows.append([name, str(len(g)), f"{s.median():.0f}", f"{s.min():.0f}–{s.max():.0f}",
                      f"{g['load_before'].median():.1f}"])
     return table(["step", "steps", "median s", "range s", "median load before"], rows, "lrrrr")
+
+
+def session() -> str:
+    """The second session's plan (plan.json: each step, run or not), per model trained or measured: how many of its
+    training exposures and audits ran, and how many of the planned controls were audited in full."""
+    path = DATA / "plan.json"
+    if not path.exists():
+        return "No plan recorded."
+    plan = pd.DataFrame([{"who": n.split()[1].split("-x")[0], "train": n.startswith("train"), "ran": ran}
+                         for n, ran in json.loads(path.read_text()).items()])   # "train c0 ...", "audit c0-x3 ..."
+    rows, full, missing = [], [], []
+    for who, g in plan.groupby("who", sort=False):
+        n_train = int(g["train"].sum())
+        control = who != "clean" and who[0] == "c"
+        name = (f"control `{who}`" if control else f"seed {who[1:]} trained again" if who[0] == "s"
+                else f"the {who} model")
+        cells = [f"{int(x['ran'].sum())} of {len(x)}" if len(x) else "—" for x in (g[g["train"]], g[~g["train"]])]
+        rows.append([name + (f" ({n_train} exposures)" if n_train else ""), *cells])
+        full += [bool(g["ran"].all())] if control else []
+        if who[0] == "s" and not g["ran"].all():
+            missing.append(f" Seed {who[1:]}'s {n_train}-exposure model " + ("was trained again but not audited in "
+                           "full." if g.loc[g["train"], "ran"].all() else "was not trained again: no table holds it."))
+    return table(["planned", "training exposures run", "audits run"], rows, "lrr") + (
+        f"\n\nControls trained and audited in full: {sum(full)} of the {len(full)} planned." + "".join(missing))
 
 
 def reproduced() -> str:
@@ -250,4 +278,4 @@ def blocks() -> dict[str, str]:
     return {"contam-auditor": auditor(v, aucs), "contam-upper": upper_bound(v, aucs), "contam-measured": measured(v),
             "contam-auc-pt2021": auc(v, aucs, "pt2021"), "contam-auc-en2021": auc(v, aucs, "en2021"),
             "contam-gain": gains(v), "contam-probe": probe(v), "contam-tests": tests(v), "contam-steps": step_times(),
-            "contam-reproduced": reproduced()}
+            "contam-session": session(), "contam-reproduced": reproduced()}

@@ -25,8 +25,8 @@ def test_notebook_matches_direct_calls(validation, tmp_path):
     pm.execute_notebook(str(REPO / "notebooks" / "19_contamination.ipynb"), str(tmp_path / "19.ipynb"),
                         parameters=params, kernel_name="python3", cwd=str(REPO / "notebooks"), progress_bar=False)
     head = json.loads((tmp_path / "latex" / "19_contamination_headline.json").read_text())
-    assert set(head) == {"auc_at_3", "best_at_3", "auc_controls", "auc_cross_language_at_3", "gain_on_exposed",
-                         "detection_rate", "false_alarms_clean_models"}
+    assert set(head) == {"models_audited", "auc_at_3", "best_at_3", "auc_controls", "auc_cross_language_at_3",
+                         "gain_on_exposed", "detection_rate", "false_alarms_clean_models"}
     for exam in ("pt2021", "en2021"):
         for ext in ("png", "pdf"):
             assert (tmp_path / "figures" / f"contamination_roc_{exam}.{ext}").stat().st_size > 1000
@@ -37,13 +37,15 @@ def test_notebook_matches_direct_calls(validation, tmp_path):
     on_exam = summary[summary["exam"] == "pt2021"]
     at_3 = on_exam[(on_exam["kind"] == "contaminated") & (on_exam["exposures"] == 3)].set_index("detector")["auc"]
     assert head["auc_at_3"] == pytest.approx(at_3.round(3).to_dict()) and head["best_at_3"] == at_3.idxmax()
-    controls = detector_auc(v.scores[v.scores["model"].str.startswith("c")], v.labels,
+    controls = detector_auc(v.scores[v.scores["model"].str.match(r"c\d")], v.labels,
                             by=("model", "exam", "detector")).groupby(["exam", "detector"])["auc"].mean()
     assert head["auc_controls"] == pytest.approx(controls.loc["pt2021"].round(3).to_dict())   # 2 controls x 2 splits
     rates = contamination.flag_summary(contamination.flag_tests(v.tests, v.models, 0.01)).set_index(["test", "kind"])
     clean = rates.loc[("key_pull", "clean models")]
-    assert head["false_alarms_clean_models"]["key_pull"] == f"{clean['flagged']} of {clean['n']}"
+    assert head["false_alarms_clean_models"]["key_pull"] == f"{int(clean['flagged'])} of {int(clean['n'])}"
     assert clean["n"] == 3 and clean["n_controls"] == 2
+    assert head["models_audited"] == contamination.models_audited(v.scores, v.models, "pt2021")
+    assert head["models_audited"]["control / 3"] == clean["n_controls"]
 
 
 def test_notebook_has_one_parameters_cell_and_thin_cells():

@@ -56,6 +56,23 @@ def test_flags_false_alarms_and_the_auc_table():
     assert contamination.model_table(models)["kind"].tolist() == ["clean", "contaminated", "control"]
 
 
+def test_models_audited_counts_the_models_behind_each_figure():
+    models = {"s0-x3": {"exposures": 3, "recipe": {"seed": 0}, "train_loss": [0.2]},
+              "s1-x3": {"exposures": 3, "recipe": {"seed": 1}, "train_loss": [0.2]},
+              "s0-x10": {"exposures": 10, "recipe": {"seed": 0}, "train_loss": [0.1]},
+              "c0-x3": {"kind": "control", "exposures": 3, "recipe": {"seed": 0}, "train_loss": [0.8]},
+              "c1-x3": {"kind": "control", "exposures": 3, "recipe": {"seed": 1}, "train_loss": [0.8]}}
+    audited = {"pt2021": ["clean", "s0-x3", "s1-x3", "s0-x10", "c0-x3"], "pt2019": ["clean", "s0-x3", "c1-x3"]}
+    scores = pd.DataFrame([{"model": m, "exam": exam, "item_id": i, "detector": d, "score": 0.0}
+                           for exam, ms in audited.items() for m in ms for i in ("q1", "q2")
+                           for d in ("min_k", "zlib")])
+    assert contamination.models_audited(scores, models, "pt2021") == {"clean / 0": 1, "contaminated / 3": 2,
+                                                                      "contaminated / 10": 1, "control / 3": 1}
+    assert contamination.models_audited(scores, models, "pt2019") == {"clean / 0": 1, "contaminated / 3": 1,
+                                                                      "control / 3": 1}
+    assert contamination.models_audited(scores, models, "en2021") == {}
+
+
 def test_missing_raw_results_name_the_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="scores.parquet"):
         contamination.load_validation(tmp_path)
