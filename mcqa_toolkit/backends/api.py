@@ -6,8 +6,8 @@ backends.base.BatchBackend part (`request_cache`, `collecting()`, `batch_api()`)
 `provenance()` they share live here. A backend declares `sdk` (the distribution recorded with its version) and
 `batch_client` (the `api` of its batch client in backends.batch.CLIENTS; a property where it depends on the
 provider), and adds its own provenance keys through two hooks: `_route_provenance` (where the requests go,
-recorded before `server_id`) and `_own_provenance` (its settings, after `api_key_env`). The order of the keys is
-kept as it always was, since provenance is written to every run folder.
+recorded before `server_id`) and `_own_provenance` (its settings, after `api_key_env`). The keys keep one fixed
+order, since provenance is written to every run folder.
 """
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ byte-identical records.
 The key is sha256 of (backend kind, model, server identity, endpoint, request body) as canonical JSON, never
 the API key or headers. The server identity (`server_id` of an API backend; by default the sorted base URLs
 without credentials) is shared by replicas of one deployment, which share answers, and differs between
-deployments serving the same model id (another quantisation, another provider), which never do. Keys made
-before the server identity was part of them are not read any more (those requests are sent again once). One
+deployments serving the same model id (another quantisation, another provider), which never do. One
 JSON file per response under `<root>/<key[:2]>/<key>.json`: {"key", "sha256" of the response's canonical JSON,
 "response"}, written to a temporary name, forced to disk and renamed, so a kill or a power cut never leaves
 half a file.

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 STARTUP_SECONDS = 180
+PORT_TRIES = 3  # ports a first start tries when another process takes the picked one before the server binds it
 
 
 def _die_with_parent() -> None:
@@ -35,6 +36,11 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def port_taken(log: str) -> bool:
+    """Whether a server's start-up log says its port was in use (taken by another process after free_port())."""
+    return "address already in use" in log.lower()
 
 
 def _healthy(url: str) -> bool:
@@ -54,6 +60,7 @@ class LlamaServer:
         self.n_ctx, self.n_threads = n_ctx, n_threads
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
+        self.served = False  # answered once: its URL is out, so a restart keeps the port
 
     @property
     def url(self) -> str:
@@ -67,16 +74,32 @@ class LlamaServer:
         self.stop()
 
     def start(self) -> None:
-        """Start the server and wait (bounded) until it answers; its log is shown when it fails to start."""
-        from mcqa_toolkit.backends.hf.loading import embedded_gguf
-
+        """Start the server and wait (bounded) until it answers; its log is shown when it fails to start. The port
+        is picked before the server binds it: if another process takes it in between, a first start tries a new
+        one (PORT_TRIES in all); a restart keeps its port, the URL its clients hold."""
         if self.proc is not None and self.proc.poll() is None:
             raise RuntimeError(f"the llama-cpp-python server on port {self.port} is already running")
+        tries = 1 if self.served else PORT_TRIES
+        for attempt in range(tries):
+            failed = self._start_once()
+            if failed is None:
+                self.served = True
+                return
+            code, log = failed
+            if attempt + 1 == tries or not port_taken(log):
+                raise RuntimeError(f"llama-cpp-python server did not start (exit code {code}):\n{log[-3000:]}")
+            self.port = free_port()
+
+    def _start_once(self) -> tuple[int | None, str] | None:
+        """One start on self.port: None once it answers, else (exit code, this start's log) with it stopped."""
+        from mcqa_toolkit.backends.hf.loading import embedded_gguf
+
         gguf = embedded_gguf("gemma-3-270m")
         cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", "gemma-3-270m",
                "--host", "127.0.0.1", "--port", str(self.port), "--logits_all", "true", "--chat_format", "gemma",
                "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads), "--verbose", "false"]
         with open(self.log_path, "a") as log:
+            offset = log.tell()
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                          preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
         base = f"http://127.0.0.1:{self.port}"
@@ -85,9 +108,11 @@ class LlamaServer:
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 code = self.proc.poll()
                 self.stop()
-                tail = self.log_path.read_text()[-3000:]
-                raise RuntimeError(f"llama-cpp-python server did not start (exit code {code}):\n{tail}")
+                with open(self.log_path, errors="replace") as log:
+                    log.seek(offset)
+                    return code, log.read()
             time.sleep(0.5)
+        return None
 
     def kill(self) -> None:
         """SIGKILL the server's process group (a crash: no clean shutdown) and reap it."""

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from mcqa_toolkit.backends.llama_server import _die_with_parent, free_port
+from mcqa_toolkit.backends.llama_server import PORT_TRIES, _die_with_parent, free_port, port_taken
 
 STARTUP_SECONDS = 420
 SERVED_NAME = "gemma-3-270m"
@@ -58,9 +58,47 @@ def _ready(url: str) -> bool:
         return False
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM the server's process group (SIGKILL if it does not stop within 30 s)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+def _start(cmd: list[str], env: dict[str, str], log_path: Path) -> tuple[subprocess.Popen, str, str]:
+    """Start the server on the port of `cmd` and wait (bounded) until it answers: (process, URL, "") then, else
+    (process, "", this start's log) with it stopped."""
+    port = cmd[cmd.index("--port") + 1]
+    with open(log_path, "a") as log:
+        offset = log.tell()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not _ready(url):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                _stop(proc)
+                with open(log_path, errors="replace") as log:
+                    log.seek(offset)
+                    return proc, "", log.read()
+            time.sleep(1.0)
+    except BaseException:
+        _stop(proc)
+        raise
+    return proc, url, ""
+
+
 @contextmanager
 def vllm_server(log_dir: Path, extra_args: tuple[str, ...] = ()) -> Iterator[str]:
-    """Yield the base URL (ending in /v1) of a vLLM server for the embedded model; killed on exit."""
+    """Yield the base URL (ending in /v1) of a vLLM server for the embedded model; killed on exit. The port is
+    picked before the server binds it: if another process takes it in between, another one is tried (PORT_TRIES
+    in all)."""
     from mcqa_toolkit.backends.hf.loading import GEMMA_CHAT_TEMPLATE
 
     python = vllm_python()
@@ -69,32 +107,20 @@ def vllm_server(log_dir: Path, extra_args: tuple[str, ...] = ()) -> Iterator[str
                                 "MCQA_VLLM_PYTHON to a Python with vllm installed)")
     template = Path(log_dir) / "gemma_chat.jinja"
     template.write_text(GEMMA_CHAT_TEMPLATE)
-    port = free_port()
     log_path = Path(log_dir) / "vllm_server.log"
-    log = open(log_path, "w")
-    cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1", "--port", str(port),
-           "--model", str(embedded_model_dir()), "--served-model-name", SERVED_NAME, *FLAGS,
-           "--chat-template", str(template), *extra_args]
+    log_path.write_text("")
     env = {**os.environ, **ENV, "TMPDIR": tempfile.mkdtemp(prefix="mcqa_vllm_", dir=log_dir)}
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
-                            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
-    url = f"http://127.0.0.1:{port}"
+    for attempt in range(PORT_TRIES):
+        cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1", "--port",
+               str(free_port()), "--model", str(embedded_model_dir()), "--served-model-name", SERVED_NAME, *FLAGS,
+               "--chat-template", str(template), *extra_args]
+        proc, url, log = _start(cmd, env, log_path)
+        if url:
+            break
+        if attempt + 1 == PORT_TRIES or not port_taken(log):
+            raise RuntimeError(f"vLLM server did not start in {STARTUP_SECONDS} s (exit code {proc.poll()}):\n"
+                               f"{log[-3000:]}")
     try:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while not _ready(url):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                raise RuntimeError(f"vLLM server did not start in {STARTUP_SECONDS} s (exit code {proc.poll()}):\n"
-                                   f"{log_path.read_text()[-3000:]}")
-            time.sleep(1.0)
         yield f"{url}/v1"
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-        log.close()
+        _stop(proc)

@@ -5,38 +5,106 @@ Modules are imported lazily so that `load('medicina', ...)` does not import `dat
 """
 from __future__ import annotations
 
-import importlib
 import inspect
+import json
 from typing import Any, Callable
 
 from mcqa_toolkit.items import ItemSet
 
-# name -> "module:function"
-REGISTRY: dict[str, str] = {
-    "demo": "mcqa_toolkit.datasets.demo:load_demo",
-    "enem": "mcqa_toolkit.datasets.enem:load_enem",
-    "enem_params": "mcqa_toolkit.enem.itens_prova:load_item_params",   # INEP's ITENS_PROVA as Items
-    "enade": "mcqa_toolkit.datasets.enade:load_enade",
-    "medicina": "mcqa_toolkit.datasets.medicina:load_medicina",
-    "uned": "mcqa_toolkit.datasets.uned:load_uned",
-    "course_exam": "mcqa_toolkit.datasets.course_exam:load_course_exam",
-    "mmlu": "mcqa_toolkit.datasets.mmlu:load_mmlu",
-    "oab": "mcqa_toolkit.datasets.oab:load_oab",
-    "head_qa": "mcqa_toolkit.datasets.head_qa:load_head_qa",
-    "exams": "mcqa_toolkit.datasets.exams:load_exams",
-    "agieval": "mcqa_toolkit.datasets.agieval:load_agieval",
-    "hub": "mcqa_toolkit.datasets.hub:load_hub",
+Loader = Callable[..., ItemSet]
+
+
+def _demo() -> Loader:
+    from mcqa_toolkit.datasets.demo import load_demo
+    return load_demo
+
+
+def _enem() -> Loader:
+    from mcqa_toolkit.datasets.enem import load_enem
+    return load_enem
+
+
+def _enem_params() -> Loader:  # INEP's ITENS_PROVA as Items
+    from mcqa_toolkit.enem.itens_prova import load_item_params
+    return load_item_params
+
+
+def _enade() -> Loader:
+    from mcqa_toolkit.datasets.enade import load_enade
+    return load_enade
+
+
+def _medicina() -> Loader:
+    from mcqa_toolkit.datasets.medicina import load_medicina
+    return load_medicina
+
+
+def _uned() -> Loader:
+    from mcqa_toolkit.datasets.uned import load_uned
+    return load_uned
+
+
+def _course_exam() -> Loader:
+    from mcqa_toolkit.datasets.course_exam import load_course_exam
+    return load_course_exam
+
+
+def _mmlu() -> Loader:
+    from mcqa_toolkit.datasets.mmlu import load_mmlu
+    return load_mmlu
+
+
+def _oab() -> Loader:
+    from mcqa_toolkit.datasets.oab import load_oab
+    return load_oab
+
+
+def _head_qa() -> Loader:
+    from mcqa_toolkit.datasets.head_qa import load_head_qa
+    return load_head_qa
+
+
+def _exams() -> Loader:
+    from mcqa_toolkit.datasets.exams import load_exams
+    return load_exams
+
+
+def _agieval() -> Loader:
+    from mcqa_toolkit.datasets.agieval import load_agieval
+    return load_agieval
+
+
+def _hub() -> Loader:
+    from mcqa_toolkit.datasets.hub import load_hub
+    return load_hub
+
+
+# name -> a function that imports the loader when that dataset is asked for (a loader's module may import
+# heavy libraries: `datasets`, pyarrow)
+REGISTRY: dict[str, Callable[[], Loader]] = {
+    "demo": _demo,
+    "enem": _enem,
+    "enem_params": _enem_params,
+    "enade": _enade,
+    "medicina": _medicina,
+    "uned": _uned,
+    "course_exam": _course_exam,
+    "mmlu": _mmlu,
+    "oab": _oab,
+    "head_qa": _head_qa,
+    "exams": _exams,
+    "agieval": _agieval,
+    "hub": _hub,
 }
 
 
-def loader(name: str) -> Callable[..., Any]:
+def loader(name: str) -> Loader:
     """The loader function registered under `name`."""
     try:
         target = REGISTRY[name]
     except KeyError:
         raise ValueError(f"unknown dataset {name!r}; known: {sorted(REGISTRY)}") from None
-    module, func = target.split(":")
-    return getattr(importlib.import_module(module), func)
+    return target()
 
 
 def load(name: str, **kwargs: Any) -> ItemSet:
@@ -48,6 +116,18 @@ def load(name: str, **kwargs: Any) -> ItemSet:
     except TypeError as e:
         raise ValueError(f"dataset {name!r}: {e} (it takes {list(inspect.signature(func).parameters)})") from None
     return func(**kwargs)
+
+
+def args_from_json(text: str | None) -> dict[str, Any]:
+    """A loader's keyword arguments as the command line gives them (`--dataset-args '{"languages": ["pt"]}'`): a
+    JSON object, {} for none; anything else is a ValueError that quotes it."""
+    try:
+        args = json.loads(text) if text else {}
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--dataset-args is not JSON ({e.msg}): {text!r}") from None
+    if not isinstance(args, dict):
+        raise ValueError(f"--dataset-args is not a JSON object of keyword arguments: {text!r}")
+    return args
 
 
 def load_items(name: str, args: dict[str, Any] | None = None, language: str | None = None) -> ItemSet:
@@ -65,4 +145,4 @@ def load_items(name: str, args: dict[str, Any] | None = None, language: str | No
     return items
 
 
-__all__ = ["load", "load_items", "loader", "REGISTRY"]
+__all__ = ["load", "load_items", "loader", "args_from_json", "REGISTRY"]

@@ -9,18 +9,21 @@ ruixiangcui/AGIEval publishes them: one JSONL file per task, `data/v1/<task>.jso
 - Options lose their "(A)" (or "A)") prefixes when every option carries its own letter in order (otherwise they
   stay as written). An options list of one string holding every option ("(A)x (B)y ...") is split at its markers when each
   letter appears once, in order (meta["options_split"]); otherwise it is a DatasetError.
-- A letter label is a single-answer item; a list of letters is a multiple-answer item (answer_type "multi", the
-  sorted option indices), even with one letter: the release writes select-all questions that way (JEC-QA, some
+- A one-letter label is a single-answer item; several letters, in a list or in one string ("AD", "A,D", "A D":
+  gaokao-mathqa writes its two-answer questions "AD"), are a multiple-answer item (answer_type "multi", the sorted
+  option indices), and so is a list of one letter: the release writes select-all questions that way (JEC-QA, some
   Gaokao physics). AGIEval scores those by exact set match, so they carry meta["partial_credit"] = False (no
-  points for a strict subset; records.grading).
+  points for a strict subset; records.grading). A label that is not letters of the options ('。' in jec-qa-ca, an
+  empty list in jec-qa-kd) makes the record unusable (`datasets.labels`).
 - The cloze tasks (MATH, gaokao-mathcloze: options and label null) become short-answer items whose reference is
   `answer`, graded by a judge like the course exams' short answers; `other.solution` becomes meta["explanation"].
 - The task is the file name (`<task>.jsonl`; a longer name holding a known task, such as a `_sample` excerpt,
   counts as that task); its language follows AGIEval's own lists (ZH_TASKS: "zh", the others "en"), or the
   `language` argument for a task it does not know. Items are `agieval-<task>-<line>`; a year in
   `other.source` ("2021年湖北高考物理") becomes the item's year.
-A question with no text (neither passage nor question) or no option text is left out and named (strict=True
-refuses it). `path` is a task file or a folder of them (`tasks` picks some).
+A record that cannot be used (no text in passage nor question, no option text, a label as above, a field missing or
+malformed) is left out and named (strict=True refuses it; datasets.common). `path` is a task file or a folder of
+them (`tasks` picks some).
 """
 from __future__ import annotations
 
@@ -29,9 +32,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, is_missing, items_from_records,
-                                          letter_to_index, reports_skipped, require)
-from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet, UnusableRecord
-from mcqa_toolkit.textfiles import iter_jsonl
+                                          reports_skipped, require)
+from mcqa_toolkit.datasets.labels import answer_letters
+from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
+from mcqa_toolkit.textfiles import jsonl_file_entries
 
 EN_TASKS = ("aqua-rat", "gaokao-english", "logiqa-en", "lsat-ar", "lsat-lr", "lsat-rc", "math", "sat-en",
             "sat-en-without-passage", "sat-math")
@@ -55,7 +59,7 @@ def _stem(rec: Mapping[str, Any], path: Any, n: int, item_id: str) -> str:
     question = require(rec, "question", path, n, types=str, allow_empty=True).strip()
     passage = (passage or "").strip()
     if not question and not passage:
-        raise UnusableRecord(path, n, "question", "no question text (`passage` and `question` empty)", item_id)
+        raise DatasetError(path, n, "question", "no question text (`passage` and `question` empty)", item_id)
     return "\n\n".join(t for t in (passage, question) if t)
 
 
@@ -79,11 +83,9 @@ def _strip_prefixes(options: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _answer(label: Any, n_options: int, path: Any, n: int) -> tuple[Any, str]:
-    if isinstance(label, str):
-        return letter_to_index(label, n_options, path, n, "label"), "single"
-    if isinstance(label, list) and label:
-        return tuple(sorted({letter_to_index(x, n_options, path, n, "label") for x in label})), "multi"
-    raise DatasetError(path, n, "label", f"expected a letter or a non-empty list of letters, got {label!r:.60}")
+    """(option index, "single") for one letter in a string; (sorted indices, "multi") for several, or a list."""
+    found = answer_letters(label, n_options, path, n, "label")
+    return (found[0], "single") if isinstance(label, str) and len(found) == 1 else (found, "multi")
 
 
 def parse_record(rec: Mapping[str, Any], n: int, path: Any, task: str, language: str) -> Item:
@@ -114,8 +116,8 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, task: str, language:
 def load_agieval(path: str | Path, tasks: Iterable[str] | None = None, language: str | None = None,
                  strict: bool = False) -> ItemSet:
     """Load one AGIEval task file or a folder of them (`tasks` keeps some); `language` is needed only for a task
-    AGIEval's lists do not name. A question with no text or no option text is left out with a warning
-    (strict=True: refused)."""
+    AGIEval's lists do not name. A record that cannot be used is left out and named with one warning (strict=True:
+    refused)."""
     path = Path(path)
     if not path.exists():
         raise DatasetError(path, "-", None, "file or directory not found")
@@ -131,5 +133,5 @@ def load_agieval(path: str | Path, tasks: Iterable[str] | None = None, language:
         if lang is None:
             raise DatasetError(f, "-", None, f"task {task!r} is not one of AGIEval's: pass language='en' or 'zh'")
         parse = (lambda rec, n, f=f, t=task, lg=lang: parse_record(rec, n, f, t, lg))
-        sets.append(items_from_records(iter_jsonl(f), parse, f, name="", ids=ids, strict=strict))
+        sets.append(items_from_records(jsonl_file_entries(f), parse, f, name="", ids=ids, strict=strict))
     return concat(sets, f"agieval:{path.name}")

@@ -1,13 +1,15 @@
-"""Shared validation helpers for loaders: every bad field of a record becomes one DatasetError (the files are
-read record by record by mcqa_toolkit.textfiles).
+"""The loaders' shared machinery: field helpers that turn every bad field of a record into one DatasetError naming
+it, and the one loop that every loader runs its records through (`parse_records`).
 
-Records are numbered from 1: a JSONL line number, a JSON list position, or a CSV data row (header excluded).
+Records are numbered from 1: a JSONL line, a JSON list position, or a CSV data row (header excluded).
 
-A record that cannot be administered at all (no question text, or no option text, with nothing in the record
-to recover it from: published files lose image-only alternatives in extraction) is an UnusableRecord: every
-loader leaves it out, lists it on the ItemSet (`skipped`) and warns once per load naming each
-(`reports_skipped`); `strict=True` refuses it instead. Text that is present but odd ("None", "NA", one empty
-option among others) is not unusable: it loads, or it is an ordinary DatasetError.
+The rule, for every loader and every field: a record that cannot be used (it cannot be read, a field is missing or
+malformed, its key names no option, its language is unknown, its id repeats an earlier one, it has no question or
+option text) is left out and named (file, record, id, field, reason: a SkippedRecord in ItemSet.skipped), and one
+UnusableRecordsWarning per load lists them (`reports_skipped`); the rest of the file loads. `strict=True` refuses
+the file at the first one instead. A file that cannot be read at all (not found, undecodable, not the format's
+top-level shape, or no record of it usable) is one DatasetError naming the file. Text that is present but odd
+("None", "NA") is text, not missing.
 """
 from __future__ import annotations
 
@@ -15,9 +17,10 @@ import contextvars
 import functools
 import math
 import warnings
+from operator import attrgetter
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet, SkippedRecord, UnusableRecord
+from mcqa_toolkit.items import DatasetError, Item, ItemSet, SkippedRecord
 
 # Keys that exam authorities use for an annulled question (ENEM exam CSVs say "anulada", JSONL "Anulado").
 ANNULLED_WORDS = ("anulada", "anulado", "annulled")
@@ -55,22 +58,20 @@ def require_text(rec: Mapping[str, Any], key: str, path: Any, n: Any) -> str:
 
 
 def question_text(rec: Mapping[str, Any], key: str, path: Any, n: Any, item_id: str = "") -> str:
-    """rec[key] as the question's text; empty (or null) -> UnusableRecord (nothing to administer); a missing field
-    or a non-text value -> DatasetError (the record is not in the format)."""
+    """rec[key] as the question's text: empty (or null) -> "no question text"; missing or not text -> DatasetError."""
     if key not in rec:
-        raise DatasetError(path, n, key, "missing field")
-    value = rec[key]
-    if is_missing(value):
-        raise UnusableRecord(path, n, key, "no question text", item_id)
+        raise DatasetError(path, n, key, "missing field", item_id)
+    if is_missing(rec[key]):
+        raise DatasetError(path, n, key, "no question text", item_id)
     return str(require(rec, key, path, n, types=str)).strip()
 
 
 def option_columns(rec: Mapping[str, Any], keys: Sequence[str], path: Any, n: Any, item_id: str = ""
                    ) -> tuple[str, ...]:
-    """The option texts of a file with one column per option (A, B, ...): every column empty -> UnusableRecord
-    (no option text), one empty among others -> DatasetError naming that column."""
+    """The option texts of a file with one column per option (A, B, ...): every column empty -> "no option text",
+    one empty among others -> DatasetError naming that column."""
     if all(is_missing(rec.get(k)) for k in keys):
-        raise UnusableRecord(path, n, f"{keys[0]}-{keys[-1]}", "no option text", item_id)
+        raise DatasetError(path, n, f"{keys[0]}-{keys[-1]}", "no option text", item_id)
     return tuple(require_text(rec, k, path, n) for k in keys)
 
 
@@ -117,24 +118,14 @@ def parse_bool(value: Any, path: Any, n: Any, key: str, default: bool | None = N
     raise DatasetError(path, n, key, f"not a boolean: {value!r}")
 
 
-def letter_to_index(value: Any, n_options: int, path: Any, n: Any, key: str) -> int:
-    """'B' / 'b' / ' B ' -> 1; anything that is not one of the item's letters -> DatasetError."""
-    if not isinstance(value, str) or len(value.strip()) != 1:
-        raise DatasetError(path, n, key, f"unknown answer letter {value!r}")
-    idx = LETTERS.find(value.strip().upper())
-    if idx < 0 or idx >= n_options:
-        raise DatasetError(path, n, key, f"answer letter {value!r} not among {LETTERS[:n_options]}")
-    return idx
-
-
 def check_options(options: Sequence[Any], path: Any, n: Any, key: str, *, n_allowed: Sequence[int] = range(2, 11),
                   item_id: str = "") -> tuple[str, ...]:
     """Options as a tuple of stripped non-empty strings with an allowed count; no option text at all (an empty
-    list, or every option empty) -> UnusableRecord."""
+    list, or every option empty) -> "no option text"."""
     if not isinstance(options, (list, tuple)):
         raise DatasetError(path, n, key, f"expected a list of options, got {type(options).__name__}")
     if all(is_missing(o) for o in options):
-        raise UnusableRecord(path, n, key, "no option text", item_id)
+        raise DatasetError(path, n, key, "no option text", item_id)
     if len(options) not in n_allowed:
         raise DatasetError(path, n, key, f"wrong option count {len(options)} (allowed: {_fmt_counts(n_allowed)})")
     out = []
@@ -167,44 +158,43 @@ class UniqueIds:
         return item_id
 
 
-def parse_records(records: Iterable[tuple[int, Mapping[str, Any]]], parse: Callable[[Mapping[str, Any], int], Item],
-                  id_field: str = "id", strict: bool = False) -> tuple[list[tuple[int, Item]], list[SkippedRecord]]:
-    """(record number, Item) pairs, and the records that cannot be administered (UnusableRecord), left out and
-    listed, or raised when `strict`."""
+def parse_records(entries: Iterable[tuple[Any, Any]], parse: Callable[[Any, Any], Any], path: Any,
+                  ids: UniqueIds | None = None, id_field: str = "id", strict: bool = False,
+                  key: Callable[[Any], str] = attrgetter("item_id")
+                  ) -> tuple[list[tuple[Any, Any]], list[SkippedRecord]]:
+    """The one loop of the rule (module docstring): (record number, parsed) pairs of the records `parse` turns into
+    Items (or, with `key`, other parsed records), and the records left out. An entry may be the DatasetError of a
+    record that could not be read (textfiles' `*_entries` readers); a DatasetError that `parse` raises, or a repeated
+    id (`ids`, by `key`; pass one tracker to several calls to check the files of a folder together) leaves the record
+    out, or is raised when `strict`. A file none of whose records can be used (most often: not of this format) is one
+    DatasetError naming the file. Errors about the whole file, and any other exception, are raised as they are."""
+    ids = ids if ids is not None else UniqueIds(path, id_field)
     pairs, skipped = [], []
-    for n, rec in records:
+    for n, rec in entries:
         try:
-            pairs.append((n, parse(rec, n)))
-        except UnusableRecord as e:
-            if strict:
+            if isinstance(rec, DatasetError):
+                raise rec
+            parsed = parse(rec, n)
+            ids.add(key(parsed), n, path)
+            pairs.append((n, parsed))
+        except DatasetError as e:
+            if strict or e.whole_file:
                 raise
             given = rec.get(id_field) if isinstance(rec, Mapping) else None
             skipped.append(SkippedRecord(e.path, e.record, e.item_id or ("" if is_missing(given) else str(given)),
                                          e.field, e.message))
+    if skipped and not pairs:
+        raise DatasetError(path, "-", None, f"none of its {len(skipped)} record(s) can be used (the first left out: "
+                           f"{skipped[0]})")
     return pairs, skipped
 
 
-def items_from_records(records: Iterable[tuple[int, Mapping[str, Any]]], parse: Callable[[Mapping[str, Any], int], Item],
-                       path: Any, name: str, id_field: str = "id", ids: UniqueIds | None = None,
-                       strict: bool = False) -> ItemSet:
-    """Parse (record number, record) pairs into an ItemSet; duplicate item ids -> DatasetError; a record that
-    cannot be administered (UnusableRecord) is left out and listed in ItemSet.skipped, or raised when `strict`.
-
-    The one loop shared by file loaders and `hub.load_hub`, so both validate records identically.
-    Pass one `ids` tracker to several calls to catch duplicates across the files of a directory.
-    """
-    pairs, skipped = parse_records(records, parse, id_field, strict)
-    return items_of(pairs, path, name, ids if ids is not None else UniqueIds(path, id_field), skipped)
-
-
-def items_of(pairs: Iterable[tuple[int, Item]], path: Any, name: str, ids: UniqueIds,
-             skipped: Iterable[SkippedRecord] = ()) -> ItemSet:
-    """An ItemSet of parsed (record number, Item) pairs, each id checked unique by `ids`."""
-    items = []
-    for n, it in pairs:
-        ids.add(it.item_id, n, path)
-        items.append(it)
-    return ItemSet(items, name=name, skipped=skipped)
+def items_from_records(entries: Iterable[tuple[Any, Any]], parse: Callable[[Any, Any], Item], path: Any, name: str,
+                       id_field: str = "id", ids: UniqueIds | None = None, strict: bool = False) -> ItemSet:
+    """An ItemSet of the records `parse` turns into Items, the others left out and listed (`parse_records`).
+    The loop shared by file loaders and `hub.load_hub`, so both validate records identically."""
+    pairs, skipped = parse_records(entries, parse, path, ids, id_field, strict)
+    return ItemSet([it for _, it in pairs], name=name, skipped=skipped)
 
 
 def concat(sets: Iterable[ItemSet], name: str) -> ItemSet:
@@ -214,7 +204,7 @@ def concat(sets: Iterable[ItemSet], name: str) -> ItemSet:
 
 
 class UnusableRecordsWarning(UserWarning):
-    """Records left out of a load because they cannot be administered (ItemSet.skipped names them)."""
+    """Records left out of a load because they cannot be used (ItemSet.skipped names them)."""
 
 
 _LOADING: contextvars.ContextVar[bool] = contextvars.ContextVar("mcqa_loading", default=False)
@@ -235,8 +225,8 @@ def reports_skipped(load: Callable[..., ItemSet]) -> Callable[..., ItemSet]:
         if items.skipped:
             listed = "; ".join(str(r) for r in items.skipped)
             warnings.warn(UnusableRecordsWarning(
-                f"{len(items.skipped)} record(s) left out because they cannot be administered (strict=True refuses "
-                f"them instead): {listed}"), stacklevel=2)
+                f"{len(items.skipped)} record(s) left out because they cannot be used (strict=True refuses them "
+                f"instead; `mcqa validate` counts them by reason): {listed}"), stacklevel=2)
         return items
     return loader
 

@@ -15,6 +15,10 @@ False, so scorers can apply exact letter matching; meta["option_letters"] holds 
 shows inline ("A. Thames B. Nile" -> "AB"), extended to the key's highest letter, so it can still be asked as
 a choice question. Each item carries its exam's student statistics in
 meta["exam_stats"]; `exam_statistics(path)` returns them as a table.
+A record that cannot be used is left out and named with one warning (strict=True refuses it; datasets.common): a
+question with no problem text, an unknown type or exam, points that are not a positive number, an answer that does
+not fit its type, a field missing or malformed, a repeated instance_id; an exam entry of exams_metadata.json with a
+statistic that is not a number or a repeated exam_id (its questions are then left out too: their exam is unknown).
 """
 from __future__ import annotations
 
@@ -24,10 +28,11 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from mcqa_toolkit.datasets.common import (items_from_records, parse_float, question_text, reports_skipped, require,
-                                          require_text)
-from mcqa_toolkit.textfiles import iter_jsonl, read_json
-from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
+from mcqa_toolkit.datasets.common import (UniqueIds, items_from_records, parse_float, parse_records, question_text,
+                                          reports_skipped, require, require_text)
+from mcqa_toolkit.datasets.labels import answer_letters
+from mcqa_toolkit.textfiles import jsonl_file_entries, read_json
+from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet, SkippedRecord
 from mcqa_toolkit.resources import demo_dir
 
 TYPES = {"SingleChoice": "single", "MultipleChoice": "multi", "True/False Questions": "truefalse",
@@ -38,26 +43,26 @@ _INLINE_LETTER = re.compile(r"(?<![A-Za-z0-9])\(?([A-J])[.)]\s")
 _STATEMENT_LINE = re.compile(r"^\s*True\s*/\s*False\s*:?\s*(\S.*?)\s*$", re.IGNORECASE)
 
 
-def read_exams(path: str | Path) -> dict[str, dict[str, Any]]:
-    """exam_id -> validated metadata dict from `<dir>/exams_metadata.json`."""
+def read_exams(path: str | Path, strict: bool = False) -> tuple[dict[str, dict[str, Any]], list[SkippedRecord]]:
+    """(exam_id -> validated metadata dict, the exam entries left out) from `<dir>/exams_metadata.json`."""
     meta_path = Path(path) / "exams_metadata.json"
     data = read_json(meta_path)
     exams = data.get("exams") if isinstance(data, dict) else None
     if not isinstance(exams, list):
         raise DatasetError(meta_path, "-", "exams", 'expected {"exams": [...]}')
-    out: dict[str, dict[str, Any]] = {}
-    for n, ex in enumerate(exams, start=1):
-        if not isinstance(ex, dict):
-            raise DatasetError(meta_path, n, None, f"expected a JSON object, got {type(ex).__name__}")
-        exam_id = require_text(ex, "exam_id", meta_path, n)
-        if exam_id in out:
-            raise DatasetError(meta_path, n, "exam_id", f"duplicate exam_id {exam_id!r}")
-        rec = dict(ex)
-        for key in STAT_FIELDS + ("num_questions", "year"):
-            rec[key] = parse_float(require(ex, key, meta_path, n, types=(int, float, str)), meta_path, n, key)
-        rec["year"], rec["num_questions"] = int(rec["year"]), int(rec["num_questions"])
-        out[exam_id] = rec
-    return out
+    entries = ((n, ex if isinstance(ex, dict) else DatasetError(meta_path, n, None, "expected a JSON object, got "
+                                                                f"{type(ex).__name__}")) for n, ex in enumerate(exams, 1))
+    pairs, skipped = parse_records(entries, lambda ex, n: _exam(ex, n, meta_path), meta_path,
+                                   UniqueIds(meta_path, "exam_id"), "exam_id", strict, key=lambda ex: ex["exam_id"])
+    return {ex["exam_id"]: ex for _, ex in pairs}, skipped
+
+
+def _exam(ex: Mapping[str, Any], n: int, meta_path: Path) -> dict[str, Any]:
+    rec = {**ex, "exam_id": require_text(ex, "exam_id", meta_path, n)}
+    for key in STAT_FIELDS + ("num_questions", "year"):
+        rec[key] = parse_float(require(ex, key, meta_path, n, types=(int, float, str)), meta_path, n, key)
+    rec["year"], rec["num_questions"] = int(rec["year"]), int(rec["num_questions"])
+    return rec
 
 
 def parse_options(problem: str) -> tuple[str, tuple[str, ...]]:
@@ -93,13 +98,6 @@ def inline_letters(problem: str, key_max: int) -> str:
     return LETTERS[: max(len(found), key_max + 1)]
 
 
-def _letters(raw: str, path: Any, n: int) -> list[int]:
-    parts = [p.strip().upper() for p in raw.split(",")]
-    if not parts or any(len(p) != 1 or p not in LETTERS for p in parts):
-        raise DatasetError(path, n, "answer", f"unknown answer letter(s) {raw!r}")
-    return sorted({LETTERS.index(p) for p in parts})
-
-
 def parse_record(rec: Mapping[str, Any], n: int, path: Any, exams: Mapping[str, Mapping[str, Any]]) -> Item:
     """One questions.jsonl record -> Item (see the module docstring for the type mapping)."""
     instance_id = require(rec, "instance_id", path, n, types=(int, str))
@@ -118,7 +116,7 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, exams: Mapping[str, 
     meta: dict[str, Any] = {"instance_id": instance_id, "question_type": qtype, "exam_stats": dict(exams[exam_id]),
                             "problem_num": rec.get("problem_num"), "explanation": rec.get("explanation") or ""}
     if answer_type in ("single", "multi"):
-        letters = _letters(raw, path, n)
+        letters = answer_letters(raw, len(LETTERS), path, n, "answer")   # checked against the options below
         if answer_type == "single" and len(letters) != 1:
             raise DatasetError(path, n, "answer", f"SingleChoice needs one letter, got {raw!r}")
         stem, options = parse_options(problem)
@@ -148,17 +146,18 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, exams: Mapping[str, 
 def load_course_exam(path: str | Path | None = None, strict: bool = False) -> ItemSet:
     """Load `<path>/questions.jsonl` linked to `<path>/exams_metadata.json`; without a path, the small demo course
     exam shipped with the package (data/demo/course_exam: invented questions and student statistics). A question
-    with no problem text is left out with a warning (strict=True: refused)."""
+    that cannot be used is left out and named with one warning (strict=True: refused; the module docstring)."""
     path = Path(path) if path is not None else demo_dir() / "course_exam"
-    exams = read_exams(path)
+    exams, left_out = read_exams(path, strict)
     qpath = path / "questions.jsonl"
-    return items_from_records(iter_jsonl(qpath), lambda rec, n: parse_record(rec, n, qpath, exams), qpath,
-                              name=f"course_exam:{path.name}", id_field="instance_id", strict=strict)
+    items = items_from_records(jsonl_file_entries(qpath), lambda rec, n: parse_record(rec, n, qpath, exams), qpath,
+                               name=f"course_exam:{path.name}", id_field="instance_id", strict=strict)
+    return ItemSet(items, items.name, left_out + list(items.skipped))
 
 
 def exam_statistics(path: str | Path) -> pd.DataFrame:
     """One row per exam: the metadata's student statistics plus the questions and points found in questions.jsonl."""
-    exams = read_exams(path)
+    exams = read_exams(path)[0]
     items = load_course_exam(path)
     df = pd.DataFrame(list(exams.values()))
     found = pd.DataFrame([(it.exam, it.points) for it in items], columns=["exam_id", "points"])

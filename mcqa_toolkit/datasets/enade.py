@@ -21,10 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from mcqa_toolkit.datasets.common import (is_annulled, is_missing, items_from_records, letter_to_index, option_columns,
-                                          parse_bool, parse_int, question_text, reports_skipped, require,
-                                          require_text)
-from mcqa_toolkit.textfiles import csv_columns, iter_csv, iter_jsonl
+from mcqa_toolkit.datasets.common import (is_annulled, is_missing, items_from_records, option_columns, parse_bool,
+                                          parse_int, question_text, reports_skipped, require, require_text)
+from mcqa_toolkit.datasets.labels import letter_to_index
+from mcqa_toolkit.textfiles import csv_columns, csv_entries, jsonl_file_entries
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
 LETTER_COLUMNS = ("A", "B", "C", "D", "E")
@@ -84,14 +84,14 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, columns: Mapping[str
 def load_enade(path: str | Path, columns: Mapping[str, Any] | None = None, filter_images: bool = False,
                filter_cannot_fix: bool = False, strict: bool = False) -> ItemSet:
     """Load an ENADE-QA CSV or JSONL file; drop image items / unfixable items when asked (the README's filters).
-    A record with no question or option text is left out with a warning (strict=True: refused)."""
+    A record that cannot be used is left out and named with one warning (strict=True: refused; datasets.common)."""
     path = Path(path)
     if path.suffix.lower() == ".csv":
         cols = resolve_columns(columns, set(csv_columns(path)))
         required = [cols[f] for f in REQUIRED_FIELDS if f != "options"] + list(cols["options"][:4])
-        records = iter_csv(path, required=required)
+        records = csv_entries(path, required=required)
     elif path.suffix.lower() == ".jsonl":
-        records = iter_jsonl(path)
+        records = jsonl_file_entries(path)
     else:
         raise DatasetError(path, "-", None, "expected a .csv or .jsonl file")
     items = items_from_records(records, lambda rec, n: parse_record(rec, n, path, columns),

@@ -8,13 +8,15 @@ the ARC layout, one JSON object a line:
 {train,dev,test}.jsonl.tar.gz`: every `.jsonl` member is read; macOS `._` metadata members are not data), or a
 folder of either (not its subfolders: the release keeps the same questions again under `with_paragraphs/`; nor
 its `parallel_questions.jsonl`).
-Language names are mapped to codes (LANGUAGE_CODES: "Portuguese" -> "pt"); a code is accepted as is. Questions
-have 3 to 5 choices; `answerKey` names the right choice by its label (letters, or digits as some ARC files use).
+Languages are written as English names ("Portuguese", "North Macedonian") or codes; `datasets.languages` places
+them with langcodes ("pt", "mk"). Questions have 3 to 5 choices; `answerKey` names the right choice by its label
+(letters, or digits as some ARC files use).
 The Wikipedia paragraphs of the `with_paragraphs` files (`para`) are not part of the exam and are not kept.
 `languages` keeps some languages only; `parallel` points at the release's `parallel_questions.jsonl` ({id:
 [ids of the same question in other languages]}) and gives each group one parallel_id, so the language gap works
-on EXAMS's translated questions. A question with no text or no choice text is left out and named (strict=True
-refuses it).
+on EXAMS's translated questions. A record that cannot be used is left out and named (strict=True refuses it;
+datasets.common): one whose `answerKey` is not one of its choice labels (the release has '@' keys), whose language
+langcodes cannot place, with no text or no choice text, a field missing or malformed, or an id seen before.
 """
 from __future__ import annotations
 
@@ -24,27 +26,22 @@ from typing import Any, Iterable, Mapping
 
 from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, items_from_records, question_text,
                                           reports_skipped, require, require_text)
+from mcqa_toolkit.datasets.languages import language_code
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
-from mcqa_toolkit.textfiles import iter_jsonl, jsonl_records, tar_members
+from mcqa_toolkit.textfiles import iter_jsonl, jsonl_entries, jsonl_file_entries, tar_members
 
-LANGUAGE_CODES = {"Albanian": "sq", "Arabic": "ar", "Bulgarian": "bg", "Croatian": "hr", "French": "fr",
-                  "German": "de", "Hungarian": "hu", "Italian": "it", "Lithuanian": "lt", "Macedonian": "mk",
-                  "Polish": "pl", "Portuguese": "pt", "Serbian": "sr", "Spanish": "es", "Turkish": "tr",
-                  "Vietnamese": "vi"}
-CODES = frozenset(LANGUAGE_CODES.values())
 PARALLEL_FILE = "parallel_questions.jsonl"   # the release's map of translated questions, not questions
 _SPLIT = re.compile(r"(?:^|[_.-])(train|dev|test)(?:[_.-]|$)")
 
 
-def language_code(value: Any, path: Any, n: Any) -> str:
-    """'Portuguese' / 'portuguese' / 'pt' -> 'pt'; anything else -> DatasetError naming info.language."""
-    if isinstance(value, str):
-        name = value.strip()
-        code = LANGUAGE_CODES.get(name.title()) or (name.lower() if name.lower() in CODES else None)
-        if code:
-            return code
-    raise DatasetError(path, n, "info.language", f"unknown language {value!r}; expected one of "
-                       f"{sorted(LANGUAGE_CODES)} or their codes")
+def _language(value: Any, path: Any, n: Any) -> str:
+    """'Portuguese' / 'North Macedonian' / 'pt' -> 'pt' / 'mk' / 'pt'; a value langcodes cannot place ->
+    DatasetError naming info.language."""
+    code = language_code(value) if isinstance(value, str) else None
+    if code is None:
+        raise DatasetError(path, n, "info.language", f"unknown language {value!r:.60} (not a language name or code "
+                           "that langcodes knows)")
+    return code
 
 
 def parse_record(rec: Mapping[str, Any], n: int, path: Any, split: str | None = None,
@@ -65,7 +62,7 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, split: str | None = 
     if key not in labels:
         raise DatasetError(path, n, "answerKey", f"{key!r} is not a choice label ({labels})")
     info = require(rec, "info", path, n, types=dict)
-    language = language_code(info.get("language"), path, n)
+    language = _language(info.get("language"), path, n)
     subject = require_text(info, "subject", path, n)
     grade = info.get("grade")
     meta = {"id": raw_id, "split": split, "grade": grade, "labels": labels}
@@ -105,9 +102,9 @@ def _sources(path: Path) -> list[tuple[str, Iterable[tuple[int, dict]]]]:
     out: list[tuple[str, Iterable[tuple[int, dict]]]] = []
     for f in files:
         if f.name.endswith(".jsonl"):
-            out.append((str(f), iter_jsonl(f)))
+            out.append((str(f), jsonl_file_entries(f)))
         elif f.name.endswith((".tar.gz", ".tgz", ".tar")):
-            out += [(label, jsonl_records(text, label)) for label, text in tar_members(f, ".jsonl")]
+            out += [(label, jsonl_entries(text, label)) for label, text in tar_members(f, ".jsonl")]
         else:
             raise DatasetError(f, "-", None, "expected a .jsonl file or a .jsonl.tar.gz archive")
     return out
@@ -117,11 +114,13 @@ def _sources(path: Path) -> list[tuple[str, Iterable[tuple[int, dict]]]]:
 def load_exams(path: str | Path, languages: Iterable[str] | None = None, parallel: str | Path | None = None,
                strict: bool = False) -> ItemSet:
     """Load EXAMS questions from a .jsonl file, a .jsonl.tar.gz archive or a folder of them; `languages` (codes)
-    keeps those only; `parallel` (parallel_questions.jsonl) links translations by parallel_id. A question with no
-    text or no choice text is left out with a warning (strict=True: refused)."""
-    wanted = None if languages is None else {str(x) for x in languages}
-    if wanted is not None and not wanted <= CODES:
-        raise ValueError(f"exams: unknown language code(s) {sorted(wanted - CODES)}; known: {sorted(CODES)}")
+    keeps those only (names are placed as the records' are: "Portuguese" is "pt"); `parallel`
+    (parallel_questions.jsonl) links translations by parallel_id. A record that cannot be used is left out and named
+    with one warning (strict=True: refused)."""
+    wanted = None if languages is None else {str(x): language_code(str(x)) for x in languages}
+    if wanted is not None and None in wanted.values():
+        raise ValueError(f"exams: unknown language(s) {sorted(k for k, v in wanted.items() if v is None)}")
+    wanted = None if wanted is None else set(wanted.values())
     path = Path(path)
     groups = parallel_groups(parallel) if parallel is not None else None
     ids, sets = UniqueIds(path), []

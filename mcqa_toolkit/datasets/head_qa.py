@@ -12,14 +12,16 @@ Q chemistry); `ra` is the `aid` of the right answer (options are put in `aid` or
 the figure the question refers to (has_image, meta["image"]). The same exam and qid in the Spanish and English
 files are one question: `parallel_id = headqa-<exam>-<qid>` links them, so loading both files (`path=[es, en]`)
 gives the pairs the language gap and DIF work on (`ItemSet.by_parallel_id`). Questions the ministry annulled are
-not in the release (their qids are missing); a question without text or options is left out and named
-(strict=True refuses it). Records are named `<exam>/<position>` (1-based within the exam's `data`).
+not in the release (their qids are missing). A record that cannot be used (no text, no option text, `ra` not an
+`aid` of the question, a field missing or malformed, a repeated qid) is left out and named, and so are the questions
+of an exam whose name does not say its year and subject or whose `data` is not a list (strict=True refuses them;
+datasets.common). Records are named `<exam>/<position>` (1-based within the exam's `data`), or `<exam>` for an exam.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, is_missing, items_from_records,
                                           parse_int, question_text, reports_skipped, require)
@@ -74,35 +76,38 @@ def _language(data: Mapping[str, Any], path: Path, given: str | None) -> str:
     return language
 
 
+def _entries(exams: Mapping[str, Any], path: Path) -> Iterator[tuple[str, Any]]:
+    """(`<exam>/<position>`, question or DatasetError) of every exam; an exam that cannot be read is one entry."""
+    for exam, body in exams.items():
+        m = _EXAM.match(str(exam))
+        questions = body.get("data") if isinstance(body, Mapping) else None
+        if not m or m["letter"] not in SUBJECTS:
+            yield str(exam), DatasetError(path, exam, "exams", f"exam name {exam!r} is not "
+                                          f"Cuaderno_<year>_<n>_<letter> with a subject letter in {sorted(SUBJECTS)}")
+        elif not isinstance(questions, list):
+            yield str(exam), DatasetError(path, exam, "data", "expected a list of questions")
+        else:
+            yield from ((f"{exam}/{k}", q if isinstance(q, Mapping) else DatasetError(
+                path, f"{exam}/{k}", None, "expected a JSON object")) for k, q in enumerate(questions, start=1))
+
+
 def read_file(path: Path, ids: UniqueIds, language: str | None = None, strict: bool = False) -> ItemSet:
-    """The questions of one HEAD-QA JSON file, exam by exam."""
+    """The questions of one HEAD-QA JSON file."""
     data = read_json(path)
     if not isinstance(data, Mapping) or not isinstance(data.get("exams"), Mapping):
         raise DatasetError(path, "-", "exams", 'expected {"language": ..., "exams": {name: {"data": [...]}}}')
     language = _language(data, path, language)
-    sets = []
-    for exam, body in data["exams"].items():
-        if not _EXAM.match(str(exam)) or _EXAM.match(str(exam))["letter"] not in SUBJECTS:
-            raise DatasetError(path, exam, "exams", f"exam name {exam!r} is not Cuaderno_<year>_<n>_<letter> with a "
-                               f"subject letter in {sorted(SUBJECTS)}")
-        questions = body.get("data") if isinstance(body, Mapping) else None
-        if not isinstance(questions, list):
-            raise DatasetError(path, exam, "data", "expected a list of questions")
-        bad = next((k for k, q in enumerate(questions, start=1) if not isinstance(q, Mapping)), None)
-        if bad is not None:
-            raise DatasetError(path, f"{exam}/{bad}", None, "expected a JSON object")
-        records = ((f"{exam}/{k}", q) for k, q in enumerate(questions, start=1))
-        sets.append(items_from_records(records, lambda rec, n, e=exam: parse_record(rec, n, path, e, language), path,
-                                      name="", id_field="qid", ids=ids, strict=strict))
-    return concat(sets, f"head_qa:{language}:{path.name}")
+    return items_from_records(_entries(data["exams"], path),
+                              lambda rec, n: parse_record(rec, n, path, n.rsplit("/", 1)[0], language), path,
+                              f"head_qa:{language}:{path.name}", id_field="qid", ids=ids, strict=strict)
 
 
 @reports_skipped
 def load_head_qa(path: str | Path | Sequence[str | Path], language: str | None = None,
                  strict: bool = False) -> ItemSet:
     """Load one HEAD-QA JSON file, or several (e.g. `[HEAD.json, HEAD_EN.json]`: the two languages, linked by
-    parallel_id). `language` is needed only for a file without its `language` field. A question with no text or no
-    option text is left out with a warning (strict=True: refused)."""
+    parallel_id). `language` is needed only for a file without its `language` field. A record that cannot be used is
+    left out and named with one warning (strict=True: refused)."""
     paths = [Path(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
     if not paths:
         raise ValueError("head_qa: `path` is an empty list")

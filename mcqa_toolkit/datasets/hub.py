@@ -11,23 +11,49 @@ an empty cell is missing, as in the file loaders.
 """
 from __future__ import annotations
 
-import importlib
 from functools import partial
 from typing import Any, Callable, Mapping
 
 from mcqa_toolkit.datasets.common import items_from_records, reports_skipped
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
-# mapper name -> module whose `parse_record(rec, n, path, **mapper_kwargs)` turns one row into an Item
-MAPPERS = {
-    "mmlu": "mcqa_toolkit.datasets.mmlu",
-    "medicina": "mcqa_toolkit.datasets.medicina",
-    "uned": "mcqa_toolkit.datasets.uned",
-    "enem": "mcqa_toolkit.datasets.enem",
-    "enade": "mcqa_toolkit.datasets.enade",
-}
-
 Mapper = Callable[[Mapping[str, Any], int, Any], Item]
+
+
+def _mmlu() -> Mapper:
+    from mcqa_toolkit.datasets.mmlu import parse_record
+    return parse_record
+
+
+def _medicina() -> Mapper:
+    from mcqa_toolkit.datasets.medicina import parse_record
+    return parse_record
+
+
+def _uned() -> Mapper:
+    from mcqa_toolkit.datasets.uned import parse_record
+    return parse_record
+
+
+def _enem() -> Mapper:
+    from mcqa_toolkit.datasets.enem.formats import parse_record
+    return parse_record
+
+
+def _enade() -> Mapper:
+    from mcqa_toolkit.datasets.enade import parse_record
+    return parse_record
+
+
+# mapper name -> a function importing that loader's `parse_record(rec, n, path, **mapper_kwargs)`, which turns one
+# row into an Item
+MAPPERS: dict[str, Callable[[], Mapper]] = {
+    "mmlu": _mmlu,
+    "medicina": _medicina,
+    "uned": _uned,
+    "enem": _enem,
+    "enade": _enade,
+}
 
 
 def record_parser(mapper: str | Mapper, **mapper_kwargs: Any) -> Mapper:
@@ -36,7 +62,7 @@ def record_parser(mapper: str | Mapper, **mapper_kwargs: Any) -> Mapper:
         return partial(mapper, **mapper_kwargs) if mapper_kwargs else mapper
     if mapper not in MAPPERS:
         raise ValueError(f"unknown mapper {mapper!r}; expected one of {sorted(MAPPERS)} or a callable")
-    return partial(importlib.import_module(MAPPERS[mapper]).parse_record, **mapper_kwargs)
+    return partial(MAPPERS[mapper](), **mapper_kwargs)
 
 
 @reports_skipped
@@ -47,7 +73,7 @@ def load_hub(name_or_path: str, split: str = "test", mapper: str | Mapper = "mml
 
     mapper: "mmlu" | "medicina" | "uned" | "enem" | "enade", or a callable `(rec, n, path) -> Item`.
     mapper_kwargs: passed to the mapper, e.g. `{"language": "es"}` for "uned" (required there).
-    strict: refuse a row with no question or option text instead of leaving it out with a warning.
+    strict: refuse the first row that cannot be used instead of leaving it out and naming it (datasets.common).
     """
     if dataset is None:
         import datasets  # the HF library is slow to import; only this loader needs it
@@ -65,7 +91,7 @@ def load_hub(name_or_path: str, split: str = "test", mapper: str | Mapper = "mml
     return items_from_records(rows, lambda rec, n: parse(rec, n, label), label, name=label, strict=strict)
 
 
-def _row(rec: Any, label: str, n: int) -> dict[str, Any]:
+def _row(rec: Any, label: str, n: int) -> dict[str, Any] | DatasetError:
     if not isinstance(rec, Mapping):
-        raise DatasetError(label, n, None, f"expected a row of named fields, got {type(rec).__name__}")
+        return DatasetError(label, n, None, f"expected a row of named fields, got {type(rec).__name__}")
     return dict(rec)

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from mcqa_toolkit.datasets.common import (check_options, items_from_records, question_text, reports_skipped, require,
                                           require_text)
-from mcqa_toolkit.textfiles import iter_jsonl
+from mcqa_toolkit.textfiles import jsonl_file_entries
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
 TOPICS = ("biologia", "chimica", "fisica-matematica", "competenze-conoscenze", "logica")
@@ -37,7 +37,7 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, language: str = "it"
 
 @reports_skipped
 def load_medicina(path: str | Path, language: str = "it", strict: bool = False) -> ItemSet:
-    """Load a test-medicina JSONL file; every record is validated, the first bad one raises DatasetError; a
-    record with no question or option text is left out with a warning (strict=True: refused)."""
-    return items_from_records(iter_jsonl(path), lambda rec, n: parse_record(rec, n, path, language),
+    """Load a test-medicina JSONL file; a record that cannot be used is left out and named with one warning
+    (strict=True: refused; datasets.common)."""
+    return items_from_records(jsonl_file_entries(path), lambda rec, n: parse_record(rec, n, path, language),
                               path, name=f"medicina:{Path(path).name}", strict=strict)

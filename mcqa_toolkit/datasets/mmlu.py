@@ -14,9 +14,10 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, items_from_records, letter_to_index,
-                                          option_columns, question_text, reports_skipped, require)
-from mcqa_toolkit.textfiles import iter_csv
+from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, items_from_records, option_columns,
+                                          question_text, reports_skipped, require)
+from mcqa_toolkit.datasets.labels import letter_to_index
+from mcqa_toolkit.textfiles import csv_entries
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
 COLUMNS = ("question", "A", "B", "C", "D", "answer")
@@ -75,13 +76,13 @@ def _files(path: Path, split: str | None, subjects: Iterable[str] | None) -> lis
 @reports_skipped
 def load_mmlu(path: str | Path, split: str | None = None, subjects: Iterable[str] | None = None,
               strict: bool = False) -> ItemSet:
-    """Load MMLU CSVs; `split` ('dev'/'val'/'test') and `subjects` select files in a directory. A row with no
-    question or option text is left out with a warning (strict=True: refused)."""
+    """Load MMLU CSVs; `split` ('dev'/'val'/'test') and `subjects` select files in a directory. A row that cannot
+    be used is left out and named with one warning (strict=True: refused; datasets.common)."""
     if split is not None and split not in SPLITS:
         raise ValueError(f"unknown MMLU split {split!r}; expected one of {SPLITS}")
     path = Path(path)
     name, ids = f"mmlu:{path.name}", UniqueIds(path)
-    return concat((items_from_records(iter_csv(f, header=False, fieldnames=COLUMNS),
+    return concat((items_from_records(csv_entries(f, header=False, fieldnames=COLUMNS),
                                       lambda rec, n, f=f, s=s, sp=sp: parse_record(rec, n, f, s, sp), f, name, ids=ids,
                                       strict=strict)
                    for f, s, sp in _files(path, split, subjects)), name)

@@ -17,9 +17,11 @@ Mojibake (UTF-8 read as cp1252: "QuestÃ£o") is repaired per question where the
 "unrepaired" and warned about (TextRepairWarning, once per load).
 A file that is not UTF-8 is read as cp1252.
 
-An annulled question ("NULL", even when the file still marks a key) and a question without option text are left
-out and named (ItemSet.skipped, one warning; strict=True refuses them). Exams have 80 four-option questions (100
-in the first three); nothing here assumes either. `path` is one exam file or a folder: its files named
+A question that cannot be used is left out and named (ItemSet.skipped, one warning; strict=True refuses it;
+datasets.common): annulled ("NULL", even when the file still marks a key), without question or option text, with
+fewer than two options or an empty one, options out of order or text before option A, or not exactly one option
+marked :CORRECT; so is text before the first "Questão N" line (named by its line, field "header"). Exams have 80
+four-option questions (100 in the first three); nothing here assumes either. `path` is one exam file or a folder: its files named
 `<year>-<n>[a].txt` are read (the release's answer sheets `-ans.txt`, `.xml` and `.plain` renderings are not
 exams). Items are `oab-<year>-<n>[a]-q<N>` of exam `OAB_<year>-<n>[a]`, subject = the area in lower case; a record
 is numbered by the line of its "Questão N" header.
@@ -30,9 +32,9 @@ import re
 import warnings
 from pathlib import Path
 
-from mcqa_toolkit.datasets.common import UniqueIds, concat, items_of, parse_records, reports_skipped
+from mcqa_toolkit.datasets.common import UniqueIds, concat, items_from_records, reports_skipped
 from mcqa_toolkit.datasets.mojibake import Repair, TextRepairWarning, repair
-from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet, UnusableRecord
+from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
 from mcqa_toolkit.textfiles import read_text
 
 # "Questão 12", "Questão 71 NULL", "NULL Questão 71"; "Quest" + anything short covers a mojibake "QuestÃ£o"
@@ -59,7 +61,8 @@ def _reflow(lines: list[str]) -> str:
     return "\n".join(paragraphs)
 
 
-def _options(lines: list[tuple[int, str]], path: Path, n: int, qid: str) -> tuple[tuple[str, ...], list[int]]:
+def _options(lines: list[tuple[int, str]], path: Path, n: int, qid: str, item_id: str
+             ) -> tuple[tuple[str, ...], list[int]]:
     """(option texts, indices of the options marked :CORRECT) from the lines after OPTIONS."""
     texts: list[list[str]] = []
     keys = []
@@ -68,7 +71,7 @@ def _options(lines: list[tuple[int, str]], path: Path, n: int, qid: str) -> tupl
         if m:
             if LETTERS.index(m[1]) != len(texts):
                 raise DatasetError(path, n, "OPTIONS", f"{qid}: option {m[1]} (line {line_no}) out of order; "
-                                   f"expected {LETTERS[len(texts)]}")
+                                   f"expected {LETTERS[len(texts)]}", item_id)
             if m[2]:
                 keys.append(len(texts))
             texts.append([m[3]])
@@ -76,7 +79,7 @@ def _options(lines: list[tuple[int, str]], path: Path, n: int, qid: str) -> tupl
             texts[-1].append(line)
         elif line.strip():
             raise DatasetError(path, n, "OPTIONS", f"{qid}: text before option A (line {line_no}): "
-                               f"{line.strip()!r:.60}")
+                               f"{line.strip()!r:.60}", item_id)
     return tuple(_reflow(t) for t in texts), keys
 
 
@@ -94,18 +97,18 @@ def _parse_block(block: list[tuple[int, str]], annulled: bool, number: int, fixe
         body.pop(0)
     marker = next((i for i, (_, line) in enumerate(body) if line.strip() == "OPTIONS"), None)
     stem = _reflow([line for _, line in (body if marker is None else body[:marker])])
-    options, keys = _options(body[marker + 1:], path, n, qid) if marker is not None else ((), [])
+    options, keys = _options(body[marker + 1:], path, n, qid, item_id) if marker is not None else ((), [])
     if annulled:
-        raise UnusableRecord(path, n, "header", f"annulled by the exam board ({qid} NULL)", item_id)
+        raise DatasetError(path, n, "header", f"annulled by the exam board ({qid} NULL)", item_id)
     if not stem:
-        raise UnusableRecord(path, n, "stem", "no question text", item_id)
+        raise DatasetError(path, n, "stem", "no question text", item_id)
     if not any(options):
-        raise UnusableRecord(path, n, "OPTIONS", "no option text", item_id)
+        raise DatasetError(path, n, "OPTIONS", "no option text", item_id)
     if len(options) < 2 or not all(options):
         raise DatasetError(path, n, "OPTIONS", f"{qid}: {len(options)} option(s), {sum(not o for o in options)} "
-                           "of them empty")
+                           "of them empty", item_id)
     if len(keys) != 1:
-        raise DatasetError(path, n, "key", f"{qid}: {len(keys)} options marked :CORRECT; expected one")
+        raise DatasetError(path, n, "key", f"{qid}: {len(keys)} options marked :CORRECT; expected one", item_id)
     meta = {"number": number, "area": area}
     if fixed.repaired or fixed.unrepaired:
         meta.update(mojibake="unrepaired" if fixed.unrepaired else "repaired", mojibake_repaired=fixed.repaired)
@@ -130,21 +133,20 @@ def read_exam(path: Path, ids: UniqueIds, strict: bool = False) -> ItemSet:
     if not heads:
         raise DatasetError(path, "-", "header", "no 'Questão N' line: not an OAB exam file")
     stray = next((k for k in range(heads[0][0]) if lines[k].strip()), None)
-    if stray is not None:
-        raise DatasetError(path, stray + 1, "header", f"text before the first 'Questão N' line: {lines[stray]!r:.60}")
-    blocks = []
+    blocks: list = [] if stray is None else [(stray + 1, DatasetError(
+        path, stray + 1, "header", f"text before the first 'Questão N' line: {lines[stray]!r:.60}"))]
     for (start, h), end in zip(heads, [k for k, _ in heads[1:]] + [len(lines)]):
         fixed = repair("\n".join(lines[start + 1:end]))
         block = list(enumerate(fixed.text.split("\n"), start=start + 2))
         blocks.append((start + 1, (block, bool(h[1] or h[3]), int(h[2]), fixed)))
-    pairs, skipped = parse_records(blocks, lambda rec, n: _parse_block(*rec, n, path, exam, year), strict=strict)
-    return items_of(pairs, path, f"oab:{path.name}", ids, skipped)
+    return items_from_records(blocks, lambda rec, n: _parse_block(*rec, n, path, exam, year), path,
+                              f"oab:{path.name}", ids=ids, strict=strict)
 
 
 @reports_skipped
 def load_oab(path: str | Path, strict: bool = False) -> ItemSet:
-    """Load one OAB exam file or a folder of them (`<year>-<n>[a].txt`); annulled questions and questions without
-    option text are left out with a warning (strict=True: refused)."""
+    """Load one OAB exam file or a folder of them (`<year>-<n>[a].txt`); a question that cannot be used (annulled,
+    no option text, ...: the module docstring) is left out and named with one warning (strict=True: refused)."""
     path = Path(path)
     if not path.exists():
         raise DatasetError(path, "-", None, "file or directory not found")

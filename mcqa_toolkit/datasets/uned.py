@@ -14,9 +14,10 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from mcqa_toolkit.datasets.common import (items_from_records, letter_to_index, option_columns, parse_int, question_text,
+from mcqa_toolkit.datasets.common import (items_from_records, option_columns, parse_int, question_text,
                                           reports_skipped, require, require_text)
-from mcqa_toolkit.textfiles import iter_csv, iter_json_records
+from mcqa_toolkit.datasets.labels import letter_to_index
+from mcqa_toolkit.textfiles import csv_entries, json_entries
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 
 REQUIRED = ("question", "A", "B", "C", "solution", "year", "test_name", "code", "subject", "id")
@@ -60,7 +61,7 @@ def guess_language(path: str | Path) -> str | None:
 @reports_skipped
 def load_uned(path: str | Path, language: str | None = None, strict: bool = False) -> ItemSet:
     """Load one UNED-ACCESS file (CSV or JSON); `language` ('es'/'en') defaults to a guess from the file name. A
-    record with no question or option text is left out with a warning (strict=True: refused)."""
+    record that cannot be used is left out and named with one warning (strict=True: refused; datasets.common)."""
     path = Path(path)
     language = language or guess_language(path)
     if language is None:
@@ -68,9 +69,9 @@ def load_uned(path: str | Path, language: str | None = None, strict: bool = Fals
     if language not in LANGUAGES:
         raise DatasetError(path, "-", "language", f"unknown language {language!r}; expected one of {LANGUAGES}")
     if path.suffix.lower() == ".json":
-        records = iter_json_records(path)
+        records = json_entries(path)
     elif path.suffix.lower() == ".csv":
-        records = iter_csv(path, required=REQUIRED)
+        records = csv_entries(path, required=REQUIRED)
     else:
         raise DatasetError(path, "-", None, "expected a .csv or .json file")
     return items_from_records(records, lambda rec, n: parse_record(rec, n, path, language), path,

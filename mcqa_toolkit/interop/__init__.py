@@ -10,9 +10,8 @@ HTML report read it like our own runs. inspect_ai is imported only by its module
 """
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from mcqa_toolkit.interop.runfolder import ImportResult, Response, Source, write_run
 from mcqa_toolkit.items import ItemSet, item_from_dict
@@ -25,21 +24,55 @@ __all__ = ["IMPORTERS", "EXPORTERS", "import_run", "import_folder", "export_run"
            "Response", "Source",
            "write_run"]
 
-# tool -> "module:reader" returning (Source, [Response])
-IMPORTERS = {"lm-eval": "mcqa_toolkit.interop.lm_eval:read_lm_eval",
-             "inspect": "mcqa_toolkit.interop.inspect_log:read_inspect",
-             "helm": "mcqa_toolkit.interop.helm:read_helm"}
-# format -> "module:writer" taking (records, items by id, out_dir, name)
-EXPORTERS = {"lm-eval": "mcqa_toolkit.interop.lm_eval:export_lm_eval",
-             "inspect": "mcqa_toolkit.interop.inspect_log:export_inspect",
-             "eee": "mcqa_toolkit.interop.every_eval_ever:export_eee"}
+
+def _read_lm_eval() -> Callable[..., Any]:
+    from mcqa_toolkit.interop.lm_eval import read_lm_eval
+    return read_lm_eval
 
 
-def _resolve(table: dict[str, str], name: str, what: str) -> Any:
+def _read_inspect() -> Callable[..., Any]:
+    from mcqa_toolkit.interop.inspect_log import read_inspect
+    return read_inspect
+
+
+def _read_helm() -> Callable[..., Any]:
+    from mcqa_toolkit.interop.helm import read_helm
+    return read_helm
+
+
+def _write_lm_eval() -> Callable[..., Any]:
+    from mcqa_toolkit.interop.lm_eval import export_lm_eval
+    return export_lm_eval
+
+
+def _write_inspect() -> Callable[..., Any]:
+    from mcqa_toolkit.interop.inspect_log import export_inspect
+    return export_inspect
+
+
+def _write_eee() -> Callable[..., Any]:
+    from mcqa_toolkit.interop.every_eval_ever import export_eee
+    return export_eee
+
+
+# tool -> a function importing its reader, which returns (Source, [Response]); imported when that tool is asked for
+IMPORTERS: dict[str, Callable[[], Callable[..., Any]]] = {
+    "lm-eval": _read_lm_eval,
+    "inspect": _read_inspect,
+    "helm": _read_helm,
+}
+# format -> a function importing its writer, which takes (records, items by id, out_dir, name)
+EXPORTERS: dict[str, Callable[[], Callable[..., Any]]] = {
+    "lm-eval": _write_lm_eval,
+    "inspect": _write_inspect,
+    "eee": _write_eee,
+}
+
+
+def _resolve(table: dict[str, Callable[[], Callable[..., Any]]], name: str, what: str) -> Callable[..., Any]:
     if name not in table:
         raise ValueError(f"unknown {what} {name!r}; known: {sorted(table)}")
-    module, func = table[name].split(":")
-    return getattr(importlib.import_module(module), func)
+    return table[name]()
 
 
 def import_run(tool: str, path: str | Path, run_dir: str | Path, items: ItemSet | None = None,

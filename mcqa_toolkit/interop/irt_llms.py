@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.datasets.enem.formats import AREA_NAMES, LANGUAGES, area_of, is_foreign_position
+from mcqa_toolkit.datasets.enem.formats import AREA_NAMES, LANGUAGES, area_of, is_foreign_position, language_of
 from mcqa_toolkit.items import LETTERS, DatasetError
 
 __all__ = ["REQUIRED", "ResponsePatterns", "read_response_patterns"]
@@ -71,8 +71,8 @@ def _check(path: Path, df: pd.DataFrame) -> None:
     _fail(path, df, (df["MODEL_NAME"].str.strip() == "").to_numpy(), "MODEL_NAME", "empty")
     _fail(path, df, ~df["EXAM_SUBJECT"].isin(list(AREA_NAMES)).to_numpy(), "EXAM_SUBJECT",
           f"{{value!r}} is not an ENEM area {sorted(AREA_NAMES)}")
-    _fail(path, df, ~df["LANGUAGE"].str.lower().isin(list(LANGUAGES)).to_numpy(), "LANGUAGE",
-          f"{{value!r}} is not a known language {sorted(LANGUAGES)}")
+    _fail(path, df, df["LANGUAGE"].map(language_of).isna().to_numpy(), "LANGUAGE",
+          f"{{value!r}} is not one of ENEM's languages {LANGUAGES} (by name or code)")
     _fail(path, df, ~df["RESPONSE_PATTERN"].str.fullmatch(r"[01]+").to_numpy(), "RESPONSE_PATTERN",
           "{value!r} is not a string of 0s and 1s (read it as text: it may start with zeros)")
     n = df["RESPONSE_PATTERN"].str.len()
@@ -141,7 +141,7 @@ def _patterns(df: pd.DataFrame) -> pd.DataFrame:
     size = df["MODEL_SIZE"].str.strip()
     model = df["MODEL_NAME"].str.strip() + np.where(size != "", "-" + size, "")
     out = pd.DataFrame({"line": df["line"], "model": model,
-                        "strategy": df["SYSTEM_PROMPT_TYPE"], "language": df["LANGUAGE"].str.lower().map(LANGUAGES),
+                        "strategy": df["SYSTEM_PROMPT_TYPE"], "language": df["LANGUAGE"].map(language_of),
                         "year": df["EXAM_YEAR"].astype(int), "area": df["EXAM_SUBJECT"],
                         "co_prova": df["CO_PROVA"].astype(int), "seed": df["SEED"].astype(np.int64)})
     out["shuffle"] = out.groupby(["model", "year", "area", "co_prova", "language"]).cumcount()

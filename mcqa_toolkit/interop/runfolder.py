@@ -177,7 +177,7 @@ def write_run(source: Source, responses: Sequence[Response], run_dir: str | Path
         run_dir.append(records)
         run_dir.write_items(used.values())
         frame = run_dir.finalize(prov)
-        run_dir.write_summary(summarize_run(frame), identity)
+        opened.complete(summarize_run(frame))   # summary.json: the import is a complete run
         return ImportResult(run_dir, frame, opened.state, _unmatched_frame(prov))
 
 

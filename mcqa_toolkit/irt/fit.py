@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from mcqa_toolkit.irt.ability import DEFAULT_CHUNK, _check_chunk
-from mcqa_toolkit.irt.models import _Z_CLIP, check_items, check_responses, check_theta, response_chunk
+from mcqa_toolkit.irt.ability.base import DEFAULT_CHUNK, check_chunk
+from mcqa_toolkit.irt.models import Z_CLIP, check_items, check_responses, check_theta, response_chunk
 
 
 def _fit_sums(responses, theta, a, b, c, D, chunk_size, star=True):
@@ -32,14 +32,14 @@ def _fit_sums(responses, theta, a, b, c, D, chunk_size, star=True):
     n = u.shape[0]
     out = np.zeros((5, n))
     log1m_c = np.log1p(-c)
-    step = _check_chunk(chunk_size)
+    step = check_chunk(chunk_size)
     for start in range(0, n, step):
         stop = min(start + step, n)
         x, mask = response_chunk(u, start, stop)
         tt = t[start:stop]
         finite = np.isfinite(tt)
         z = D * a * (np.where(finite, tt, 0.0)[:, None] - b)
-        ez = np.exp(np.clip(z, -_Z_CLIP, _Z_CLIP))
+        ez = np.exp(np.clip(z, -Z_CLIP, Z_CLIP))
         inv = 1.0 / (1.0 + ez)
         p = (ez + c) * inv
         w = np.log(ez + c) - log1m_c            # ln(P/Q) = ln(e^z + c) - ln(1 - c); = z when c = 0
@@ -65,7 +65,7 @@ def person_fit_lz(responses: ArrayLike, theta: ArrayLike, a: ArrayLike, b: Array
 
     NaN where undefined: infinite theta or no administered item (V = 0).
     """
-    (W, V, _, _, _), _ = _fit_sums(responses, theta, a, b, c, D, _check_chunk(chunk_size), star=False)
+    (W, V, _, _, _), _ = _fit_sums(responses, theta, a, b, c, D, check_chunk(chunk_size), star=False)
     out = np.full(W.shape, np.nan)
     np.divide(W, np.sqrt(V), out=out, where=V > 0)
     return out
@@ -83,7 +83,7 @@ def person_fit_lz_star(responses: ArrayLike, theta: ArrayLike, a: ArrayLike, b: 
     """
     if method not in ("ml", "map", "wle"):
         raise ValueError(f"method = {method!r}: expected 'ml', 'map' or 'wle'")
-    (W, V, info, cw, jw), t = _fit_sums(responses, theta, a, b, c, D, _check_chunk(chunk_size))
+    (W, V, info, cw, jw), t = _fit_sums(responses, theta, a, b, c, D, check_chunk(chunk_size))
     cn = np.divide(cw, info, out=np.zeros_like(cw), where=info > 0)
     # tau^2 = sum (w - c_n r)^2 P Q = V - 2 c_n sum w r P Q + c_n^2 sum r^2 P Q, and r P Q = P'
     tau2 = V - 2.0 * cn * cw + cn * cn * info

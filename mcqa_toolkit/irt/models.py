@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 # exp(700) is finite in float64; clipping z there changes P by < 1e-300 and keeps every log finite
-_Z_CLIP = 700.0
+Z_CLIP = 700.0
 
 
 def _first_bad(mask: np.ndarray) -> tuple[int, ...]:
@@ -111,7 +111,7 @@ def response_chunk(u: np.ndarray, start: int, stop: int,
 
 def _z(theta: ArrayLike, a: np.ndarray, b: np.ndarray, D: float) -> np.ndarray:
     t = np.asarray(theta, dtype=float)[..., None]
-    return np.clip(D * a * (t - b), -_Z_CLIP, _Z_CLIP)
+    return np.clip(D * a * (t - b), -Z_CLIP, Z_CLIP)
 
 
 def irf(theta: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None,

@@ -47,6 +47,7 @@ from mcqa_toolkit.measure.population import (MIN_PERSONS, SmallPopulationWarning
 from mcqa_toolkit.measure.position import (accuracy_by_position, position_bias, position_distribution,
                                            shuffle_consistency)
 from mcqa_toolkit.measure.pride import PrideResult, debias, item_prior, permutation_debiased, pride
+from mcqa_toolkit.measure.sizes import Sizes, within
 from mcqa_toolkit.measure.scores import accuracy, bootstrap_means, item_scores, kappa, kappa_by_subject, macro_average
 from mcqa_toolkit.measure.summary import summarize_run
 
@@ -68,5 +69,5 @@ __all__ = [
     "PrideResult",
     "debias", "item_prior", "permutation_debiased", "pride", "MIN_GROUP", "DifResult", "bh_adjust", "ets_class",
     "mantel_haenszel", "mh_permutation", "irt_dif", "logistic_dif", "DifPersons", "dif_persons", "SimulatedDif",
-    "simulate_dif_persons",
+    "simulate_dif_persons", "Sizes", "within",
 ]

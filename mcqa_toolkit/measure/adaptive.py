@@ -121,7 +121,7 @@ def is_adaptive(records: pd.DataFrame) -> pd.Series:
 def pair_adaptive_runs(records: pd.DataFrame) -> pd.DataFrame:
     """One row per adaptive run (run_id): model, dataset, language, strategy, run_id, full_form_hash and its
     partner's full_strategy / full_run_id (None when no fixed-form run of the same model, dataset and
-    language has strategy_hash == full_form_hash, e.g. a CAT run made before the hash was recorded). Empty
+    language has strategy_hash == full_form_hash, e.g. a CAT run whose records carry no full_form_hash). Empty
     when no record carries extra["cat"]."""
     cols = [*RUN_KEYS, "strategy", "run_id", "full_form_hash", "full_strategy", "full_run_id"]
     cats = pd.Series(_cat_info(records["extra"]), index=records.index, dtype=object)

@@ -8,12 +8,12 @@
     lock       RunLock: one writer per run folder (flock, re-entrant, held only by the process that writes)
     identity   RunIdentity: what determines a run's records, one shape for every maker of run folders, hashed;
                the identity older folders recorded, read into it
-    state      run_state(): what a folder holds; check_writable() then locked(): the writer's two decisions, the
-               second under the lock (open_for_write(): both)
+    state      run_state(): what a folder holds (complete: RunDir.is_complete); open_for_write(): the one way in
+               for a writer (check, lock, check again); OpenRun.complete(): summary.json, the last step
     store      RunDir: every file of one run folder (records, run.json, items.jsonl, ...), appended, compacted and
                read back
     dataset    RunDataset: the dataset a folder says its run was given (name, loader arguments, exam version)
-    results    load_results / load_min_k / run_dirs over many run folders
+    results    run_dirs / complete_runs / load_results / load_min_k over many run folders
 
 Imports items.py and nothing else of the package: run/ writes run folders through it; measure/, report/,
 interop/ and the notebooks read them through it.
@@ -24,12 +24,11 @@ from mcqa_toolkit.records.factory import decode_response, make_record, run_field
 from mcqa_toolkit.records.dataset import RunDataset, run_dataset
 from mcqa_toolkit.records.identity import RunIdentity, recorded_identity
 from mcqa_toolkit.records.lock import RunLocked
-from mcqa_toolkit.records.results import load_min_k, load_results, run_dirs
-from mcqa_toolkit.records.state import (OpenRun, RunRefused, RunState, check_writable, locked, open_for_write,
-                                        run_state)
+from mcqa_toolkit.records.results import complete_runs, load_min_k, load_results, run_dirs
+from mcqa_toolkit.records.state import OpenRun, RunRefused, RunState, check_writable, open_for_write, run_state
 from mcqa_toolkit.records.store import RunDir
 
 __all__ = ["COLUMNS", "KEY", "STATUSES", "records_frame", "assert_same_records", "record_differences",
            "decode_response", "make_record", "run_fields", "RunLocked", "load_min_k", "load_results", "run_dirs",
-           "OpenRun", "RunRefused", "RunState", "run_state", "check_writable", "locked", "open_for_write", "RunDir",
+           "complete_runs", "OpenRun", "RunRefused", "RunState", "run_state", "check_writable", "open_for_write", "RunDir",
            "RunIdentity", "recorded_identity", "RunDataset", "run_dataset"]

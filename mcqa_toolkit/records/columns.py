@@ -73,8 +73,8 @@ KEY = ["item_id", "shuffle"]   # one record per key in a run
 
 
 def unique_records(df: pd.DataFrame, source: Any = "records") -> pd.DataFrame:
-    """One record per (item_id, shuffle), the first written: a folder written by two processes at once
-    (before run folders were locked) holds some twice. Dropping them is logged, naming `source`."""
+    """One record per (item_id, shuffle), the first written: a folder two processes wrote at once, without the
+    one-writer lock (records.lock), holds some twice. Dropping them is logged, naming `source`."""
     dup = df.duplicated(KEY, keep="first") if len(df) else pd.Series(dtype=bool)
     if not dup.any():
         return df

@@ -4,9 +4,11 @@
 keys, same columns, every value equal with floats within 1e-6, timing aside), the run's identity as its
 provenance states it (IDENTITY_FIELDS: a changed strategy hash or dataset fingerprint is another run even when the
 records happen to agree), and how far apart the scores are whatever the verdict (`score_delta`: the largest
-|difference| of any option score, and the share of records with the same choice). `pair_runs` matches the run
-folders of two folders by name. scripts/compare_records.py prints these for two commits or two folders, and the
-invariance table (scripts/invariance.py) reads `score_delta` for each execution choice.
+|difference| of any option score, and the share of records with the same choice), and by how much each column
+moved (`record_changes`: the largest |difference| of every float a column holds, and how many records changed
+choice, response or forwarded tokens). `pair_runs` matches the run folders of two folders by name.
+scripts/compare_records.py prints these for two commits or two folders, and the invariance table
+(benchmarks/invariance.py) reads `score_delta` for each execution choice.
 """
 from __future__ import annotations
 
@@ -19,13 +21,15 @@ import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.records.columns import KEY
-from mcqa_toolkit.records.equality import SCORE_ATOL, record_differences
+from mcqa_toolkit.records.equality import JSON_COLUMNS, SCORE_ATOL, TIMING_COLUMNS, decoded_json, record_differences
 from mcqa_toolkit.records.results import run_dirs
 from mcqa_toolkit.records.store import RunDir
 
-__all__ = ["IDENTITY_FIELDS", "ScoreDelta", "RunVerdict", "score_delta", "compare_runs", "pair_runs", "verdicts"]
+__all__ = ["IDENTITY_FIELDS", "COUNTED", "ScoreDelta", "RecordChanges", "RunVerdict", "score_delta",
+           "record_changes", "compare_runs", "pair_runs", "verdicts"]
 
 IDENTITY_FIELDS = ("strategy_hash", "dataset_fingerprint", "n_items")  # provenance fields that name the run
+COUNTED = ("choice", "response", "n_forwarded_tokens")  # columns whose changed records record_changes counts
 
 
 @dataclass(frozen=True)
@@ -70,19 +74,88 @@ def score_delta(a: pd.DataFrame, b: pd.DataFrame) -> ScoreDelta:
 
 
 @dataclass(frozen=True)
+class RecordChanges:
+    """By how much two runs' shared records differ, column by column: `max_abs_delta` maps each column holding
+    floats (in lists and JSON too, compared place by place) to the largest |difference| of its floats (columns
+    with no float compared are absent); `changed` maps each COUNTED column to the number of records whose value
+    differs at all."""
+
+    max_abs_delta: dict[str, float]
+    changed: dict[str, int]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"max_abs_delta_by_column": dict(self.max_abs_delta), "records_changed": dict(self.changed)}
+
+
+def _is_float(x: Any) -> bool:
+    return isinstance(x, (float, np.floating))
+
+
+def _float_deltas(x: Any, y: Any) -> Iterable[float]:
+    """|x - y| for each pair of numbers at the same place in `x` and `y` (dict keys on both sides, lists of one
+    length) where one of them is a float; NaN on either side, bools and pairs of ints are left out."""
+    if isinstance(x, dict) and isinstance(y, dict):
+        for k in sorted(set(x) & set(y)):
+            yield from _float_deltas(x[k], y[k])
+    elif isinstance(x, (list, tuple, np.ndarray)) and isinstance(y, (list, tuple, np.ndarray)):
+        if len(x) == len(y):
+            for p, q in zip(x, y):
+                yield from _float_deltas(p, q)
+    elif (_is_float(x) or _is_float(y)) and all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+                                                for v in (x, y)):
+        d = abs(float(x) - float(y))
+        if not math.isnan(d):
+            yield d
+
+
+def _value(col: str, x: Any) -> Any:
+    x = decoded_json(x) if col in JSON_COLUMNS else x
+    return None if _is_float(x) and math.isnan(x) else x
+
+
+def record_changes(a: pd.DataFrame, b: pd.DataFrame) -> RecordChanges:
+    """RecordChanges of two record frames on their shared (item_id, shuffle) keys and shared columns (timing
+    columns aside)."""
+    left = a.drop_duplicates(KEY).set_index(KEY)
+    right = b.drop_duplicates(KEY).set_index(KEY)
+    shared = left.index.intersection(right.index)
+    worst: dict[str, float] = {}
+    changed: dict[str, int] = {}
+    for col in sorted((set(left.columns) & set(right.columns)) - set(TIMING_COLUMNS)):
+        pairs = [(_value(col, x), _value(col, y)) for x, y in zip(left.loc[shared, col].tolist(),
+                                                                   right.loc[shared, col].tolist())]
+        deltas = [d for x, y in pairs for d in _float_deltas(x, y)]
+        if deltas:
+            worst[col] = max(deltas)
+        if col in COUNTED:
+            changed[col] = sum(not _equal(x, y) for x, y in pairs)
+    return RecordChanges(worst, changed)
+
+
+def _equal(x: Any, y: Any) -> bool:
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return bool(np.array_equal(np.asarray(x), np.asarray(y)))
+    return bool(x == y)
+
+
+@dataclass(frozen=True)
 class RunVerdict:
     """One run compared: `same` is the equality rule's verdict on the records and an unchanged identity;
-    `reasons` says what differs (empty when same); a side that is missing has records None."""
+    `reasons` says what differs (empty when same); `delta` and `changes` say by how much (None, like the
+    records, when a side is missing)."""
 
     name: str
     same: bool
     records: tuple[int | None, int | None]
     delta: ScoreDelta | None = None
     reasons: tuple[str, ...] = field(default_factory=tuple)
+    changes: RecordChanges | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"run": self.name, "same": self.same, "records_a": self.records[0], "records_b": self.records[1],
                 **(self.delta.as_dict() if self.delta else {"max_abs_delta": None, "same_choice": None}),
+                **(self.changes.as_dict() if self.changes else {"max_abs_delta_by_column": None,
+                                                                "records_changed": None}),
                 "reasons": list(self.reasons)}
 
 
@@ -106,7 +179,8 @@ def compare_runs(a: RunDir, b: RunDir, *, atol: float = SCORE_ATOL, ignore: Iter
             reasons.append(f"{key}: {ia.get(key)!r} != {ib.get(key)!r}")
     if a.is_complete() != b.is_complete():
         reasons.append(f"complete: {a.is_complete()} != {b.is_complete()}")
-    return RunVerdict(a.name, not reasons, (len(ra), len(rb)), score_delta(ra, rb), tuple(reasons))
+    return RunVerdict(a.name, not reasons, (len(ra), len(rb)), score_delta(ra, rb), tuple(reasons),
+                      record_changes(ra, rb))
 
 
 def _runs(path: Path) -> dict[str, RunDir]:

@@ -22,7 +22,7 @@ __all__ = ["TIMING_COLUMNS", "SCORE_ATOL", "record_differences", "assert_same_re
 
 TIMING_COLUMNS = ("seconds",)
 SCORE_ATOL = 1e-6
-_JSON_COLUMNS = ("extra", "judgements", "response")
+JSON_COLUMNS = ("extra", "judgements", "response")
 
 
 def _close(a: Any, b: Any, atol: float, path: str, out: list[str]) -> None:
@@ -78,7 +78,8 @@ def _nan(x: Any) -> bool:
     return x is None or _number(x) and math.isnan(float(x))
 
 
-def _decoded(value: Any) -> Any:
+def decoded_json(value: Any) -> Any:
+    """A JSON column's text as its value (records write dicts and lists as JSON text); other values as they are."""
     if isinstance(value, str) and value:
         try:
             return json.loads(value)
@@ -104,8 +105,8 @@ def record_differences(a: pd.DataFrame, b: pd.DataFrame, *, atol: float = SCORE_
         return out
     for col in sorted((set(a.columns) & set(b.columns)) - skip):
         for i, (x, y) in enumerate(zip(left[col].tolist(), right[col].tolist())):
-            if col in _JSON_COLUMNS:
-                x, y = _decoded(x), _decoded(y)
+            if col in JSON_COLUMNS:
+                x, y = decoded_json(x), decoded_json(y)
             _close(x, y, atol, f"{left.at[i, 'item_id']}#{left.at[i, 'shuffle']}.{col}", out)
             if len(out) >= limit:
                 return out

@@ -1,7 +1,7 @@
 """One writer per run folder: `RunLock`, an exclusive lock on `<run folder>/run.lock` held for the whole run.
 
-Two processes appending to one records.jsonl duplicated records (two `mcqa run` a second apart kept 234
-records for 132, and the accuracy was computed over them). run.recipe.run_job and run.runner.run hold this
+Without it, two processes appending to one records.jsonl duplicate records (two `mcqa run` a second apart keep
+234 records for 132, and the accuracy is computed over them). run.recipe.run_job and run.runner.run hold this
 lock while they write a run folder; a second writer stops at once with RunLocked, one sentence naming the
 holder (pid, host, when it started), and `mcqa run` reports that combination as running elsewhere.
 
@@ -14,8 +14,8 @@ dependency here, and it would add nothing this module needs. flock is POSIX (Lin
 or the filesystem cannot lock, the run goes on unlocked with a warning (concurrent writers are then not detected).
 
 The lock is re-entrant for the thread that holds it. It is held by the process that writes the folder, and only
-by it: under `mcqa run` that is the grid's kernel, which opens a run's folder before its notebook and keeps the
-lock until the executed notebook is in the folder (run.kernel); nothing is lent between processes.
+by it: under `mcqa run` that is the grid's kernel, where the run notebook opens the run's folder and the lock is
+kept until the executed notebook is in the folder (run.kernel); nothing is lent between processes.
 """
 from __future__ import annotations
 

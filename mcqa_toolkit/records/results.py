@@ -8,7 +8,7 @@ import pandas as pd
 
 from mcqa_toolkit.records.store import MIN_K, RECORDS_JSONL, RECORDS_PARQUET, RunDir
 
-__all__ = ["run_dirs", "load_results", "load_min_k"]
+__all__ = ["run_dirs", "complete_runs", "load_results", "load_min_k"]
 
 
 def run_dirs(outputs_dir: str | Path) -> list[RunDir]:
@@ -18,9 +18,16 @@ def run_dirs(outputs_dir: str | Path) -> list[RunDir]:
     return [RunDir(d) for d in sorted(found)]
 
 
+def complete_runs(outputs_dir: str | Path) -> list[RunDir]:
+    """Every complete run folder under `outputs_dir` (RunDir.is_complete: what a report needs), sorted by path;
+    [] when the folder does not exist."""
+    return [r for r in run_dirs(outputs_dir) if r.is_complete()] if Path(outputs_dir).is_dir() else []
+
+
 def load_results(outputs_dir: str | Path, complete_only: bool = True) -> pd.DataFrame:
-    """Every run under `outputs_dir` (any depth) concatenated into one tidy frame."""
-    frames = [r.load() for r in run_dirs(outputs_dir) if r.is_complete() or not complete_only]
+    """Every complete run under `outputs_dir` (any depth; `complete_only=False`: every run folder, unfinished ones
+    as far as they went) concatenated into one tidy frame."""
+    frames = [r.load() for r in (complete_runs(outputs_dir) if complete_only else run_dirs(outputs_dir))]
     if not frames:
         raise FileNotFoundError(f"no {'complete ' if complete_only else ''}runs under {outputs_dir}")
     return pd.concat(frames, ignore_index=True)

@@ -1,40 +1,43 @@
 """The one place that decides what a run folder holds (nothing yet, a run to resume, a finished run, or another
-run that must not be mixed with this one), and the guarded entry for writing it.
+run that must not be mixed with this one), and the one way into a folder for writing it.
 
 `run_state(run_dir, identity)` compares a records.identity.RunIdentity with the one the folder's run.json recorded
 when its run started (records.identity.recorded_identity reads folders written before RunIdentity too): a field
-that differs refuses the folder (RunRefused, one sentence naming the fields). COMPLETE means every step of the run
-is done: the records are compacted (provenance complete) and summary.json is written.
+that differs refuses the folder (RunRefused, one sentence naming the fields). COMPLETE is RunDir.is_complete, the one
+definition of a complete run (records compacted and summary.json written: what a report needs).
 
-The process that writes a run folder decides its state twice, and no other process decides it for it:
-- `check_writable(run_dir, identity)`: once, without the lock or creating anything: the state, RunRefused for a
-  folder holding another run, RunLocked when another process is writing it (a COMPLETE run is never locked).
-  Writers that load a model first ask this before loading (a finished, foreign or busy folder costs no load);
-- `locked(run_dir, identity)`: once more, under the one-writer lock (records.lock; another writer may have finished
-  it meanwhile), removing what a killed writer left; it yields an OpenRun holding the decided state, and the lock
-  is held until the block ends.
-`open_for_write(run_dir, identity)` is both in a row, for writers with nothing to load in between (imports, `mcqa
-run`'s kernel opening a run before its notebook: run.kernel). `OpenRun.start(provenance)` records run.json with
-the identity once the run is under way.
+Every writer of a run folder (run.recipe, `mcqa run`'s kernel in run.kernel, run.runner.run, interop imports) opens
+it through `open_for_write(run_dir, identity, before_lock)`, the one sequence:
+1. check: the state decided once, without the lock and creating nothing (`check_writable`): RunRefused for a folder
+   holding another run, RunLocked when another process is writing it; a COMPLETE run is yielded at once, unlocked
+   (nothing will be written);
+2. `before_lock()`, if given: what the writer does only for a run it will write, before it takes the lock (run_job
+   loads its model there, so a finished, foreign or busy folder costs no load); its value is OpenRun.prepared;
+3. lock: the one-writer lock (records.lock), RunLocked at once when another process holds it;
+4. recheck: the state decided once more under the lock (another writer may have finished it meanwhile:
+   OpenRun.meanwhile), and what a killed writer left removed. The lock is held until the block ends.
+`OpenRun.start(provenance)` records run.json with the identity once the run is under way; `OpenRun.complete(summary)`
+writes summary.json, the last step, which makes the run complete.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterator
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from mcqa_toolkit.records.identity import RunIdentity, recorded_identity
 from mcqa_toolkit.records.lock import RunLocked
 from mcqa_toolkit.records.store import RunDir
 
-__all__ = ["RunState", "RunRefused", "run_state", "OpenRun", "check_writable", "locked", "open_for_write"]
+__all__ = ["RunState", "RunRefused", "run_state", "OpenRun", "check_writable", "open_for_write"]
 
 
 class RunState(str, Enum):
     NEW = "new"              # no run has started in this folder
     RESUMABLE = "resumable"  # the same run started here and is not finished: finished records are kept
-    COMPLETE = "complete"    # the same run finished (records, provenance and summary written)
+    COMPLETE = "complete"    # the same run finished (RunDir.is_complete: records compacted, summary written)
 
 
 class RunRefused(ValueError):
@@ -58,18 +61,20 @@ def run_state(run_dir: RunDir, identity: RunIdentity) -> RunState:
     if diff:
         raise RunRefused(f"{run_dir.dir} holds a different run, made with {'; '.join(diff)}; use another output "
                          "folder or delete it")
-    if run_dir.is_complete() and run_dir.summary_file.exists():
-        return RunState.COMPLETE
-    return RunState.RESUMABLE
+    return RunState.COMPLETE if run_dir.is_complete() else RunState.RESUMABLE
 
 
 @dataclass
 class OpenRun:
-    """A run folder opened for writing (lock held unless COMPLETE): its decided `state` and its identity."""
+    """A run folder opened for writing (open_for_write; lock held unless COMPLETE): its decided `state`, its
+    identity, what the writer prepared before the lock (`prepared`: before_lock's value, None when not called), and
+    whether a COMPLETE state was found only under the lock (`meanwhile`: another writer finished it)."""
 
     run_dir: RunDir
     state: RunState
     identity: RunIdentity
+    prepared: Any = None
+    meanwhile: bool = False
 
     def start(self, provenance: dict[str, Any]) -> dict[str, Any]:
         """Record what is being run (run.json): the provenance with the identity and its hash, which it returns
@@ -78,9 +83,14 @@ class OpenRun:
         self.run_dir.write_run_info(info)
         return info
 
+    def complete(self, summary: dict[str, Any]) -> Path:
+        """Write summary.json (the headline numbers and this run's identity) after the compacted records: the last
+        step of a run, which makes it complete (RunDir.is_complete)."""
+        return self.run_dir.write_summary(summary, self.identity)
+
 
 def check_writable(run_dir: RunDir, identity: RunIdentity) -> RunState:
-    """The first decision (see the module docstring): no lock, nothing created."""
+    """The first decision of open_for_write (see the module docstring): no lock, nothing created."""
     state = run_state(run_dir, identity)
     if state is not RunState.COMPLETE:
         holder = run_dir.holder()
@@ -90,22 +100,17 @@ def check_writable(run_dir: RunDir, identity: RunIdentity) -> RunState:
 
 
 @contextmanager
-def locked(run_dir: RunDir, identity: RunIdentity) -> Iterator[OpenRun]:
-    """The second decision, under the lock (see the module docstring); RunLocked at once when another process
-    holds it. Leftovers of a killed writer are removed once the lock is held (not in a COMPLETE folder)."""
+def open_for_write(run_dir: RunDir, identity: RunIdentity,
+                   before_lock: Callable[[], Any] | None = None) -> Iterator[OpenRun]:
+    """Check, `before_lock()`, lock, check again (see the module docstring): an OpenRun whose lock is held until the
+    block ends; a COMPLETE run at the first check is yielded without the lock. RunRefused / RunLocked before anything
+    is written."""
+    if check_writable(run_dir, identity) is RunState.COMPLETE:
+        yield OpenRun(run_dir, RunState.COMPLETE, identity)
+        return
+    prepared = before_lock() if before_lock is not None else None
     with run_dir.lock():
         state = run_state(run_dir, identity)
         if state is not RunState.COMPLETE:
             run_dir.remove_leftovers()
-        yield OpenRun(run_dir, state, identity)
-
-
-@contextmanager
-def open_for_write(run_dir: RunDir, identity: RunIdentity) -> Iterator[OpenRun]:
-    """check_writable, then locked: a COMPLETE run is yielded without taking the lock (nothing will be written);
-    RunRefused / RunLocked before anything is written."""
-    if check_writable(run_dir, identity) is RunState.COMPLETE:
-        yield OpenRun(run_dir, RunState.COMPLETE, identity)
-        return
-    with locked(run_dir, identity) as folder:
-        yield folder
+        yield OpenRun(run_dir, state, identity, prepared, meanwhile=state is RunState.COMPLETE)

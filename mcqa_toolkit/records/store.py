@@ -7,9 +7,10 @@ A run folder (`outputs/<model>__<dataset>__<language>__<strategy>/`) holds
                     checks it (records.state)
   items.jsonl       the items the run was given (Item.to_dict per line; the records are about some of them),
                     written at start: reports, the inspector and the analyses read them, never a loader
-  records.parquet   the records sorted by item and shuffle, written when the run completes
-  provenance.json   run.json + usage + complete=True + n_records, written when the run completes
-  summary.json      headline numbers and the identity that produced them
+  records.parquet   the records sorted by item and shuffle, written once every record is in (compacted)
+  provenance.json   run.json + usage + complete=True + n_records, written with records.parquet
+  summary.json      headline numbers and the identity that produced them, written last: it marks the run
+                    complete (is_complete: compacted records and summary.json, what a report needs)
   min_k.parquet     Min-K% prob of each question under the run's model (contamination)
   run_model.ipynb   the executed notebook, when the run came from `mcqa run`
   batch.json        batch-mode state (API batch ids, counts, failures), see run.batch
@@ -98,10 +99,17 @@ class RunDir:
         """Who is writing this folder now (pid, host, started), None when nobody is (records.lock.lock_holder)."""
         return lock_holder(self.dir)
 
-    def is_complete(self) -> bool:
+    def is_compacted(self) -> bool:
+        """The records are compacted: records.parquet holds them all and provenance.json says so (finalize). Only
+        where to read the records from (load); a compacted run is not complete until its summary.json is written."""
         if not self.provenance_file.exists() or not self.parquet.exists():
             return False
         return bool(json.loads(self.provenance_file.read_text()).get("complete"))
+
+    def is_complete(self) -> bool:
+        """Every step of the run is done: the records compacted and summary.json written, i.e. what a report needs.
+        The one definition of a complete run: records.state, records.results and report/ all read it."""
+        return self.summary_file.exists() and self.is_compacted()
 
     # ---- records ---------------------------------------------------------------------------------------
     def read_records(self) -> list[dict[str, Any]]:
@@ -176,7 +184,8 @@ class RunDir:
 
     def finalize(self, provenance: dict[str, Any]) -> pd.DataFrame:
         """Compact the JSONL to Parquet (sorted by item and shuffle, one record per key) and write provenance
-        with complete=True (the JSONL is forced to disk first: complete means every record is durable)."""
+        with complete=True, the compacted flag (the JSONL is forced to disk first: every record is durable). The run
+        is complete once summary.json follows (records.state.OpenRun.complete)."""
         self.sync()
         df = unique_records(records_frame(self.read_records()), self.jsonl)
         df = df.sort_values(KEY, kind="stable").reset_index(drop=True)
@@ -186,8 +195,8 @@ class RunDir:
         return df
 
     def load(self) -> pd.DataFrame:
-        """The run's records: Parquet when complete, else what the JSONL holds so far (one per key)."""
-        if self.is_complete():
+        """The run's records: Parquet once compacted, else what the JSONL holds so far (one per key)."""
+        if self.is_compacted():
             return conform(pd.read_parquet(self.parquet))
         return unique_records(records_frame(self.read_records()), self.jsonl)
 
@@ -244,8 +253,8 @@ class RunDir:
         return [json.loads(line) for line in lines if line.strip()]
 
     def items(self) -> ItemSet | None:
-        """The items the run was given (items.jsonl), named after its dataset; None for a folder written before
-        runs carried their items (its dataset's loader and arguments are in run.json: records.dataset)."""
+        """The items the run was given (items.jsonl), named after its dataset; None for a folder without
+        items.jsonl (its dataset's loader and arguments are in run.json: records.dataset)."""
         if not self.items_file.exists():
             return None
         return ItemSet([item_from_dict(d) for d in self.read_items()], self.described().get("dataset") or self.name)

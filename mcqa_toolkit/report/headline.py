@@ -15,7 +15,7 @@ from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.abilities import GROUP_BY
 from mcqa_toolkit.records.dataset import run_dataset
-from mcqa_toolkit.records.results import run_dirs
+from mcqa_toolkit.records.results import complete_runs
 from mcqa_toolkit.records.store import RunDir
 
 REPORTED_APART = ("course_exam",)   # datasets with a notebook of their own (16_course_exam), not the default one
@@ -39,16 +39,12 @@ class Runs:
                 f"{self.items.name!r}")
 
 
-def _complete(results_dir: str | Path) -> list[RunDir]:
-    return [r for r in run_dirs(results_dir) if r.is_complete()] if Path(results_dir).is_dir() else []
-
-
 def runs_dataset(results_dir: str | Path, dataset: str | None = None) -> str:
     """`dataset`, or the one dataset of the complete runs under `results_dir` (not counting those reported apart,
     REPORTED_APART, when others are there); several is a ValueError naming them."""
     if dataset is not None:
         return dataset
-    found = sorted({run_dataset(r).name for r in _complete(results_dir)})
+    found = sorted({run_dataset(r).name for r in complete_runs(results_dir)})
     main = [d for d in found if d not in REPORTED_APART] or found
     if len(main) != 1:
         raise ValueError(f"the runs under {results_dir} are of " + (f"the datasets {main}: choose one (mcqa report "
@@ -57,8 +53,8 @@ def runs_dataset(results_dir: str | Path, dataset: str | None = None) -> str:
 
 
 def run_items(runs: Sequence[RunDir], name: str = "") -> ItemSet:
-    """The items of `runs`, merged by item_id: the items each was given (items.jsonl) or, for folders written
-    before runs carried their items, their dataset loaded again with the arguments their run.json records, once
+    """The items of `runs`, merged by item_id: the items each was given (items.jsonl) or, for folders without
+    items.jsonl, their dataset loaded again with the arguments their run.json records, once
     for all of them, kept to their exam versions (in the loader's order, as reports read it then). An item two runs
     hold differently (e.g. an exam file edited between them) is a ValueError naming both folders: such runs are
     reported apart."""
@@ -88,14 +84,14 @@ def run_items(runs: Sequence[RunDir], name: str = "") -> ItemSet:
 
 def dataset_runs(results_dir: str | Path, dataset: str) -> list[RunDir]:
     """The complete runs of `dataset` under `results_dir` (any depth)."""
-    return [r for r in _complete(results_dir) if run_dataset(r).name == dataset]
+    return [r for r in complete_runs(results_dir) if run_dataset(r).name == dataset]
 
 
 def dataset_items(results_dir: str | Path, dataset: str | None = None,
                   dataset_args: dict[str, Any] | None = None) -> ItemSet:
     """The items of `dataset`'s runs under `results_dir` (run_items); with no run there (the question inspector
     exploring an exam before any run), the loader's items with `dataset_args`."""
-    runs = dataset_runs(results_dir, runs_dataset(results_dir, dataset)) if _complete(results_dir) else []
+    runs = dataset_runs(results_dir, runs_dataset(results_dir, dataset)) if complete_runs(results_dir) else []
     if runs:
         return run_items(runs, run_dataset(runs[0]).name)
     if dataset is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from mcqa_toolkit.records.dataset import run_dataset
-from mcqa_toolkit.records.results import run_dirs
+from mcqa_toolkit.records.results import complete_runs
 
 # the headline numbers of a run's summary.json shown per run, and the overview table's columns
 SUMMARY_KEYS = ("n_items", "shuffles", "accuracy", "accuracy_ci_low", "accuracy_ci_high", "kappa", "unanswered",
@@ -23,9 +23,7 @@ OVERVIEW_COLUMNS = ("model", "dataset", "language", "strategy", *SUMMARY_KEYS, "
 def runs_frame(results_dir: str | Path) -> pd.DataFrame:
     """One row per complete run under `results_dir` (any depth) with its headline numbers and its files."""
     rows = []
-    for rd in run_dirs(results_dir):
-        if not rd.is_complete() or not rd.summary_file.exists():
-            continue
+    for rd in complete_runs(results_dir):   # records.store.RunDir.is_complete: records compacted, summary written
         summary, prov = rd.summary(), rd.provenance()
         strategy = prov.get("strategy", {})
         rows.append({

@@ -265,6 +265,16 @@ def adaptive_runs_table(savings: pd.DataFrame, rows: Sequence[str] = ("model", "
     counts = ("shuffles", "items CAT", "items full", "tokens CAT", "tokens full")
     return Table(t, best=None, formats={**{c: ".0f" for c in counts}, "items saved %": ".1f",
                                         "tokens saved %": ".1f"}, **kw)
+
+
+def anchor_table(anchors: pd.DataFrame, estimate: str = "gpirt", **kw) -> Table:
+    """`measure.adaptive.anchor_curve` output: per k, the mean absolute error of each selection's accuracy
+    (`estimate`) and theta estimates (no cell is ranked)."""
+    wide = anchors.pivot(index="k", columns="selection", values=[f"mae_{estimate}", "mae_theta"])
+    wide.columns = [f"{'theta' if v == 'mae_theta' else 'accuracy'} {s}" for v, s in wide.columns]
+    return Table(wide, best=None, digits=3, **kw)
+
+
 def exam_score_table(comparison: pd.DataFrame, rows: str | Sequence[str] = ("model", "strategy"), **kw) -> Table:
     """`compare_to_students()` output as one block per exam (its `exam_name` when present): per system the points
     earned of the points graded, the score on the exam's scale, the students' mean, median and SD, z and the

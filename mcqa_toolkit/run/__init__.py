@@ -9,11 +9,13 @@
                type, yes/no log-probs) and judged
     adaptive   the CAT loop (run_adaptive): one item at a time, the most informative at the current theta
     preflight  every combination of a params file checked without a model, before a kernel or a run folder
-    grid       `mcqa run`: every incomplete job's run notebook, cheapest first, in one kernel (session)
+    grid       `mcqa run`: every incomplete job's run notebook, cheapest first, in one kernel (session); a run
+               reaches the kernel only as the notebook's papermill parameters, what it did is read from its folder
     batch      API batch mode: collect a job's requests, submit them, fetch the results into the request cache
-    session    KernelSession: one Jupyter kernel that executes many papermill notebooks in turn
-    kernel     KernelRuns, what that kernel holds (BackendCache, Ray pool, the open run folder): it decides each
-               run folder's state and holds its lock while the run notebook writes it
+    session    KernelSession: one Jupyter kernel that executes many papermill notebooks in turn, and the JSON
+               control requests (Jupyter comms) served between them; no source is built for the kernel
+    kernel     the run notebook's kernel: notebook_run (the notebook's one call) and KernelRuns (BackendCache, Ray
+               pool, the open run folder): it opens, locks, writes and closes each run folder
     pool/      a Ray cluster's actors scoring a run's blocks (RayPool; the driver writes the records)
 
 The record format and the run folder (columns, record factory, grading, equality, RunDir, lock, state) are

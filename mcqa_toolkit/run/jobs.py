@@ -2,9 +2,10 @@
 
 A Job says *what* one run is (its model, dataset, language, strategy and options, and its run folder); the
 recipe (run.recipe.run_job) does it, and its identity (records.identity.RunIdentity, what determines the records)
-comes from its plan (run.recipe.prepare). A Job converts to and from the run notebook's UPPER_CASE parameters
-(papermill injects them; nothing else spells them) and to and from a plain dict of its fields (`to_dict`), which
-`mcqa run` sends its kernel.
+comes from its plan (run.recipe.prepare). A Job converts to and from the run notebook's papermill parameters
+(`parameters`, `from_parameters`: UPPER_CASE names, what a researcher passes to `papermill run_model.ipynb -p ...`;
+nothing else spells them): the one description of a run that crosses a process boundary (`mcqa run`'s kernel opens,
+locks and writes the run from them, run.kernel).
 """
 from __future__ import annotations
 
@@ -85,16 +86,9 @@ class Job:
         return build_strategy(self.strategy, shots=self.shots, shuffles=self.shuffles, seed=self.seed)
 
     def parameters(self) -> dict[str, Any]:
-        """The run notebook's parameters for this job (papermill injects them)."""
+        """The run notebook's parameters for this job (papermill injects them), JSON-ready values (the run folder
+        as a string); `from_parameters` is the inverse."""
         return {_name(f.name): _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
-    def to_dict(self) -> dict[str, Any]:
-        """The job's fields as JSON-ready values (the run folder as a string); `from_dict` is the inverse."""
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
-
-    @classmethod
-    def from_dict(cls, fields: Mapping[str, Any]) -> "Job":
-        return cls(**fields)
 
     @classmethod
     def from_parameters(cls, params: Mapping[str, Any]) -> "Job":

@@ -1,39 +1,51 @@
-"""KernelRuns: what `mcqa run`'s kernel holds (kept as RUNS between notebooks, run.grid): the grid's BackendCache,
-its Ray pool under `--ray`, and the one run folder open now. The grid process calls its methods (run.session
-KernelSession.call); the run notebook calls `RUNS.run(job)`.
+"""The run notebook's kernel: the process that opens, locks, writes and closes a run folder, from the notebook's
+papermill parameters alone (run.jobs.Job.from_parameters).
 
-The kernel is the process that writes a run folder, so it is the one that decides the folder's state and holds
-its lock; the grid process only plans and prints. For each combination the grid asks, in this kernel:
-- `open(job)`: the job's plan and identity (run.recipe.prepare), then the state decided once (records.state
-  check_writable) and, unless the run is complete, once more under the one-writer lock (records.state.locked),
-  kept until `close`. The answer is the state, or why the folder cannot be written: it holds another run
-  ("refused") or another process is writing it ("locked", with the holder);
-- `run(job)`, from the run notebook papermill executes: the model (from the BackendCache or the pool's workers),
-  then the records and Min-K% (run.recipe.load_backends, write_run) into the folder opened for it;
-- `batch(mode)`: API batch mode's submit or fetch for the open run (run.batch), the same layout as a run;
-- `close(notebook)`: the executed notebook (papermill wrote it outside the folder) moved into the folder, then
-  summary.json, which marks the run complete (so a complete run always holds its executed notebook; a grid killed
-  in between resumes the run, its records all there), still under the lock, which is then released; the run's
-  headline numbers back for the grid to print.
-A kernel that dies (out of memory) releases the lock with it (flock), and the next call starts a new one.
+The run notebook calls `notebook_run(globals())`. Run by hand (papermill or Jupyter), that is run.recipe.run_job:
+every step, summary.json included, the model loaded for this run. Under `mcqa run` (run.grid) the kernel serves the
+whole grid and holds a KernelRuns as RUNS, a name the session keeps between notebooks (run.session): the grid's
+BackendCache (each model loaded once for the grid), its Ray pool under `--ray`, and the run folder open now. Then
+`notebook_run` is `RUNS.run(job)`: the folder opened (records.state.open_for_write: state, lock, state), the model
+loaded (from the BackendCache or the pool's workers) and the records and Min-K% written, the lock kept for what
+follows the notebook. A folder holding another run (RunRefused) or being written by another process (RunLocked)
+fails the notebook's cell, so papermill names the exception to the grid.
+
+The grid then sends control requests (run.session.Control, JSON) to TARGET, served here by importable code loaded
+as the kernel's extension when it starts:
+- "start" {cluster}: RUNS created (and the Ray pool connected) whenever a kernel starts; "end": the pool closed;
+- "close" {notebook}: the executed notebook (papermill wrote it outside the folder) copied into the folder opened
+  for it, then summary.json, which marks the run complete (so a complete run always holds its executed notebook; a
+  grid killed in between resumes the run, its records all there), then the lock released;
+- "batch" {mode, parameters}: API batch mode's submit or fetch (run.batch) for the run of those parameters, its
+  folder opened as for a run and closed at once; the state is the folder's batch.json.
+Nothing comes back but an acknowledgement: the grid reads what a run did from its folder. A kernel that dies (out
+of memory) releases the lock with it (flock), and the next request starts a new one.
 """
 from __future__ import annotations
 
 import contextlib
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from mcqa_toolkit.records.files import atomic
-from mcqa_toolkit.records.lock import RunLocked, describe
-from mcqa_toolkit.records.state import OpenRun, RunRefused, RunState, check_writable, locked
+from mcqa_toolkit.records.state import OpenRun, RunState, open_for_write
 from mcqa_toolkit.run.jobs import Job
-from mcqa_toolkit.run.recipe import (BackendCache, PreparedRun, RunResult, finish_run, load_backends, prepare,
-                                     write_run)
+from mcqa_toolkit.run.recipe import BackendCache, RunResult, load_backends, prepare, run_job, stored, write_run
 
-__all__ = ["KernelRuns", "HEADLINE_KEYS"]
+__all__ = ["KernelRuns", "notebook_run", "RUNS", "TARGET", "EXTENSION"]
 
-HEADLINE_KEYS = ("accuracy", "kappa", "n_items", "shuffles")  # what the grid prints for a finished run
+RUNS = "RUNS"                   # the kernel's KernelRuns under `mcqa run`, kept between notebooks
+TARGET = "mcqa_toolkit.runs"    # the control target this module serves in the kernel
+EXTENSION = __name__            # the module the grid's kernel loads at start (load_ipython_extension)
+
+
+def notebook_run(parameters: Mapping[str, Any]) -> RunResult:
+    """The run of the notebook's papermill parameters (the notebook's globals()): RUNS.run under `mcqa run`,
+    run.recipe.run_job when the notebook runs alone."""
+    job = Job.from_parameters(parameters)
+    runs = parameters.get(RUNS)
+    return runs.run(job) if isinstance(runs, KernelRuns) else run_job(job)
 
 
 class KernelRuns:
@@ -48,73 +60,50 @@ class KernelRuns:
             self.pool = RayPool(cluster["address"], cluster["workers"])
             self.pool.connect()
         self._stack = contextlib.ExitStack()
-        self._prep: PreparedRun | None = None
-        self._result: RunResult | None = None
         self._opened: OpenRun | None = None
-
-    def open(self, job: dict[str, Any]) -> dict[str, Any]:
-        """Decide the job's run folder and, unless it is complete, hold its lock (module docstring). Returns
-        {"state": new | resumable | complete | refused | locked, "why": a sentence for the last two, "summary":
-        the headline numbers of a complete run}."""
-        self.close()
-        j = Job.from_dict(job)
-        prep = prepare(j)
-        try:
-            if check_writable(j.run_dir, prep.identity) is RunState.COMPLETE:
-                return {"state": RunState.COMPLETE.value, "summary": _headline(j)}
-            opened = self._stack.enter_context(locked(j.run_dir, prep.identity))
-        except RunRefused as e:
-            return {"state": "refused", "why": str(e)}
-        except RunLocked as e:
-            return {"state": "locked", "why": describe(e.holder)}
-        self._prep, self._opened = prep, opened
-        if opened.state is RunState.COMPLETE:  # another process finished it meanwhile
-            self.close()
-            return {"state": RunState.COMPLETE.value, "summary": _headline(j), "meanwhile": True}
-        return {"state": opened.state.value}
-
-    def _open(self, job: Job | None = None) -> tuple[PreparedRun, OpenRun]:
-        if self._prep is None or self._opened is None:
-            raise RuntimeError("no run folder is open in this kernel (the grid opens one before each run notebook)")
-        if job is not None and job != self._prep.job:
-            raise RuntimeError(f"the run notebook's job ({job.run_dir.dir}) is not the one opened for it "
-                               f"({self._prep.job.run_dir.dir})")
-        return self._prep, self._opened
+        self._result: RunResult | None = None
 
     def run(self, job: Job, progress: bool = True) -> RunResult:
-        """The open run (the run notebook's job): its model, then every step run.recipe.write_run does."""
-        prep, opened = self._open(job)
+        """The notebook's run: its folder opened (records.state.open_for_write), its model loaded and its records
+        written, the lock kept until `close`; a complete run is read back and nothing is kept open."""
+        self.close()
+        prep = prepare(job)
+        opened = self._stack.enter_context(open_for_write(job.run_dir, prep.identity))
+        if opened.state is RunState.COMPLETE:  # finished before, or by another process meanwhile
+            self._stack.close()
+            return stored(job, opened.state)
+        self._opened = opened
         backend, plan = load_backends(prep, self.backends, self.pool)
         self._result = write_run(opened, prep, backend, plan, progress, finish=False)   # summary.json at close
         return self._result
 
-    def batch(self, mode: str) -> dict[str, Any]:
-        """API batch mode for the open run (run.batch): "submit" its missing requests, or "fetch" ended batches
-        into the request cache. Returns {"lines": what to print, "ready": whether the run can now execute}."""
-        from mcqa_toolkit.run import batch
-
-        prep, _ = self._open()
-        state = batch.submit(prep.job, self.backends) if mode == "submit" else batch.fetch(prep.job, self.backends)
-        return {"lines": batch.describe(prep.job.run_dir.name, state),
-                "ready": mode == "fetch" and bool(state.get("ready"))}
-
-    def close(self, notebook: str | None = None) -> dict[str, Any]:
-        """Move the executed `notebook` (if given) into the open run folder, write summary.json if the run was
-        written, release the lock, and return the run's headline numbers ({} without summary.json: a run that
-        failed)."""
-        if self._prep is None:
-            return {}
-        job = self._prep.job
+    def close(self, notebook: str | None = None) -> None:
+        """Copy the executed `notebook` (if given) into the open run folder, write summary.json if the run was
+        written, and release the lock; nothing when no run is open."""
+        if self._opened is None:
+            return
+        opened, result = self._opened, self._result
         try:
             if notebook is not None and Path(notebook).exists():
-                atomic(job.run_dir.notebook, lambda tmp: shutil.copyfile(notebook, tmp), job.run_dir.notebook.name,
-                       "the records are intact")
-            if self._result is not None:
-                finish_run(self._prep, self._result)
+                target = opened.run_dir.notebook
+                atomic(target, lambda tmp: shutil.copyfile(notebook, tmp), target.name, "the records are intact")
+            if result is not None:
+                opened.complete(result.summary)
         finally:
             self._stack.close()
-            self._prep = self._opened = self._result = None
-        return _headline(job)
+            self._opened = self._result = None
+
+    def batch(self, job: Job, mode: str) -> None:
+        """API batch mode for the job's run (run.batch): "submit" its missing requests, or "fetch" ended batches
+        into the request cache; the state goes to the folder's batch.json. Nothing for a complete run."""
+        from mcqa_toolkit.run import batch
+
+        if mode not in ("submit", "fetch"):
+            raise ValueError(f"batch mode must be 'submit' or 'fetch', got {mode!r}")
+        self.close()
+        with open_for_write(job.run_dir, prepare(job).identity) as opened:
+            if opened.state is not RunState.COMPLETE:
+                (batch.submit if mode == "submit" else batch.fetch)(job, self.backends)
 
     def end(self) -> None:
         """Close the open run and the Ray pool (the kernel is about to shut down)."""
@@ -124,7 +113,21 @@ class KernelRuns:
             self.pool = None
 
 
-def _headline(job: Job) -> dict[str, Any]:
-    """The headline numbers of a finished run ({} when it has no summary.json)."""
-    summary = job.run_dir.summary()
-    return {k: summary.get(k) for k in HEADLINE_KEYS if k in summary}
+def load_ipython_extension(ip: Any) -> None:
+    """Loaded by `mcqa run`'s kernel when it starts (run.grid): the control requests of the module docstring."""
+    from mcqa_toolkit.run.session import serve   # papermill and jupyter_client: the kernel's side only
+
+    def start(cluster: dict[str, Any] | None = None) -> None:
+        if isinstance(ip.user_ns.get(RUNS), KernelRuns):
+            ip.user_ns[RUNS].end()
+        ip.user_ns[RUNS] = KernelRuns(cluster)
+
+    def runs() -> KernelRuns:
+        held = ip.user_ns.get(RUNS)
+        if not isinstance(held, KernelRuns):
+            raise RuntimeError(f"no {RUNS} in this kernel: the session did not start it")
+        return held
+
+    serve(ip, TARGET, {"start": start, "end": lambda: runs().end(),
+                       "close": lambda notebook=None: runs().close(notebook),
+                       "batch": lambda mode, parameters: runs().batch(Job.from_parameters(parameters), mode)})

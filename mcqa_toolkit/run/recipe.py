@@ -1,5 +1,4 @@
-"""run_job(): every step of one run, in one function that the run notebook, `mcqa run`, batch mode and Python
-users all call.
+"""run_job(): every step of one run, in one function that the run notebook, batch mode and Python users all call.
 
     from mcqa_toolkit.run.jobs import Job
     from mcqa_toolkit.run.recipe import BackendCache, run_job
@@ -7,16 +6,16 @@ users all call.
     result = run_job(Job("gemma-3-270m", "demo", {}, "pt", "S5", Path("outputs/pt_S5")), backends)
 
 The steps (prepare, load_backends, write_run; run_job does them in a row): build the strategy, load the items and
-plan the run (shots, limit), which gives the run's identity (records.identity.RunIdentity); ask the run folder
-what it holds (records.state.check_writable, the first decision: a finished run is returned as it is, another run
-is refused, a run another process is writing now stops at once with RunLocked, all before any model is loaded);
-get the backends of the model and its judges; refuse what they cannot serve before any file is written
-(run.dispatch.check_plan, and Min-K% without log-probs of given text); take the folder's one-writer lock and
-decide once more (records.state.locked); administer (run.runner.administer: run.json, items.jsonl, resumable
-records and provenance); summarise; measure Min-K% prob of the evaluated questions; write summary.json, the step
-that marks the run complete. The lock is held from the second decision to summary.json. Under `mcqa run` the
-grid's kernel opens the folder before the run notebook and holds it until the executed notebook is in it
-(run.kernel), calling load_backends and write_run in between.
+plan the run (shots, limit), which gives the run's identity (records.identity.RunIdentity); open the run folder
+through records.state.open_for_write, the one sequence every writer uses: the state decided (a finished run is
+returned as it is, another run is refused, a run another process is writing now stops at once with RunLocked),
+then the backends of the model and its judges loaded and what they cannot serve refused (run.dispatch.check_plan,
+and Min-K% without log-probs of given text), both before any file is written, then the one-writer lock taken and
+the state decided once more; administer (run.runner.administer: run.json, items.jsonl, resumable records and
+provenance); summarise; measure Min-K% prob of the evaluated questions; write summary.json (OpenRun.complete), the
+step that marks the run complete. The lock is held from the second decision to summary.json. Under `mcqa run` the
+grid's kernel (run.kernel) does the same steps with the last one deferred until the executed notebook is in the
+folder.
 
 With a pool (run.pool.RayPool, `mcqa run --ray`), a local model (and its judges) is loaded by the pool's workers
 instead of this process, and its items are scored there; everything else, the run folder included, stays here.
@@ -38,7 +37,7 @@ from mcqa_toolkit.datasets import load_items
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.summary import summarize_run
 from mcqa_toolkit.records.identity import RunIdentity, model_name, spec_name
-from mcqa_toolkit.records.state import OpenRun, RunState, check_writable, locked
+from mcqa_toolkit.records.state import OpenRun, RunState, open_for_write
 from mcqa_toolkit.run.dispatch import check_plan
 from mcqa_toolkit.run.jobs import Job, model_label
 from mcqa_toolkit.run.runner import RunPlan, administer, plan_run
@@ -46,8 +45,8 @@ from mcqa_toolkit.scoring.judge import LLMJudge
 from mcqa_toolkit.scoring.methods import MIN_K, check_need
 from mcqa_toolkit.scoring.min_k import min_k_table
 
-__all__ = ["BackendCache", "RunResult", "PreparedRun", "prepare", "load_backends", "write_run", "finish_run", "stored",
-           "run_job", "HEADLINE"]
+__all__ = ["BackendCache", "RunResult", "PreparedRun", "prepare", "load_backends", "write_run", "stored", "run_job",
+           "HEADLINE"]
 
 HEADLINE = ("n_items", "accuracy", "kappa", "points_earned", "points_possible", "unanswered", "refused", "error")
 
@@ -170,9 +169,10 @@ def load_backends(prep: PreparedRun, backends: BackendCache | None = None, pool:
 
 def write_run(opened: OpenRun, prep: PreparedRun, backend: Backend, plan: RunPlan, progress: bool = True, *,
               finish: bool = True) -> RunResult:
-    """Into a folder opened for writing (records.state: decided, lock held): the records (run.runner.administer),
-    the Min-K% table, and summary.json, the step that marks the run complete (`finish`; False leaves it to
-    finish_run, once what must precede it is in the folder: `mcqa run`'s executed notebook, run.kernel)."""
+    """Into a folder opened for writing (records.state.open_for_write: decided, lock held): the records
+    (run.runner.administer), the Min-K% table, and summary.json, the step that marks the run complete (`finish`;
+    False leaves it to the caller's OpenRun.complete, once what must precede it is in the folder: `mcqa run`'s
+    executed notebook, run.kernel)."""
     job = prep.job
     records = administer(opened, plan, backend, plan.provenance(backend), progress)
     summary = summarize_run(records)
@@ -183,13 +183,8 @@ def write_run(opened: OpenRun, prep: PreparedRun, backend: Backend, plan: RunPla
         summary["min_k_prob_mean"] = float(min_k["min_k_prob"].mean())
     result = RunResult(job, opened.state, records, summary, min_k)
     if finish:
-        finish_run(prep, result)
+        opened.complete(summary)
     return result
-
-
-def finish_run(prep: PreparedRun, result: RunResult) -> None:
-    """summary.json: the run's headline numbers and identity, the step that marks it complete."""
-    prep.job.run_dir.write_summary(result.summary, prep.identity)
 
 
 def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = True, pool: Any = None) -> RunResult:
@@ -197,10 +192,8 @@ def run_job(job: Job, backends: BackendCache | None = None, *, progress: bool = 
     `backends`: the session's BackendCache (None: a fresh one, i.e. the model is loaded for this run).
     `pool`: the session's run.pool.RayPool (None: everything in this process)."""
     prep = prepare(job)
-    if check_writable(job.run_dir, prep.identity) is RunState.COMPLETE:  # finished, foreign or busy: no model load
-        return stored(job, RunState.COMPLETE)
-    backend, plan = load_backends(prep, backends, pool)
-    with locked(job.run_dir, prep.identity) as opened:  # decided once more, under the lock (records.state)
-        if opened.state is RunState.COMPLETE:  # another process finished it meanwhile
+    with open_for_write(job.run_dir, prep.identity, lambda: load_backends(prep, backends, pool)) as opened:
+        if opened.state is RunState.COMPLETE:  # finished before (no model loaded), or meanwhile by another process
             return stored(job, opened.state)
+        backend, plan = opened.prepared
         return write_run(opened, prep, backend, plan, progress)

@@ -3,11 +3,11 @@
 Every question type is asked as run.dispatch routes it: single-answer items by the strategy's method, the
 others by generation or yes/no log-probs, short answers graded by the judges in the same block. Records are
 appended to the run folder's records.jsonl after each block (one item; several for padded greedy generation, and
-for log-prob methods as many as the backend's `items_per_call`); a re-run with the same folder skips finished records, and refuses (records.state) to mix a
-different strategy, model, dataset or judging into it. One writer at a time: the folder is locked (records.lock)
-while run() writes it. The finished run is compacted to Parquet with its
-provenance. Same seed => identical records (timing fields aside). A strategy the backend cannot serve is
-refused before any work.
+for log-prob methods as many as the backend's `items_per_call`); a re-run with the same folder skips finished
+records, and refuses (records.state) to mix a different strategy, model, dataset or judging into it. One writer at a
+time: the folder is locked (records.lock) while run() writes it. The finished run is compacted to Parquet with its
+provenance, then summarised. Same seed => identical records (timing fields aside). A strategy the backend cannot
+serve is refused before any work.
 
 A backend that scores blocks elsewhere (backends.base.PooledBackend: run.pool's RemoteBackend, a Ray cluster's
 workers) is given the blocks; their records come back to this process, in block order, and are written here exactly as the in-process
@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 from mcqa_toolkit import __version__
 from mcqa_toolkit.backends.base import Backend, PooledBackend, items_per_call, usage_delta
 from mcqa_toolkit.items import Item, ItemSet
+from mcqa_toolkit.measure.summary import summarize_run
 from mcqa_toolkit.prompts import select_shots, split_shots, template_languages
 from mcqa_toolkit.run.adaptive import run_adaptive
 from mcqa_toolkit.run.dispatch import ask, ask_letters, check_plan, letters_prompt, record_permutations
@@ -118,7 +119,8 @@ def run(items: ItemSet, backend: Backend | str | dict[str, Any], strategy: Strat
     keeps the first N evaluated items (smoke runs). Short answers are graded by `judges` (scoring.judge.LLMJudge;
     required when there are short answers), their scores combined by `combine` (mean | majority). The folder is
     opened through records.state.open_for_write with what determines the records (records.identity.RunIdentity:
-    model, dataset and items, strategy, shots, judges); a finished run is read back. Returns the records as a
+    model, dataset and items, strategy, shots, judges); a finished run is read back. The run ends with its
+    summary.json (measure.summary), so its folder is complete as for run.recipe's runs. Returns the records as a
     DataFrame (records.columns + extra).
 
     `pool` (run.pool.RayPool): the items are scored by the pool's workers, and `backend` is then the model
@@ -133,7 +135,9 @@ def run(items: ItemSet, backend: Backend | str | dict[str, Any], strategy: Strat
     with open_for_write(RunDir(run_dir), identity) as opened:
         if opened.state is RunState.COMPLETE:
             return opened.run_dir.load()
-        return administer(opened, plan, backend, plan.provenance(backend), progress)
+        records = administer(opened, plan, backend, plan.provenance(backend), progress)
+        opened.complete(summarize_run(records))   # summary.json: the run is complete, as a report needs it
+        return records
 
 
 def backend_model(backend: Backend) -> str:
@@ -168,7 +172,7 @@ class RunPlan:
     def provenance(self, backend: Backend) -> dict[str, Any]:
         prov = provenance(backend, self.strategy, self.items, self.dataset, self.excluded, self.judges, self.combine)
         prov.update(dataset_args=self.dataset_args, language=self.language)
-        if self.skipped:   # what the load left out (it cannot be administered), said in the run's provenance
+        if self.skipped:   # what the load left out (it cannot be used), said in the run's provenance
             prov.update(n_skipped_records=len(self.skipped), skipped_records=[str(r) for r in self.skipped])
         return prov
 

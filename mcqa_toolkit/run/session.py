@@ -1,42 +1,44 @@
-"""KernelSession: one Jupyter kernel that executes many papermill-parameterised notebooks in turn.
+"""KernelSession: one Jupyter kernel that executes many papermill-parameterised notebooks in turn, and the control
+requests that pass between them.
 
-`mcqa run` used to start a kernel per combination, so every run paid the kernel start, the imports (torch,
-transformers, pandas) and the model load again. A session pays them once for the whole grid while each
-notebook still gets its own executed copy, written by papermill exactly as before (injected parameters cell,
+A session pays the kernel start, the imports (torch, transformers, pandas) and the model loads once for many
+notebooks, while each notebook still gets its own executed copy, written by papermill (injected parameters cell,
 cell timings, error markers, PapermillExecutionError on a failing cell).
 
-Between notebooks the kernel forgets the previous one: its user namespace is cleared except the names the
-caller asks to keep (`keep`), its output history is dropped and its execution counter restarts at 1, so an
-executed notebook reads as if it had had a kernel of its own (session_reset, called in the kernel).
+What reaches the kernel is the notebooks' cells (papermill's injected parameters cell among them) and control
+requests. A control request is a Jupyter comm message to a named target holding JSON, a verb and its arguments;
+the target is served in the kernel by importable code (`serve`), registered by an IPython extension that the kernel
+loads by module name when it starts (`extensions`; this module is always one of them: its target resets the kernel
+between notebooks). The kernel answers a request with an acknowledgement only: done, or ControlError naming the
+exception; whatever a request produces, it leaves in files. No Python source is built for the kernel and nothing is
+parsed back from it.
 
-The caller talks to the kernel by calling importable code there, never by sending source: `call(target, *args)`
-calls a function ("package.module:function") or a method of an object the kernel keeps ("NAME.method") with
-JSON arguments and returns its JSON result (an exception there is KernelCallError, naming it); `into=NAME` keeps
-the result in the kernel instead. `setup` is such calls made whenever a kernel starts (`mcqa run` creates its
-run.kernel.KernelRuns there, kept as RUNS), `teardown` before it is shut down (the Ray pool's workers end there).
-A kernel that died (out of memory, say) is restarted, and set up again, before the next call or notebook; a call
-during which it dies is a KernelCallError at once. `env` adds variables to the kernel's environment.
+Between notebooks the kernel forgets the previous one (session_reset): its user namespace is cleared except the
+names the caller asks to keep (`keep`), its widgets and figures are closed, its output history is dropped and its
+execution counter restarts at 1, so an executed notebook reads as if it had had a kernel of its own.
 
-The kernel gets OPENBLAS_NUM_THREADS=1 unless the caller's environment sets it: torch already uses every core,
-and numpy's OpenBLAS threads, which keep spinning after each small matrix product, then slowed the model's runs
-down up to five-fold on 2 cores (the same run notebook took 8 s alone and 56 s inside `mcqa demo`).
+`setup`: control requests made whenever a kernel starts; `teardown`: before it is shut down. A kernel that died
+(out of memory, say) is restarted, and set up again, before the next request or notebook; a request during which it
+dies is a ControlError at once. `env` adds variables to the kernel's environment.
 
-The kernel talks over IPC sockets in a private temporary folder: no TCP ports are opened, which is also why
-ipykernel no longer warns "Kernel is running over TCP without encryption".
+The kernel gets OPENBLAS_NUM_THREADS=1 unless the caller's environment sets it: torch already uses every core, and
+numpy's OpenBLAS threads, which keep spinning after each small matrix product, slow the model's runs down up to
+five-fold on 2 cores (the same run notebook took 8 s alone and 56 s inside `mcqa demo`).
+
+The kernel talks over IPC sockets in a private temporary folder: no TCP ports are opened (and ipykernel has no
+reason to warn "Kernel is running over TCP without encryption").
 """
 from __future__ import annotations
 
-import ast
-import json
 import logging
 import os
 import queue
-import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import papermill as pm
 from jupyter_client.manager import AsyncKernelManager
@@ -46,7 +48,9 @@ from papermill.engines import NBClientEngine, papermill_engines
 
 ENGINE = "mcqa_kernel_session"
 KERNEL_ENV = {"OPENBLAS_NUM_THREADS": "1"}  # defaults for the kernel's environment (see the module docstring)
+TARGET = "mcqa_toolkit.session"  # this module's control target in the kernel (verb "reset")
 _LOG = logging.getLogger("papermill")
+_POLL_SECONDS = 1.0  # how often a waiting request checks that the kernel is alive
 
 
 class _SessionEngine(NBClientEngine):
@@ -67,13 +71,10 @@ class _SessionEngine(NBClientEngine):
 
 papermill_engines.register(ENGINE, _SessionEngine)
 
-_TARGET = re.compile(r"^(?:[A-Za-z_][\w.]*:[A-Za-z_][\w.]*|[A-Za-z_]\w*\.[A-Za-z_][\w.]*)$")
-_POLL_SECONDS = 1.0  # how often a waiting call checks that the kernel is alive
 
-
-class KernelCallError(RuntimeError):
-    """A call into the kernel raised (`ename`: the exception's class name there, `evalue`: its message), or the
-    kernel died during it (ename "DeadKernel")."""
+class ControlError(RuntimeError):
+    """A control request failed in the kernel (`ename`: the exception's class name there, `evalue`: its message),
+    or the kernel died during it (ename "DeadKernel")."""
 
     def __init__(self, what: str, ename: str, evalue: str):
         self.ename, self.evalue = ename, evalue
@@ -81,30 +82,35 @@ class KernelCallError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class KernelCall:
-    """One call into the kernel (see the module docstring): `target(*args)`, its result kept as `into` if given."""
+class Control:
+    """One control request: `verb` with the JSON arguments `args`, to the kernel's handler of `target` (serve)."""
 
     target: str
-    args: tuple[Any, ...] = ()
-    into: str | None = None
+    verb: str
+    args: Mapping[str, Any] = field(default_factory=dict)
 
-    def code(self) -> str:
-        """The one statement that makes the call in the kernel (the result goes to `_mcqa_result`)."""
-        if not _TARGET.match(self.target) or (self.into is not None and not self.into.isidentifier()):
-            raise ValueError(f"not a call target: {self.target!r} (package.module:function or NAME.method)")
-        if ":" in self.target:
-            module, attr = self.target.split(":")
-            function = f"__import__('importlib').import_module({module!r}).{attr}"
+
+def serve(ip: Any, target: str, verbs: Mapping[str, Callable[..., None]]) -> None:
+    """In the kernel (an extension's load_ipython_extension calls it): answer the control requests to `target`, each
+    calling verbs[verb](**args), with an acknowledgement: {"ok": true}, or the exception's class name and message."""
+    def handle(comm: Any, msg: dict[str, Any]) -> None:
+        args = dict(msg["content"].get("data") or {})
+        verb = args.pop("verb", None)
+        try:
+            if verb not in verbs:
+                raise ValueError(f"{target} has no verb {verb!r} (it has {sorted(verbs)})")
+            verbs[verb](**args)
+        except Exception as e:  # the caller reports it; the kernel goes on serving
+            comm.close(data={"ename": type(e).__name__, "evalue": str(e)})
         else:
-            function = self.target
-        text = json.dumps(list(self.args), default=str)
-        code = f"_mcqa_result = {function}(*__import__('json').loads({text!r}))"
-        return code + (f"\n{self.into} = _mcqa_result\n_mcqa_result = None" if self.into else "")
+            comm.close(data={"ok": True})
+
+    ip.kernel.comm_manager.register_target(target, handle)
 
 
 def session_reset(keep: Sequence[str], cwd: str | None) -> None:
-    """Called in the kernel before each notebook: forget the previous one except the `keep` names (its widgets and
-    figures closed, Out[] dropped, the execution counter back at 1) and move to `cwd`."""
+    """In the kernel, before each notebook: forget the previous one except the `keep` names (its widgets and figures
+    closed, Out[] dropped, the execution counter back at 1) and move to `cwd`."""
     import sys
 
     from IPython import get_ipython
@@ -121,13 +127,19 @@ def session_reset(keep: Sequence[str], cwd: str | None) -> None:
         os.chdir(cwd)
 
 
+def load_ipython_extension(ip: Any) -> None:
+    """Loaded by every session's kernel when it starts: this module's control target."""
+    serve(ip, TARGET, {"reset": session_reset})
+
+
 class KernelSession:
-    """One kernel for many notebooks: `with KernelSession(keep=("X",), setup="X = 1") as s: s.execute(nb, out, p)`."""
+    """One kernel for many notebooks: `with KernelSession(keep=("X",)) as s: s.execute(nb, out, parameters)`."""
 
     def __init__(self, kernel_name: str = "python3", cwd: str | Path | None = None, keep: Iterable[str] = (),
-                 startup_timeout: int = 60, setup: Sequence[KernelCall] = (), env: dict[str, str] | None = None,
-                 teardown: Sequence[KernelCall] = ()):
+                 startup_timeout: int = 60, setup: Sequence[Control] = (), env: dict[str, str] | None = None,
+                 teardown: Sequence[Control] = (), extensions: Sequence[str] = ()):
         self.kernel_name = kernel_name
+        self.extensions = (__name__, *extensions)  # modules the kernel loads at start (load_ipython_extension)
         self.teardown = tuple(teardown)
         self.env = dict(env or {})  # added to the kernel's environment (over the caller's)
         self.cwd = str(cwd) if cwd is not None else None
@@ -146,29 +158,30 @@ class KernelSession:
         self.close()
 
     def start(self) -> None:
-        """Start the kernel (IPC sockets in a private folder) and connect a client."""
+        """Start the kernel (IPC sockets in a private folder, the extensions loaded), connect a client, set it up."""
         self._dir = tempfile.mkdtemp(prefix="mcqa_kernel_")
         self.km = AsyncKernelManager(kernel_name=self.kernel_name, transport="ipc",
                                      connection_file=str(Path(self._dir) / "kernel.json"))
+        arguments = ["--HistoryManager.hist_file=:memory:", *(f"--IPKernelApp.extensions={m}" for m in self.extensions)]
         run_sync(self.km.start_kernel)(cwd=self.cwd, env={**KERNEL_ENV, **os.environ, **self.env},
-                                       extra_arguments=["--HistoryManager.hist_file=:memory:"])
+                                       extra_arguments=arguments)
         self.kc = self.km.client()
         self.kc.start_channels()
         try:
             run_sync(self.kc.wait_for_ready)(timeout=self.startup_timeout)
-            for call in self.setup:
-                self._request(call, "set up the kernel", self.startup_timeout)
+            for request in self.setup:
+                self._request(request, self.startup_timeout)
         except Exception:
             self.close()
             raise
 
     def close(self) -> None:
-        """Run `teardown` in a live kernel, stop the client and shut the kernel down (killed if it does not
-        stop), remove the socket folder."""
+        """Make the `teardown` requests in a live kernel, stop the client and shut the kernel down (killed if it
+        does not stop), remove the socket folder."""
         if self.teardown and self.kc is not None and self.km is not None and run_sync(self.km.is_alive)():
-            for call in self.teardown:
+            for request in self.teardown:
                 try:
-                    self._request(call, "tear down the kernel", self.startup_timeout)
+                    self._request(request, self.startup_timeout)
                 except Exception as e:  # shutting down goes on; what failed is said
                     _LOG.warning("%s", e)
         if self.kc is not None:
@@ -193,43 +206,42 @@ class KernelSession:
             self.close()
             self.start()
 
-    def reset(self, cwd: str | Path | None = None) -> None:
-        """Forget the previous notebook (except `keep`) and start counting cells at 1; raise if that fails."""
-        self.call("mcqa_toolkit.run.session:session_reset", list(self.keep),
-                  str(cwd) if cwd is not None else self.cwd)
-
-    def call(self, target: str, *args: Any, into: str | None = None, timeout: float | None = None) -> Any:
-        """Call `target(*args)` in the kernel (see the module docstring) and return its JSON result (None with
-        `into`); a kernel that died is restarted (and set up) first. `timeout`: seconds to wait (None: as long as
-        the kernel lives)."""
+    def control(self, target: str, verb: str, timeout: float | None = None, **args: Any) -> None:
+        """Ask the kernel's handler of `target` to do `verb` with the JSON `args` and wait until it has (ControlError
+        when it failed); a kernel that died is restarted (and set up) first. `timeout`: seconds to wait (None: as
+        long as the kernel lives)."""
         self._ensure_alive()
-        return self._request(KernelCall(target, tuple(args), into), target, timeout)
+        self._request(Control(target, verb, args), timeout)
 
-    def _request(self, call: KernelCall, what: str, timeout: float | None) -> Any:
-        """Make `call` silently (no output, history or execution count) and wait for its reply while the kernel
-        lives: its JSON result, or KernelCallError."""
-        result = "__import__('json').dumps(globals().pop('_mcqa_result', None), default=str)"  # leaves no name
-        msg_id = self.kc.execute(call.code(), silent=True, store_history=False, user_expressions={"r": result})
+    def _request(self, request: Control, timeout: float | None) -> None:
+        """Send `request` (a comm_open holding its verb and arguments) and wait for its acknowledgement (the comm's
+        close) while the kernel lives."""
+        what, comm_id = f"{request.target} {request.verb}", uuid.uuid4().hex
+        data = {**request.args, "verb": request.verb}
+        self.kc.shell_channel.send(self.kc.session.msg("comm_open", {"comm_id": comm_id, "target_name": request.target,
+                                                                     "data": data}))
         waited = 0.0
         while True:
             try:
-                reply = run_sync(self.kc.get_shell_msg)(timeout=_POLL_SECONDS)
+                msg = run_sync(self.kc.get_iopub_msg)(timeout=_POLL_SECONDS)
             except queue.Empty:
                 waited += _POLL_SECONDS
                 if not run_sync(self.km.is_alive)():
-                    raise KernelCallError(what, "DeadKernel", "the kernel died (out of memory?)") from None
+                    raise ControlError(what, "DeadKernel", "the kernel died (out of memory?)") from None
                 if timeout is not None and waited >= timeout:
-                    raise KernelCallError(what, "TimeoutError", f"no reply in {timeout:.0f} s") from None
+                    raise ControlError(what, "TimeoutError", f"no answer in {timeout:.0f} s") from None
                 continue
-            if reply["parent_header"].get("msg_id") == msg_id:
+            if msg["msg_type"] == "comm_close" and msg["content"].get("comm_id") == comm_id:
                 break
-        content = reply["content"]
-        if content["status"] != "ok":
-            raise KernelCallError(what, content.get("ename", "Error"), content.get("evalue", ""))
-        value = content["user_expressions"]["r"]
-        if value.get("status") != "ok":
-            raise KernelCallError(what, value.get("ename", "Error"), value.get("evalue", ""))
-        return json.loads(ast.literal_eval(value["data"]["text/plain"]))
+        answer = msg["content"].get("data") or {}
+        if not answer.get("ok"):
+            raise ControlError(what, answer.get("ename", "NoHandler"), answer.get(
+                "evalue", f"nothing in kernel {self.kernel_name!r} serves {request.target!r} (its extension did "
+                          "not load: is mcqa_toolkit importable there?)"))
+
+    def reset(self, cwd: str | Path | None = None) -> None:
+        """Forget the previous notebook (except `keep`) and start counting cells at 1; ControlError if that fails."""
+        self.control(TARGET, "reset", keep=list(self.keep), cwd=str(cwd) if cwd is not None else self.cwd)
 
     def execute(self, notebook: str | Path, output: str | Path, parameters: dict[str, Any] | None = None,
                 cwd: str | Path | None = None) -> Any:
@@ -240,4 +252,4 @@ class KernelSession:
                                    km=self.km, kc=self.kc)
 
 
-__all__ = ["KernelSession", "KernelCall", "KernelCallError", "session_reset", "ENGINE", "KERNEL_ENV"]
+__all__ = ["KernelSession", "Control", "ControlError", "serve", "session_reset", "ENGINE", "KERNEL_ENV", "TARGET"]

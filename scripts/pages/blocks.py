@@ -67,6 +67,12 @@ def number(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}" if abs(x) < 1e-2 or abs(x) >= 1e5 else f"{x:,.{digits}g}"
 
 
+def minutes(seconds: float) -> str:
+    """A duration as the pages print it: 8 min 52 s, 6 min, 45 s."""
+    m, s = divmod(round(seconds), 60)
+    return (f"{m} min {s} s" if s else f"{m} min") if m else f"{s} s"
+
+
 def table(header: list[str], rows: list[list[Any]], align: str | None = None) -> str:
     """A markdown table; `align`: one of l/r per column (default left)."""
     align = align or "l" * len(header)

@@ -1,8 +1,15 @@
 """docs/dif.md's check on the ENEM paper's 2021 response patterns, from docs/dif_2021.json
-(scripts/dif_real_patterns.py, run on the release with INEP's 2021 item file)."""
+(scripts/dif_real_patterns.py, run on the release with INEP's 2021 item file), and the classes the DIF report found
+on the demo's simulated persons, from the headline notebooks/18_dif.ipynb printed (its committed output, which the
+notebook tests check with nbval)."""
 from __future__ import annotations
 
-from pages.blocks import REPO, read_json, table
+import json
+from pathlib import Path
+
+from pages.blocks import REPO, read_json, rel, table
+
+DIF_NOTEBOOK = REPO / "notebooks" / "18_dif.ipynb"
 
 
 def real_patterns() -> str:
@@ -29,5 +36,29 @@ def real_patterns() -> str:
             "`within=p.block`):\n\n" + pooled + ("\n\n" + note if note else ""))
 
 
+def notebook_headline(path: Path) -> dict:
+    """The headline a committed notebook printed (the output of its `write_headline` cell)."""
+    for cell in read_json(path)["cells"]:
+        if cell["cell_type"] == "code" and "write_headline(" in "".join(cell["source"]):
+            text = "".join("".join(out.get("text", "")) for out in cell.get("outputs", []))
+            if text:
+                return json.loads(text)
+    raise ValueError(f"{rel(path)}: no printed headline: execute the notebook (scripts/refresh_notebooks.py)")
+
+
+def simulated() -> str:
+    """Per focal language: persons, questions per ETS class and flagged after BH, as the committed run found."""
+    h = notebook_headline(DIF_NOTEBOOK)
+    if h["source"] != "simulated":
+        return f"The committed run of `{rel(DIF_NOTEBOOK)}` used the runs' response patterns: nothing simulated."
+    focal = sorted(h["flagged_bh"])
+    reference = ", ".join(f"{lang} ({n:.0f} persons)" for lang, n in h["n_persons"].items() if lang not in focal)
+    rows = [[lang, f"{h['n_persons'][lang]:.0f}"] + [f"{h['classes'].get(f'{lang} / {c}', 0):.0f}" for c in "ABC"]
+            + [f"{h['flagged_bh'][lang]:.0f}"] for lang in focal]
+    return (f"From the headline of `{rel(DIF_NOTEBOOK)}` as committed (the demo's runs, simulated persons; "
+            f"reference {reference}):\n\n"
+            + table(["focal language", "simulated persons", "A", "B", "C", "flagged after BH"], rows, "lrrrrr"))
+
+
 def blocks() -> dict[str, str]:
-    return {"dif-real-patterns": real_patterns()}
+    return {"dif-real-patterns": real_patterns(), "dif-simulated": simulated()}

@@ -1,11 +1,12 @@
 """The README's headline numbers, from the same raw files as the docs: the engine's speed-ups (vs_lm_eval files,
-benchmarks/results/*/speed_*.json: ratios on the same items), and the ENEM agreement with INEP (in-sample from
-mcqa_toolkit/enem/reproducibility.csv, held out from docs/enem_crossval.json, both on the same candidates)."""
+benchmarks/results/*/speed_*.json: ratios on the same items), the ENEM agreement with INEP (in-sample from
+mcqa_toolkit/enem/reproducibility.csv, held out from docs/enem_crossval.json, both on the same candidates), and how
+long `make demo` takes from a fresh clone (benchmarks/make_demo.py's newest raw file)."""
 from __future__ import annotations
 
 import importlib.util
 
-from pages.blocks import REPO, read_json
+from pages.blocks import REPO, minutes, read_json, rel
 
 RESULTS = REPO / "benchmarks" / "results"
 
@@ -47,5 +48,21 @@ def enem() -> str:
             "outside 2013's adapted two-set booklets).")
 
 
+def demo() -> str:
+    """The newest fresh-clone `make demo` measurement: total, install, the demo's phases, the machine and commit."""
+    raws = {path: read_json(path) for path in RESULTS.glob("make_demo_*.json")}
+    path = max(raws, key=lambda p: (raws[p]["date"], raws[p].get("time", "")))
+    raw = raws[path]
+    d, machine = raw["demo"], raw["machine"]
+    first = d["runs"][0]["seconds"] if d["runs"] else 0
+    outcome = "exit status 0" if raw["demo_exit"] == 0 else f"exit status {raw['demo_exit']} (it failed)"
+    return (f"From a fresh clone on a {machine['cpus']}-core machine without a GPU, `make demo` took "
+            f"{minutes(raw['total_seconds'])} in all, {outcome}: {raw['install_seconds']:.0f} s to install (no pip "
+            f"cache: every package fetched) and {raw['demo_seconds']:.0f} s of demo, of which {len(d['runs'])} runs "
+            f"took {d['runs_seconds']} s (the first {first} s, with the model's first load and dequantisation) and "
+            f"the report's {len(d['report_notebooks'])} notebooks {d['report_seconds']} s (commit "
+            f"{raw['commit'][:7]}, {raw['date']}, 1-minute load {machine['load_1min_before']} before; `{rel(path)}`).")
+
+
 def blocks() -> dict[str, str]:
-    return {"readme-engine": engine(), "readme-enem": enem()}
+    return {"readme-engine": engine(), "readme-enem": enem(), "readme-demo": demo()}

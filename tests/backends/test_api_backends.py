@@ -134,15 +134,24 @@ def test_retries_with_backoff_then_give_up(items, tmp_path):
 
 
 def test_concurrency_bound_and_round_robin(items, tmp_path):
-    live, peak, lock = [0], [0], threading.Lock()
+    """The first 3 requests meet inside the servers (3 in flight at once, whatever the machine's speed; the
+    barrier's timeout only bounds a hang) and every request stays a moment, so a 4th at once would be seen."""
+    live, peak, arrived, lock = [0], [0], [0], threading.Lock()
+    first_three = threading.Barrier(3, timeout=120)
 
     def slow(req):
         with lock:
             live[0] += 1
             peak[0] = max(peak[0], live[0])
-        time.sleep(0.05)
-        with lock:
-            live[0] -= 1
+            arrived[0] += 1
+            meets = arrived[0] <= 3
+        try:
+            if meets:
+                first_three.wait()
+            time.sleep(0.05)  # lets a request over the bound overlap (it can only show a fault, never make one)
+        finally:
+            with lock:
+                live[0] -= 1
         return completions_route(req)
 
     with FakeAPI() as a, FakeAPI() as b:

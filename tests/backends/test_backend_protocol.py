@@ -69,6 +69,14 @@ def test_strategy_the_backend_cannot_serve_fails_before_any_request(items, table
         check_method(generate_only, "telepathy")
 
 
+def test_every_backend_kind_imports_its_factory():
+    from mcqa_toolkit.backends import REGISTRY
+
+    for kind, factory in REGISTRY.items():
+        load = factory()
+        assert load.__name__ == "load" and load.__module__.startswith(f"mcqa_toolkit.backends.{kind}"), kind
+
+
 def test_load_backend_errors():
     with pytest.raises(ValueError, match="unknown backend 'carrier-pigeon'"):
         load_backend({"backend": "carrier-pigeon", "model": "x"})

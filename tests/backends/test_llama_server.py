@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import numpy as np
 import pandas as pd
@@ -23,7 +25,7 @@ import yaml
 import mcqa_toolkit.run.runner as runner_mod
 from mcqa_toolkit.backends import load_backend
 from mcqa_toolkit.backends.hf import HFBackend
-from mcqa_toolkit.backends.llama_server import llama_server
+from mcqa_toolkit.backends.llama_server import LlamaServer, llama_server
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.resources import notebooks_dir
@@ -53,6 +55,21 @@ def short_items():
             ("Ice is water that is", ("hot", "boiling", "frozen"), 2)]
     return ItemSet([Item(item_id=f"short-{k}", source="test", exam="short", stem=stem, options=opts, answer=ans,
                          language="en", subject="general") for k, (stem, opts, ans) in enumerate(rows)], "short")
+
+
+def test_a_port_taken_before_the_server_binds_it_is_replaced_by_another(tmp_path):
+    """The port is picked, then bound by the server: another process that takes it in between (here a listening
+    socket of this test's) makes the first start try a new port, and the server answers there."""
+    server = LlamaServer(tmp_path)
+    picked = server.port
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", picked))
+        taken.listen()
+        with server:
+            assert server.port != picked
+            models = json.load(urllib.request.urlopen(f"{server.url}/models", timeout=30))
+            assert [m["id"] for m in models["data"]] == ["gemma-3-270m"]
+    assert "address already in use" in server.log_path.read_text().lower()  # the first start's log says why
 
 
 def backend(url, cache_dir, **kw):

@@ -1,8 +1,11 @@
 """datasets.agieval: AGIEval task files (fixtures written here in the release's layout: passages "", null and long,
 "(A)" prefixes, one string holding every option, Gaokao select-all labels, JEC-QA's one-letter lists, a cloze task),
 errors naming file, record and field, the real excerpts, and a run through run() whose multi-answer records are
-scored by exact set match."""
+scored by exact set match. The release's label defects are rewritten here in our words: gaokao-mathqa's two answers
+in one string ("AD") are a multiple-answer item; jec-qa-ca's label '。' and jec-qa-kd's empty list leave their record
+out, named, and the rest of the file loads."""
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -11,6 +14,7 @@ from paths import FIXTURES, SHARED
 
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.datasets.agieval import task_of
+from mcqa_toolkit.datasets.common import UnusableRecordsWarning
 from mcqa_toolkit.items import DatasetError
 from mcqa_toolkit.run import run
 from mcqa_toolkit.run.strategy import strategy
@@ -61,9 +65,9 @@ LINE = {"passage": None, "question": "Which?", "options": ["(A)x", "(B)y", "(C)z
 
 
 @pytest.mark.parametrize("rec, field, message", [
-    ({**LINE, "label": "D"}, "label", "answer letter 'D' not among ABC"),
-    ({**LINE, "label": ["A", 3]}, "label", "unknown answer letter 3"),
-    ({**LINE, "label": []}, "label", "expected a letter or a non-empty list"),
+    ({**LINE, "label": "D"}, "label", "answer 'D' is not written in letters of the options (ABC)"),
+    ({**LINE, "label": ["A", 3]}, "label", "expected answer letters, got int 3"),
+    ({**LINE, "label": "A+B"}, "label", "answer 'A+B' is not written in letters of the options (ABC)"),
     ({**LINE, "label": None}, "label", "expected str or list"),
     ({**LINE, "options": ["(A)x (A)y"]}, "options", "does not split into (A), (B)"),
     ({**LINE, "passage": 5}, "passage", "expected text or null"),
@@ -73,8 +77,48 @@ def test_bad_records_name_the_file_record_and_field(tmp_path, rec, field, messag
     p = tmp_path / "logiqa-en.jsonl"
     p.write_text(json.dumps(LINE) + "\n" + json.dumps(rec) + "\n")
     with pytest.raises(DatasetError) as e:
-        load("agieval", path=p)
+        load("agieval", path=p, strict=True)
     assert (e.value.path, e.value.record, e.value.field) == (str(p), 2, field) and message in e.value.message
+    with pytest.warns(UnusableRecordsWarning):
+        items = load("agieval", path=p)
+    assert items.ids == ["agieval-logiqa-en-1"] and [(r.record, r.field) for r in items.skipped] == [(2, field)]
+
+
+MATHQA = {"passage": None, "question": "下列函数中，既是奇函数又在(0,+∞)上单调递增的是", "other": {"source": "2022年新高考数学"},
+          "options": ["(A)y=x^3", "(B)y=-x", "(C)y=x^2", "(D)y=2x"], "answer": None}
+
+
+@pytest.mark.parametrize("label", ["AD", "A,D", "A D", "a, d", ["A", "D"], ["D", "A", "A"], "ＡＤ"])
+def test_several_letters_in_one_label_are_a_multiple_answer_item(tmp_path, label):
+    """gaokao-mathqa writes two correct answers as one string ("AD"): today the file stops there."""
+    p = tmp_path / "gaokao-mathqa.jsonl"
+    p.write_text("".join(json.dumps({**MATHQA, "label": lab}, ensure_ascii=False) + "\n" for lab in ("A", label)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnusableRecordsWarning)
+        one, two = load("agieval", path=p, strict=True)
+    assert (one.answer_type, one.answer) == ("single", 0)
+    assert (two.answer_type, two.answer, two.meta["partial_credit"], two.language) == ("multi", (0, 3), False, "zh")
+
+
+@pytest.mark.parametrize("task, label, reason", [
+    ("jec-qa-ca", "。", "answer '。' is not written in letters of the options (ABCD)"),
+    ("jec-qa-kd", [], "empty list of answer letters"),
+    ("jec-qa-kd", "", "empty value"),
+    ("gaokao-mathqa", "E", "answer 'E' is not written in letters of the options (ABCD)"),
+])
+def test_a_label_that_is_not_a_letter_leaves_its_record_out(tmp_path, task, label, reason):
+    """jec-qa-ca has a label '。' and jec-qa-kd an empty list: the record is unusable (never guessed), the file loads."""
+    p = tmp_path / f"{task}.jsonl"
+    p.write_text("".join(json.dumps({**MATHQA, "label": lab}, ensure_ascii=False) + "\n"
+                         for lab in (["B"], label, "C")))
+    with pytest.warns(UnusableRecordsWarning, match="record 2"):
+        items = load("agieval", path=p)
+    assert items.ids == [f"agieval-{task}-1", f"agieval-{task}-3"] and [it.answer for it in items] == [(1,), 2]
+    assert [(r.path, r.record, r.item_id, r.field, r.reason) for r in items.skipped] == [(str(p), 2, "", "label",
+                                                                                          reason)]
+    with pytest.raises(DatasetError) as e:
+        load("agieval", path=p, strict=True)
+    assert (e.value.record, e.value.field, e.value.message) == (2, "label", reason)
 
 
 def test_folders_and_unknown_tasks(tmp_path):

@@ -48,9 +48,11 @@ def test_an_option_empty_in_options_is_taken_from_alternatives(tmp_path):
     assert load("enem", path=tmp_path / "x.json")[0].options[3] == "reunir famílias."
     records[0]["alternatives"][3] = ""
     (tmp_path / "x.json").write_text(json.dumps(records), encoding="utf-8")
-    with pytest.raises(DatasetError) as e:                                # no text in either: refused
-        load("enem", path=tmp_path / "x.json")
+    with pytest.raises(DatasetError) as e:                                # no text in either: unusable
+        load("enem", path=tmp_path / "x.json", strict=True)
     assert (e.value.record, e.value.field) == (1, "options[3]")
+    with pytest.warns(UnusableRecordsWarning, match=r"record 1 .*field 'options\[3\]'"):
+        assert len(load("enem", path=tmp_path / "x.json")) == len(records) - 1
 
 
 @pytest.mark.parametrize("context", ["", "   ", None])

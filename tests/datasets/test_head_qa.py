@@ -10,6 +10,7 @@ from lookup_backend import LookupBackend, seeded_table
 from paths import FIXTURES, SHARED
 
 from mcqa_toolkit.datasets import load
+from mcqa_toolkit.datasets.common import UnusableRecordsWarning
 from mcqa_toolkit.items import DatasetError
 from mcqa_toolkit.measure import accuracy, dif_persons, language_gap, mantel_haenszel
 from mcqa_toolkit.run import run
@@ -90,8 +91,11 @@ GOOD = {"qid": "2", "qtext": "¿?", "ra": "1", "answers": [{"aid": 1, "atext": "
 def test_bad_records_name_the_file_record_and_field(tmp_path, question, record, field, message):
     p = _file(tmp_path, question)
     with pytest.raises(DatasetError) as e:
-        load("head_qa", path=p)
+        load("head_qa", path=p, strict=True)
     assert (e.value.path, e.value.record, e.value.field) == (str(p), record, field) and message in e.value.message
+    with pytest.warns(UnusableRecordsWarning, match=f"record {record} "):
+        items = load("head_qa", path=p)
+    assert [(r.record, r.field) for r in items.skipped] == [(record, field)] and len(items) == 7
 
 
 def test_bad_files_are_refused_in_one_sentence(tmp_path):
@@ -106,8 +110,11 @@ def test_bad_files_are_refused_in_one_sentence(tmp_path):
     data["exams"]["Examen_2016"] = data["exams"].pop("Cuaderno_2013_1_F")
     (tmp_path / "x.json").write_text(json.dumps(data))
     with pytest.raises(DatasetError, match="exam name 'Examen_2016' is not Cuaderno_<year>_<n>_<letter>"):
-        load("head_qa", path=tmp_path / "x.json")
-    with pytest.raises(DatasetError, match=r"duplicate id 'headqa-es-Cuaderno_2016_1_E-1'"):
+        load("head_qa", path=tmp_path / "x.json", strict=True)
+    with pytest.warns(UnusableRecordsWarning, match="record Examen_2016 "):     # the exam, not the file, is left out
+        assert {it.exam for it in load("head_qa", path=tmp_path / "x.json")} == {"Cuaderno_2016_1_E"}
+    with pytest.raises(DatasetError, match=r"none of its 8 record\(s\) can be used.*duplicate id "
+                                           r"'headqa-es-Cuaderno_2016_1_E-1'"):
         load("head_qa", path=[ES, ES])
 
 

@@ -1,13 +1,19 @@
-"""Bad input -> exactly one DatasetError naming the file, the record and the field.
+"""Bad input -> exactly one DatasetError naming the file, the record and the field: at the first bad record with
+strict=True; without it the bad record is left out and named the same way (ItemSet.skipped) and the file loads, or,
+when no record of the file is usable, the file is refused in one error that gives the reason. A file that cannot be
+read is the same error either way.
 
 Each case writes small files into tmp_path and calls a loader; the table lists what the error must say:
 (file name, record number or "header"/"-", field).
 """
+import inspect
 import json
+import warnings
 
 import pytest
 
-from mcqa_toolkit.datasets import load
+from mcqa_toolkit.datasets import load, loader
+from mcqa_toolkit.datasets.common import UnusableRecordsWarning
 from mcqa_toolkit.items import DatasetError
 
 # ---- valid records, mutated per case ----------------------------------------------------------------------------
@@ -46,7 +52,7 @@ CASES = [
     ("med-bad-json", "medicina", {"m.jsonl": jl(MED) + '{"id": 2, "topic": \n'}, {"path": "m.jsonl"}, ("m.jsonl", 2, None)),
     ("med-not-object", "medicina", {"m.jsonl": "[1, 2]\n"}, {"path": "m.jsonl"}, ("m.jsonl", 1, None)),
     ("med-missing-field", "medicina", {"m.jsonl": jl(ch(MED, text=...))}, {"path": "m.jsonl"}, ("m.jsonl", 1, "text")),
-    ("med-empty-stem", "medicina", {"m.jsonl": jl(ch(MED, text="  "))}, {"path": "m.jsonl", "strict": True},
+    ("med-empty-stem", "medicina", {"m.jsonl": jl(ch(MED, text="  "))}, {"path": "m.jsonl"},
      ("m.jsonl", 1, "text")),
     ("med-label-range", "medicina", {"m.jsonl": jl(ch(MED, label=5))}, {"path": "m.jsonl"}, ("m.jsonl", 1, "label")),
     ("med-label-type", "medicina", {"m.jsonl": jl(ch(MED, label="1"))}, {"path": "m.jsonl"}, ("m.jsonl", 1, "label")),
@@ -209,11 +215,30 @@ def test_bad_input_raises_one_dataset_error(tmp_path, name, files, kwargs, expec
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
     resolved = {k: tmp_path / v if k in ("path", "item_params") else v for k, v in kwargs.items()}
+    strict = {"strict": True} if "strict" in inspect.signature(loader(name)).parameters else {}
     with pytest.raises(DatasetError) as e:
-        load(name, **resolved)
+        load(name, **resolved, **strict)
     err = e.value
     assert (err.path.rsplit("/", 1)[-1], err.record, err.field) == expected, str(err)
     assert str(err).startswith(err.path) and err.message
+    assert_left_out_or_refused(err, lambda: load(name, **resolved))
+
+
+def assert_left_out_or_refused(err, lenient):
+    """Without strict, the record `err` names is left out and named, or its file is refused: the error is the same
+    (a file that cannot be read, the demo's own data, item parameters that do not fit), or says that no record of
+    the file could be used and why the first could not."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusableRecordsWarning)
+        try:
+            items = lenient()
+        except DatasetError as refused:
+            assert (refused.path, refused.record, refused.field, refused.message) == \
+                (err.path, err.record, err.field, err.message) or (
+                    refused.whole_file and "none of its" in refused.message and err.message in refused.message)
+            return
+    assert (err.path, err.record, err.field, err.message) in [(r.path, r.record, r.field, r.reason)
+                                                              for r in items.skipped]
 
 
 def test_enough_cases():
@@ -225,8 +250,10 @@ def test_hub_row_errors_name_the_dataset_row_and_field():
 
     ds = Dataset.from_list([{**MED, "id": 1}, {**MED, "id": 2, "label": 9}])
     with pytest.raises(DatasetError) as e:
-        load("hub", name_or_path="room/medicina", dataset=ds, mapper="medicina")
+        load("hub", name_or_path="room/medicina", dataset=ds, mapper="medicina", strict=True)
     assert (e.value.path, e.value.record, e.value.field) == ("hub:room/medicina[test]", 2, "label")
+    assert_left_out_or_refused(e.value, lambda: load("hub", name_or_path="room/medicina", dataset=ds,
+                                                     mapper="medicina"))
 
 
 def test_latin1_is_rejected_where_utf8_is_the_format(tmp_path):
@@ -244,5 +271,5 @@ def test_hub_csv_empty_cell_beside_missing_value_lookalikes(tmp_path):
     p.write_text(UNED_HEAD + UNED_ROW.replace("Madrid,Paris,Rome,", "None,NA,,"), encoding="utf-8")
     with pytest.raises(DatasetError) as e:
         load("hub", name_or_path="csv", split="train", mapper="uned", mapper_kwargs={"language": "es"},
-             data_files=str(p), cache_dir=str(tmp_path / "cache"))
+             data_files=str(p), cache_dir=str(tmp_path / "cache"), strict=True)
     assert (e.value.path, e.value.record, e.value.field) == ("hub:csv[train]", 1, "C")

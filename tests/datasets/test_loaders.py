@@ -171,6 +171,23 @@ def test_hub_callable_mapper():
         load_hub("mine", dataset=Dataset.from_list([{"q": "?"}]), mapper="nope")
 
 
+def test_every_registered_name_imports_its_loader_and_mapper():
+    """The registries name functions, imported when asked for: each name gives the function it is named after, and
+    an unknown name is one ValueError listing the known ones."""
+    from mcqa_toolkit.datasets import REGISTRY, loader
+    from mcqa_toolkit.datasets.hub import MAPPERS, record_parser
+
+    for name in REGISTRY:
+        func = loader(name)
+        assert callable(func) and func.__name__.startswith("load_"), name
+    assert loader("enem_params").__module__ == "mcqa_toolkit.enem.itens_prova"
+    with pytest.raises(ValueError, match=r"unknown dataset 'nope'; known: \['agieval', "):
+        loader("nope")
+    for name in MAPPERS:
+        parser = record_parser(name).func
+        assert parser.__name__ == "parse_record" and parser.__module__.startswith(f"mcqa_toolkit.datasets.{name}"), name
+
+
 # ---- the real-format samples (read-only, beside the repo) -------------------------------------------------------
 
 @needs_shared

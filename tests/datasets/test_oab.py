@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 from lookup_backend import LookupBackend, seeded_table
 from paths import FIXTURES, SHARED
+from test_loader_errors import assert_left_out_or_refused
 
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.datasets.common import UnusableRecordsWarning
 from mcqa_toolkit.datasets.mojibake import TextRepairWarning
-from mcqa_toolkit.items import DatasetError, UnusableRecord
+from mcqa_toolkit.items import DatasetError
 from mcqa_toolkit.run import run
 from mcqa_toolkit.run.strategy import strategy
 
@@ -45,7 +46,7 @@ def test_an_exam_file_in_the_release_layout():
     assert q4.subject == "labour" and q4.meta["number"] == 4 and all(it.n_options == 4 for it in items)
     (skipped,) = items.skipped
     assert (skipped.record, skipped.item_id, skipped.field) == (47, "oab-2019-29-q3", "header")
-    with pytest.raises(UnusableRecord, match=r"annulled by the exam board \(Questão 3 NULL\)"):
+    with pytest.raises(DatasetError, match=r"annulled by the exam board \(Questão 3 NULL\)"):
         load("oab", path=F / "2019-29.txt", strict=True)
 
 
@@ -82,8 +83,9 @@ def test_bad_files_name_the_file_record_and_field(tmp_path, text, record, field,
     p = tmp_path / "2020-30.txt"
     p.write_text(text, encoding="utf-8")
     with pytest.raises(DatasetError) as e:
-        _load(p)
+        _load(p, strict=True)
     assert (e.value.path, e.value.record, e.value.field) == (str(p), record, field) and message in e.value.message
+    assert_left_out_or_refused(e.value, lambda: _load(p))
     bad = tmp_path / "prova.txt"
     bad.write_text(QUESTION.format(n=1, options=OPTIONS))
     with pytest.raises(DatasetError, match="file name does not say the exam"):

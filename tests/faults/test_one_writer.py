@@ -3,17 +3,19 @@ lock of a killed process is taken over, finalising keeps one record per (item, s
 started at once on one params file end with every record exactly once.
 
 The two `mcqa run` talk to an OpenAI-compatible stand-in served on 127.0.0.1 (tests/fake_api.py with
-tests/fake_openai.py's documented /v1/completions wire format), slowed to 0.1 s a request. Each `mcqa run`'s kernel
-opens a combination's folder (state, lock, state) before its notebook and holds the lock until the executed notebook
-is in it, so two processes started together meet on the first one."""
+tests/fake_openai.py's documented /v1/completions wire format), slowed to 0.1 s a request. In each `mcqa run`'s
+kernel the run notebook opens a combination's folder (state, lock, state) and the lock is held until the executed
+notebook is in it, so two processes started together meet on the first one."""
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pandas as pd
@@ -28,6 +30,7 @@ from mcqa_toolkit.datasets import load
 from mcqa_toolkit.run import Strategy, run
 from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.run.jobs import expand, load_params
+from mcqa_toolkit.records import lock as lock_module
 from mcqa_toolkit.records.lock import RunLocked
 from mcqa_toolkit.run.recipe import BackendCache, run_job
 from mcqa_toolkit.records.store import RunDir
@@ -45,21 +48,27 @@ def _holding(run_dir, then="wait"):
     return proc
 
 
-def test_a_second_writer_stops_at_once_naming_the_holder(tmp_path, figures):
+def test_a_second_writer_stops_at_once_naming_the_holder(tmp_path, figures, monkeypatch):
+    """"At once" by construction: the holder never lets go, so a writer that waited for the lock would hang here,
+    and the only pause taken is the lock's own retry over a momentary contention (records.lock._flock)."""
     out = tmp_path / "run"
     holder = _holding(out)
     try:
         items = load("demo", language="pt")
         job, cache = lookup_job(out)
         backend = cache.for_run([{"backend": "hf", "model": "lookup", "device": None, "dtype": None}])[0]
+        pauses, sleep = [], time.sleep
+        monkeypatch.setattr(time, "sleep", lambda s: pauses.append(s) or sleep(s))
         t0 = time.monotonic()
         with pytest.raises(RunLocked) as refused:
             run(items, backend, Strategy.first_token(), out, progress=False)
-        seconds = time.monotonic() - t0
+        seconds = time.monotonic() - t0  # a figure for docs/reliability.json, not a condition
+        monkeypatch.undo()
         message = str(refused.value)
         assert f"pid {holder.pid} on host {socket.gethostname()}, since 20" in message
         assert message.count(". ") == 0 and "\n" not in message  # one sentence
-        assert seconds < 2 and not RunDir(out).jsonl.exists()
+        tries, pause = lock_module._flock.__defaults__
+        assert sum(pauses) <= (tries - 1) * pause and not RunDir(out).jsonl.exists()
 
         class NoLoading(BackendCache):
             def for_run(self, entries):
@@ -111,7 +120,21 @@ def test_finalising_keeps_one_record_per_item_and_shuffle(tmp_path, reference_ru
 
 @pytest.mark.notebooks
 def test_two_mcqa_run_at_once_write_every_record_once(tmp_path, figures):
+    """The stand-in answers no question of either language until it has been asked one of each: the process that
+    takes pt first cannot finish it before the other has found it running elsewhere and taken es, so they meet
+    whatever the machine's speed (300 s bounds a hang)."""
+    stems = {lang: [it.stem[:40] for it in load("demo", language=lang)] for lang in ("pt", "es")}
+    asked, both_asked, lock = set(), threading.Event(), threading.Lock()
+
     def slow(req):
+        prompt = json.dumps(req.json, ensure_ascii=False)
+        langs = {lang for lang, starts in stems.items() if any(start in prompt for start in starts)}
+        if langs:  # a question (not the capability probe): held back until both languages were asked
+            with lock:
+                asked.update(langs)
+                if asked == set(stems):
+                    both_asked.set()
+            assert both_asked.wait(300), "only one language was asked: the two runs did not meet"
         time.sleep(0.1)
         return 200, completion(req.json)
 

@@ -59,7 +59,7 @@ def _write(tmp_path, edit):
     (0, "TX_RESPOSTAS", "A" * 44, "one letter per item"),
     (2, "EXAM_YEAR", "20x1", "whole number"),
     (6, "EXAM_SUBJECT", "XX", "ENEM area"),
-    (9, "LANGUAGE", "klingon", "known language"),
+    (9, "LANGUAGE", "klingon", "not one of ENEM's languages"),
     (None, "SEED", None, "missing column"),
 ])
 def test_errors_name_file_line_and_field(tmp_path, row, field, value, text):

@@ -232,32 +232,43 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.mark.server
 def test_inspect_view_lists_an_exported_run(tmp_path):
-    """`inspect view` on 127.0.0.1 lists our exported run (its /api/log-files listing); bounded wait, always
-    stopped."""
+    """`inspect view` on 127.0.0.1 lists our exported run (its /api/log-files listing); bounded wait (180 s, a
+    hang's bound), always stopped. Its port is picked here and bound there: if another process takes it in
+    between, inspect says so ("address already in use") and exits, and another port is tried (3 in all). Its
+    data folder (where it keeps a pid file per port, and terminates the process one names) is the test's own."""
     path = export_run("inspect", REPO / "data" / "demo" / "results" / "gemma-3-270m__demo__pt__enem_1shot",
                       tmp_path / "logs", items=load("demo"))
-    port = _free_port()
-    proc = subprocess.Popen([str(BIN / "inspect"), "view", "--log-dir", str(tmp_path / "logs"), "--host", "127.0.0.1",
-                             "--port", str(port)], cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        listing, deadline = None, time.monotonic() + 90
-        while time.monotonic() < deadline and listing is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/log-files", timeout=5) as r:
-                    listing = json.loads(r.read())
-            except OSError:
-                assert proc.poll() is None, "inspect view exited"
-                time.sleep(0.5)
-        assert listing is not None, "inspect view did not answer within 90 s"
-        names = [Path(f["name"]).name for f in listing["files"]]
-        assert path.name in names
-    finally:
-        proc.terminate()
+    log, listing = tmp_path / "inspect_view.log", None
+    for _ in range(3):
+        port = _free_port()
+        with open(log, "w") as out:
+            proc = subprocess.Popen([str(BIN / "inspect"), "view", "--log-dir", str(tmp_path / "logs"), "--host",
+                                     "127.0.0.1", "--port", str(port)], cwd=tmp_path,
+                                    env={**_env(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}, stdout=out,
+                                    stderr=subprocess.STDOUT)
         try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            deadline = time.monotonic() + 180
+            while listing is None and proc.poll() is None and time.monotonic() < deadline:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/log-files", timeout=5) as r:
+                        listing = json.loads(r.read())
+                except OSError:
+                    time.sleep(0.5)
+        finally:
+            _stop(proc)
+        if listing is not None or "address already in use" not in log.read_text().lower():
+            break
+    assert listing is not None, f"inspect view did not answer within 180 s:\n{log.read_text()[-3000:]}"
+    names = [Path(f["name"]).name for f in listing["files"]]
+    assert path.name in names

@@ -96,3 +96,13 @@ def test_eee_validator_rejects_a_broken_row(tmp_path):
     broken = tmp_path / "broken.jsonl"
     broken.write_text(json.dumps(row) + "\n", encoding="utf-8")
     assert not validate(broken).valid
+
+
+def test_every_tool_and_format_imports_its_reader_or_writer():
+    from mcqa_toolkit.interop import EXPORTERS, IMPORTERS
+
+    assert [f().__name__ for f in IMPORTERS.values()] == ["read_lm_eval", "read_inspect", "read_helm"]
+    assert [f().__name__ for f in EXPORTERS.values()] == ["export_lm_eval", "export_inspect", "export_eee"]
+    with pytest.raises(ValueError, match=r"unknown tool 'nope'; known: \['helm', 'inspect', 'lm-eval'\]"):
+        import_run("nope", ".", ".")
+

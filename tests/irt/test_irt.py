@@ -4,7 +4,6 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy.optimize import brentq
 
 from mcqa_toolkit import irt
 
@@ -18,103 +17,6 @@ def _no_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         yield
-
-
-def _loglik(theta, u, a, b, c):
-    p = irt.irf(theta, a, b, c)
-    return float(np.nansum(u * np.log(p) + (1 - u) * np.log1p(-p)))
-
-
-# edge patterns -----------------------------------------------------------------------------------------
-EDGE = np.array([[1, 1, 1, 1, 1], [0, 0, 0, 0, 0], [np.nan] * 5, [1] + [np.nan] * 4, [np.nan] * 4 + [0]])
-
-
-@pytest.mark.parametrize("c", [None, C], ids=["2pl", "3pl"])
-def test_edge_patterns_give_finite_eap_and_map(c):
-    for est in (irt.ability_eap(EDGE, A, B, c), irt.ability_map(EDGE, A, B, c)):
-        assert np.isfinite(est.theta).all() and np.isfinite(est.psd).all()
-    eap = irt.ability_eap(EDGE, A, B, c)
-    assert eap.theta[0] > eap.theta[3] > eap.theta[2] > eap.theta[4] > eap.theta[1]
-    assert eap.theta[2] == pytest.approx(0.0, abs=1e-12)        # no data: the prior mean and SD
-    assert irt.ability_map(EDGE, A, B, c).theta[2] == pytest.approx(0.0, abs=1e-9)
-
-
-def test_ml_documented_infinities_and_all_missing_error():
-    est = irt.ability_ml(np.delete(EDGE, 2, axis=0), A, B)
-    assert list(est.theta) == [np.inf, -np.inf, np.inf, -np.inf]
-    assert np.isinf(est.psd).all()
-    with pytest.raises(ValueError, match=r"responses\[2\] has no administered item"):
-        irt.ability_ml(EDGE, A, B)
-    with pytest.raises(ValueError, match=r"responses\[2\]"):
-        irt.ability_wle(EDGE, A, B)
-
-
-def test_ml_solves_the_likelihood_equation_and_respects_bounds():
-    u = np.array([[1, 1, 0, 1, 0], [1, 0, 1, 0, 0]], dtype=float)
-    est = irt.ability_ml(u, A, B, C)
-    for row, t in zip(u, est.theta):
-        if -6 < t < 6:
-            h = 1e-5
-            slope = (_loglik(t + h, row, A, B, C) - _loglik(t - h, row, A, B, C)) / (2 * h)
-            assert slope == pytest.approx(0, abs=1e-5)
-    # 3PL: answering only the hardest item right makes the likelihood peak at -inf -> the bound
-    low = irt.ability_ml(np.array([[0, 0, 0, 0, 1]]), A, B, C, bounds=(-4.0, 4.0))
-    assert low.theta[0] == -4.0
-
-
-@pytest.mark.parametrize("c", [None, C], ids=["2pl", "3pl"])
-@pytest.mark.parametrize("right", [1.0, 0.0], ids=["all-correct", "all-wrong"])
-def test_wle_is_the_root_of_warms_equation(c, right):
-    u = np.full(5, right)
-    est = irt.ability_wle(u, A, B, c)                    # finite for perfect and all-wrong patterns
-    cc = np.zeros(5) if c is None else c
-
-    def psi(t):
-        p = irt.irf(t, A, B, c)
-        dp = irt.irf_derivative(t, A, B, c)
-        d2p = A * dp * (1 - 2 * (p - cc) / (1 - cc))     # P'' = D a P' (1 - 2 s), s the 2PL part
-        info = np.sum(dp ** 2 / (p * (1 - p)))
-        return np.sum((u - p) * dp / (p * (1 - p))) + np.sum(dp * d2p / (p * (1 - p))) / (2 * info)
-
-    lo, hi = (est.theta[0] - 0.5, est.theta[0] + 0.5)
-    assert est.theta[0] == pytest.approx(brentq(psi, lo, hi, xtol=1e-12), abs=1e-7)
-    assert -6 < est.theta[0] < 6
-
-
-def test_single_item_and_bool_and_uint8_inputs():
-    one = irt.ability_eap([1.0], [1.3], [0.2], [0.2])
-    assert one.theta.shape == (1,) and np.isfinite(one.theta[0])
-    u = (EDGE[:2] == 1)
-    np.testing.assert_allclose(irt.ability_eap(u, A, B).theta, irt.ability_eap(u.astype(np.uint8), A, B).theta)
-
-
-def test_missing_responses_leave_the_likelihood():
-    u = np.array([[1, np.nan, 0, 1, np.nan]])
-    keep = ~np.isnan(u[0])
-    full = irt.ability_eap(u, A, B, C)
-    sub = irt.ability_eap(u[:, keep], A[keep], B[keep], C[keep])
-    np.testing.assert_allclose(full.theta, sub.theta, atol=1e-12)
-    np.testing.assert_allclose(irt.person_fit_lz(u, full.theta, A, B, C),
-                               irt.person_fit_lz(u[:, keep], full.theta, A[keep], B[keep], C[keep]), atol=1e-12)
-
-
-def test_chunked_eap_equals_unchunked():
-    rng = np.random.default_rng(3)
-    u = irt.simulate_3pl(rng.normal(size=1000), A, B, C, rng).astype(float)
-    u[rng.random(u.shape) < 0.1] = np.nan
-    big = irt.ability_eap(u, A, B, C, chunk_size=10**6)
-    small = irt.ability_eap(u, A, B, C, chunk_size=7)
-    np.testing.assert_allclose(small.theta, big.theta, atol=1e-13)
-    np.testing.assert_allclose(small.psd, big.psd, atol=1e-13)
-    np.testing.assert_allclose(irt.person_fit_lz(u, big.theta, A, B, C, chunk_size=7),
-                               irt.person_fit_lz(u, big.theta, A, B, C), atol=1e-12)
-
-
-def test_eap_custom_grid_and_prior():
-    grid = np.linspace(-3, 3, 7)
-    prior = np.array([0, 0, 1, 1, 1, 0, 0.0])
-    est = irt.ability_eap([np.nan] * 5, A, B, grid=grid, prior=prior)
-    assert est.theta[0] == pytest.approx(0.0) and est.psd[0] == pytest.approx(math.sqrt(2 / 3))
 
 
 # formulas ------------------------------------------------------------------------------------------------
@@ -244,12 +146,6 @@ def test_bad_responses_and_theta():
         irt.person_fit_lz_star(np.ones((1, 5)), [0.0], A, B, method="eap")
     with pytest.raises(ValueError, match="rng"):
         irt.simulate_3pl([0.0], A, B, C, rng=0)
-
-
-def test_results_have_frames():
-    est = irt.ability_eap(EDGE, A, B, C)
-    df = est.to_frame()
-    assert list(df.columns) == ["theta", "psd"] and df.attrs["method"] == "eap" and len(df) == 5
 
 
 def test_item_fit_mean_squares_hand_computed():

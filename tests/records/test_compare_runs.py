@@ -1,6 +1,7 @@
 """records.compare_runs and scripts/compare_records.py: two runs are the same by the equality rule and an unchanged
 identity, or the verdict says what differs; the score delta and same-choice share are what a naive loop over the
-records gives; the script's verdict per run and overall, its exit status and its JSON (no machine paths)."""
+records gives, and so are the sizes per column (record_changes); the script's verdict per run and overall, its exit
+status and its JSON (no machine paths)."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,7 +16,7 @@ import pytest
 from lookup_backend import demo_table, lookup_cache, lookup_job
 from paths import REPO
 
-from mcqa_toolkit.records.compare_runs import compare_runs, pair_runs, score_delta, verdicts
+from mcqa_toolkit.records.compare_runs import compare_runs, pair_runs, record_changes, score_delta, verdicts
 from mcqa_toolkit.records.store import RunDir
 from mcqa_toolkit.run.recipe import run_job
 
@@ -93,6 +94,56 @@ def test_score_delta_equals_a_naive_loop_and_counts_other_choices(runs):
     assert score_delta(a, a.iloc[0:0]).as_dict() == {"records": 0, "max_abs_delta": None, "same_choice": None}
 
 
+def _naive_changes(a, b):
+    """Largest |difference| of option_scores, option_probs and points_earned, and the records whose choice,
+    response or forwarded tokens differ, by a loop over the records."""
+    right = {(r["item_id"], r["shuffle"]): r for r in b.to_dict("records")}
+    worst = {"option_scores": 0.0, "option_probs": 0.0, "points_earned": 0.0}
+    changed = {"choice": 0, "response": 0, "n_forwarded_tokens": 0}
+    for r in a.to_dict("records"):
+        other = right[(r["item_id"], r["shuffle"])]
+        for col in ("option_scores", "option_probs"):
+            for x, y in zip(r[col], other[col]):
+                worst[col] = max(worst[col], abs(float(x) - float(y)))
+        worst["points_earned"] = max(worst["points_earned"], abs(r["points_earned"] - other["points_earned"]))
+        for col in changed:
+            changed[col] += int(json.loads(r[col]) != json.loads(other[col]) if col == "response"
+                                else r[col] != other[col])
+    return worst, changed
+
+
+def test_record_changes_equal_a_naive_loop_per_column(runs):
+    a = RunDir(next(iter(sorted(runs.iterdir())))).load()
+    b = a.copy()
+    rng = np.random.default_rng(1)
+    b["option_scores"] = [np.array(s) + rng.normal(0, 1e-3, len(s)) for s in b["option_scores"]]
+    b["option_probs"] = [np.array(s) + rng.normal(0, 1e-5, len(s)) for s in b["option_probs"]]
+    b.loc[1, "points_earned"] = b.loc[1, "points_earned"] + 0.25
+    b.loc[[0, 2], "choice"] = (b.loc[[0, 2], "choice"] + 1) % b.loc[[0, 2], "n_options"]
+    b.loc[[0, 2, 3], "response"] = ['"moved"'] * 3
+    b.loc[4, "n_forwarded_tokens"] = b.loc[4, "n_forwarded_tokens"] + 7
+    got = record_changes(a, b)
+    worst, changed = _naive_changes(a, b)
+    for col, value in worst.items():
+        assert got.max_abs_delta[col] == pytest.approx(value, abs=1e-15)
+    assert got.changed == changed == {"choice": 2, "response": 3, "n_forwarded_tokens": 1}
+    assert "choice" not in got.max_abs_delta and "seconds" not in got.max_abs_delta  # ints, timing: not floats
+    same = record_changes(a, a.copy())
+    assert set(same.changed.values()) == {0} and set(same.max_abs_delta.values()) == {0.0}
+
+
+def test_record_changes_reads_floats_in_json_and_leaves_out_nan():
+    frame = pd.DataFrame({"item_id": ["q1", "q2"], "shuffle": [0, 0], "choice": [1, -1],
+                          "response": ["1", "null"], "option_scores": [[0.5, float("nan")], [0.0, 1.0]],
+                          "extra": ['{"min_k": -1.5, "n": 3}', '{"min_k": -2.0, "n": 4}']})
+    other = frame.assign(option_scores=[[0.75, 2.0], [0.0, 0.5]], extra=['{"min_k": -1.0, "n": 5}', '""'])
+    got = record_changes(frame, other)
+    assert got.max_abs_delta == {"option_scores": 0.5, "extra": 0.5}  # NaN vs 2.0 left out; ints are not floats
+    assert got.changed == {"choice": 0, "response": 0}  # a column absent on both sides is not counted
+    assert record_changes(frame, frame.iloc[0:0]).as_dict() == {"max_abs_delta_by_column": {},
+                                                                 "records_changed": {"choice": 0, "response": 0}}
+
+
 def test_a_changed_identity_or_a_missing_run_is_a_difference(runs, tmp_path):
     b = _copy(runs, tmp_path)
     name = sorted(p.name for p in runs.iterdir())[0]
@@ -123,6 +174,7 @@ def test_the_script_prints_a_verdict_per_run_and_overall(runs, tmp_path, capsys)
     assert script.main([str(runs), str(b)]) == 1
     out = capsys.readouterr().out
     assert f"DIFFERENT {name}" in out and "overall: DIFFERENT (1 of 2 runs" in out
+    assert "max |delta| by column: option_scores 0.001" in out and "records changed: choice 0," in out
     assert script.main([str(runs), "no-such-commit-or-folder"]) == 2
     assert "neither a folder nor a commit" in capsys.readouterr().err
     assert script.main([str(runs), str(b), "--strategies", "S9"]) == 2

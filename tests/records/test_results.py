@@ -1,5 +1,6 @@
 """records.results: every run folder under a folder, at any depth (complete ones only unless asked), as one frame,
-and the Min-K% tables of many runs, one row per model x item."""
+and the Min-K% tables of many runs, one row per model x item; one definition of a complete run (records compacted
+and summary.json written) that every reader of completeness shares."""
 from __future__ import annotations
 
 import pandas as pd
@@ -7,16 +8,26 @@ import pytest
 
 from mcqa_toolkit.items import Item
 from mcqa_toolkit.records.factory import make_record, run_fields
-from mcqa_toolkit.records.results import load_min_k, load_results, run_dirs
+from mcqa_toolkit.records.identity import RunIdentity
+from mcqa_toolkit.records.results import complete_runs, load_min_k, load_results, run_dirs
+from mcqa_toolkit.records.state import RunState, run_state
 from mcqa_toolkit.records.store import RunDir
 
 
-def _run(path, model: str, items=("q1", "q2"), complete: bool = True) -> RunDir:
+def _identity(model: str) -> RunIdentity:
+    return RunIdentity(f"hf:{model}", "demo", "f1", "h1")
+
+
+def _run(path, model: str, items=("q1", "q2"), complete: bool = True, summary: bool = True) -> RunDir:
+    """A run folder of `model` over `items`: records only, or (complete) compacted and, unless told, summarised."""
     rd = RunDir(path)
+    rd.write_run_info({"dataset": "demo", "identity": _identity(model).to_dict()})
     rd.append([make_record(Item(item_id=i, source="t", exam="e", stem="?", options=("a", "b"), answer=0),
-                           run_fields(model=model, run_id=rd.name), choice=0) for i in items])
+                           run_fields(model=model, run_id=rd.name, dataset="demo"), choice=0) for i in items])
     if complete:
-        rd.finalize({"model": {"source": model}})
+        rd.finalize({"model": {"model": model}, "dataset": "demo", "identity": _identity(model).to_dict()})
+        if summary:
+            rd.write_summary({"accuracy": 1.0, "n_items": len(items)}, _identity(model))
     return rd
 
 
@@ -37,6 +48,25 @@ def test_load_results_gathers_run_folders_at_any_depth(tmp_path):
     assert len(load_results(tmp_path / "b" / "m3__demo__pt__S1", complete_only=False)) == 2
     with pytest.raises(FileNotFoundError, match="no runs under"):
         load_results(tmp_path / "c", complete_only=False)
+
+
+def test_a_compacted_run_without_its_summary_is_complete_for_no_reader(tmp_path):
+    """RunDir.is_complete is the one definition (records compacted, summary.json written: what a report needs);
+    the folder's state, the results, the report's runs and its overview all read it, so they agree."""
+    from mcqa_toolkit.report.headline import dataset_runs, runs_dataset
+    from mcqa_toolkit.report.overview import runs_frame
+
+    done = _run(tmp_path / "m1__demo__pt__S1", "m1")
+    half = _run(tmp_path / "m2__demo__pt__S1", "m2", summary=False)   # killed between Parquet and summary.json
+    assert half.is_compacted() and not half.is_complete() and done.is_complete()
+    assert run_state(half, _identity("m2")) is RunState.RESUMABLE and run_state(done, _identity("m1")) is RunState.COMPLETE
+    assert complete_runs(tmp_path) == [done] and complete_runs(tmp_path / "nowhere") == []
+    assert set(load_results(tmp_path)["model"]) == {"m1"}
+    assert runs_frame(tmp_path)["model"].tolist() == ["m1"]
+    assert runs_dataset(tmp_path) == "demo" and dataset_runs(tmp_path, "demo") == [done]
+    half.write_summary({"accuracy": 0.5}, _identity("m2"))
+    assert complete_runs(tmp_path) == [done, half] and runs_frame(tmp_path)["model"].tolist() == ["m1", "m2"]
+    assert run_state(half, _identity("m2")) is RunState.COMPLETE
 
 
 def _min_k(model: str, item_ids, value: float) -> pd.DataFrame:

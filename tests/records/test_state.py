@@ -1,7 +1,9 @@
 """records.state: what a run folder holds (NEW, RESUMABLE, COMPLETE, or another run refused naming the fields of its
-identity that differ) and the writer's two decisions (check_writable, then locked: state, lock, state): a complete
-run is read without the lock, a folder another process is writing is refused before anything is touched, a killed
-writer's leftovers are removed once the lock is held, and a fresh run_job decides its folder's state twice."""
+identity that differ) and open_for_write, the one way in for a writer (check, before_lock, lock, check again): a
+complete run is read without the lock, a folder another process is writing is refused before anything is touched,
+a killed writer's leftovers are removed once the lock is held, what the writer prepares is done only for a run it
+will write and before the lock, a run finished meanwhile is seen under the lock, and a fresh run_job decides its
+folder's state twice."""
 from __future__ import annotations
 
 import dataclasses
@@ -113,9 +115,11 @@ def test_complete_needs_the_compacted_records_and_the_summary(tmp_path):
     assert check_writable(rd, IDENTITY) is RunState.NEW and not rd.dir.exists()  # asking creates nothing
     _started(rd.dir)
     rd.finalize({"identity": IDENTITY.to_dict()})
-    assert rd.is_complete() and run_state(rd, IDENTITY) is RunState.RESUMABLE  # summary.json not written yet
-    rd.write_summary({"accuracy": 1.0}, IDENTITY)
-    assert run_state(rd, IDENTITY) is RunState.COMPLETE
+    assert rd.is_compacted() and not rd.is_complete()   # summary.json not written yet
+    assert run_state(rd, IDENTITY) is RunState.RESUMABLE
+    with open_for_write(rd, IDENTITY) as folder:
+        folder.complete({"accuracy": 1.0})
+    assert rd.is_complete() and run_state(rd, IDENTITY) is RunState.COMPLETE
     assert json.loads(rd.summary_file.read_text())["identity_hash"] == IDENTITY.hash
     assert rd.summary() == {"accuracy": 1.0}   # the numbers, without the identity
 
@@ -163,3 +167,35 @@ def test_a_complete_run_is_yielded_without_creating_the_lock(tmp_path):
     with open_for_write(rd, IDENTITY) as folder:
         assert folder.state is RunState.COMPLETE
     assert not rd.lock_file.exists()
+
+
+def test_before_lock_runs_only_for_a_run_to_write_before_the_lock_and_a_run_finished_meanwhile_is_seen(tmp_path):
+    calls = []
+
+    def load_model():   # what run_job does between the two decisions
+        calls.append(RunDir(tmp_path / "run").lock_file.exists())
+        return "model"
+
+    rd = _started(tmp_path / "run")
+    with open_for_write(rd, IDENTITY, load_model) as folder:
+        assert folder.prepared == "model" and folder.state is RunState.RESUMABLE and not folder.meanwhile
+        assert json.loads(rd.lock_file.read_text())["pid"] == os.getpid()
+    assert calls == [False]   # called once, before the lock file existed
+    foreign = _started(tmp_path / "foreign", RunIdentity("hf:m", "demo", "f1", "h9"))
+    with pytest.raises(RunRefused):
+        with open_for_write(foreign, IDENTITY, load_model):
+            pass
+    with held_by_another_process(tmp_path / "busy") as _:
+        with pytest.raises(RunLocked):
+            with open_for_write(RunDir(tmp_path / "busy"), IDENTITY, load_model):
+                pass
+    _finish(rd)
+    with open_for_write(rd, IDENTITY, load_model) as folder:
+        assert folder.state is RunState.COMPLETE and folder.prepared is None and not folder.meanwhile
+    assert len(calls) == 1   # neither a foreign, a busy nor a complete folder costs the load
+
+    late = _started(tmp_path / "late")
+    with open_for_write(late, IDENTITY, lambda: _finish(late)) as folder:   # another writer finishes it meanwhile
+        assert folder.state is RunState.COMPLETE and folder.meanwhile
+        assert json.loads(late.lock_file.read_text())["pid"] == os.getpid()   # decided under the lock
+    assert late.holder() is None

@@ -44,7 +44,7 @@ def test_a_damaged_line_is_an_error_naming_the_file_and_the_line(tmp_path):
         assert rd.jsonl.read_bytes() == good + line + good  # nothing dropped
 
 
-def test_finalize_sorts_keeps_one_record_per_key_and_marks_the_run_complete(tmp_path, caplog):
+def test_finalize_sorts_keeps_one_record_per_key_and_marks_the_records_compacted(tmp_path, caplog):
     rd = RunDir(tmp_path / "run")
     rd.write_run_info({"strategy_hash": "h"})
     rd.append([_record("q2", 0), _record("q1", 1, choice=2)])
@@ -55,7 +55,8 @@ def test_finalize_sorts_keeps_one_record_per_key_and_marks_the_run_complete(tmp_
     assert df[["item_id", "shuffle"]].values.tolist() == [["q1", 0], ["q1", 1], ["q2", 0]]
     assert df["choice"].tolist() == [0, 2, 0]  # the first written q1#1 is kept
     assert "1 duplicate record(s)" in caplog.text
-    assert rd.provenance() == {"strategy_hash": "h", "complete": True, "n_records": 3} and rd.is_complete()
+    assert rd.provenance() == {"strategy_hash": "h", "complete": True, "n_records": 3} and rd.is_compacted()
+    assert not rd.is_complete()   # complete once summary.json follows (records.state.OpenRun.complete)
     pd.testing.assert_frame_equal(rd.load(), df)  # read back from Parquet
     assert len(rd.read_records()) == 4  # records.jsonl itself is left as written
 

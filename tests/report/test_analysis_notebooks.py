@@ -223,3 +223,32 @@ def test_course_exam_notebook_scores_exams_against_students(tmp_path):
     assert (tmp_path / "latex" / "course_exam_scores.tex").read_text().startswith("\\begin{table}")
     data = json.loads((tmp_path / "latex" / "comparison.json").read_text())
     assert set(data["scripted / generate_0shot"]["exams"]) == set(cmp.index)
+
+
+# runs of any size: `mcqa report` (every report notebook, in one kernel) on a 1-question run in two languages and on
+# a one-language run of the demo's size (12 questions); what a size cannot give is left out with one line, never an
+# error (the demo itself runs in CI: `make demo`)
+SIZE_CASES = {
+    "one_question": dict(n_items=1, models={"model-a": 0.5}, languages={"en": 0.0, "pt": -0.4},
+                         strategies={"S1": ("generate", 0, 2), "first_token": ("first_token", 0, 3)}),
+    "one_language": dict(n_items=12, languages={"pt": 0.0}),
+}
+
+
+@pytest.mark.parametrize("case", list(SIZE_CASES))
+def test_report_runs_every_notebook_on_runs_of_any_size(case, tmp_path):
+    from mcqa_toolkit.cli import REPORT_NOTEBOOKS, report
+
+    root = write_synthetic_results(tmp_path / "results", **SIZE_CASES[case])
+    failures = report(root, tmp_path / "figures", tmp_path / "latex", html=tmp_path / "report.html")
+    executed = {name: (root / "_report" / name).read_text() for name in REPORT_NOTEBOOKS}
+    assert failures == 0, [n for n, text in executed.items() if '"ename"' in text]
+    for name in REPORT_NOTEBOOKS:
+        assert (tmp_path / "latex" / f"{name.removesuffix('.ipynb')}_headline.json").exists(), name
+    assert (tmp_path / "report.html").stat().st_size > 1000
+    adaptive_nb = executed["15_adaptive.ipynb"]
+    if case == "one_question":
+        assert "anchor sizes k 5, 10, 20, 30 left out: the runs hold 1 questions" in adaptive_nb
+    else:
+        assert "anchor sizes k 20, 30 left out: the runs hold 12 questions" in adaptive_nb
+        assert "DIF needs 'en' and another language" in executed["18_dif.ipynb"]

@@ -19,7 +19,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,9 +42,10 @@ SHOTS = Path(os.environ.get("MCQA_SCREENSHOTS") or tempfile.mkdtemp(prefix="mcqa
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 KEY_BACKGROUND = "rgb(220, 235, 247)"  # report.inspector_views.KEY_STYLE #DCEBF7
-STARTUP_SECONDS = 120
+STARTUP_SECONDS = 300  # JupyterLab answering, on a busy machine: a hang's bound
 TALL_VIEWPORT = 2400  # pixels: the whole inspector widget (question, translations, responses, chart) fits
 RENDER_MS = 240_000  # kernel start + imports + loading the demo exam and results, on a busy 2-core machine
+UPDATE_MS = 120_000  # the widget's answer to a click (a kernel call, a plot); bounds a hang, decides nothing
 
 
 def _chromium() -> str:
@@ -73,9 +73,15 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    """A page whose console errors, uncaught exceptions and non-local requests are collected."""
+    """A page whose console errors, uncaught exceptions and non-local requests are collected. Every wait for the
+    page (an action's target, an `expect`) is bounded by UPDATE_MS unless given another bound: Playwright's 5 s
+    for `expect` is shorter than a busy 2-core machine may need."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=UPDATE_MS)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
+    pg.set_default_timeout(UPDATE_MS)
     pg.errors, pg.remote = [], []
     pg.on("console", lambda m: pg.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
     pg.on("pageerror", lambda e: pg.errors.append(f"uncaught: {e}"))
@@ -83,12 +89,6 @@ def page(browser):
           else pg.remote.append(r.url))
     yield pg
     context.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str, method: str = "GET", timeout: float = 5) -> int:
@@ -110,13 +110,15 @@ def _kernels_of(pid: int) -> list[int]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """JupyterLab on 127.0.0.1:<free port> with a token, serving a copy of inspect_questions.ipynb."""
+    """JupyterLab on 127.0.0.1 with a token, serving a copy of inspect_questions.ipynb. It binds a port the system
+    picks (--port=0) and names it in its server-info file (jpserver-PID.json in its private runtime folder): no
+    port is picked here first and bound there later, which another process could take in between."""
     root = tmp_path_factory.mktemp("lab")
     nb = nbformat.read(REPO / "notebooks" / "inspect_questions.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
     params.source = re.sub(r"^RESULTS_DIR = .*$", f"RESULTS_DIR = {str(SAMPLE_RESULTS)!r}", params.source, flags=re.M)
     nbformat.write(nb, root / "inspect_questions.ipynb")
-    token, port = secrets.token_hex(16), _free_port()
+    token = secrets.token_hex(16)
     private = {name: str(tmp_path_factory.mktemp(name)) for name in ("config", "runtime", "settings", "workspaces")}
     news = Path(private["settings"]) / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     news.parent.mkdir(parents=True)
@@ -125,22 +127,23 @@ def lab(tmp_path_factory):
            "JUPYTERLAB_SETTINGS_DIR": private["settings"], "JUPYTERLAB_WORKSPACES_DIR": private["workspaces"]}
     log = open(root.parent / "jupyterlab.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", "--port=0",
          "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
          "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
          "--LabApp.extension_manager=readonly", "--ServerApp.terminals_enabled=False",
          "--KernelManager.transport=ipc", *(["--allow-root"] if os.geteuid() == 0 else [])],
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    info, url = Path(private["runtime"]) / f"jpserver-{proc.pid}.json", ""
     try:
         deadline = time.monotonic() + STARTUP_SECONDS
         while True:
             if proc.poll() is not None:
                 pytest.fail(f"JupyterLab exited ({proc.returncode}):\n{(root.parent / 'jupyterlab.log').read_text()}")
             try:
+                url = url or f"http://127.0.0.1:{json.loads(info.read_text())['port']}"
                 if _get(f"{url}/api/status?token={token}") == 200:
                     break
-            except OSError:
+            except (OSError, ValueError, KeyError):  # not listening yet, or its info file not (fully) written
                 pass
             if time.monotonic() > deadline:
                 pytest.fail(f"JupyterLab did not answer within {STARTUP_SECONDS} s")
@@ -149,8 +152,9 @@ def lab(tmp_path_factory):
     finally:
         kernels = _kernels_of(proc.pid)
         try:
-            _get(f"{url}/api/shutdown?token={token}", method="POST")
-            proc.wait(timeout=20)
+            if url:
+                _get(f"{url}/api/shutdown?token={token}", method="POST")
+                proc.wait(timeout=20)
         except Exception:
             pass
         if proc.poll() is None:
@@ -209,13 +213,13 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
     # filter by language: the same question stays on screen, now in Spanish
     language = inspector.locator(".widget-dropdown").filter(has=page.locator("label", has_text="Language"))
     language.locator("select").select_option(label="es")
-    expect(counter).to_have_text("1 / 66", timeout=30_000)
+    expect(counter).to_have_text("1 / 66", timeout=UPDATE_MS)
     expect(question.locator("h3")).to_have_text(items["es"][0].item_id)
 
     # next question: its text, its key highlighted
     inspector.locator("button", has_text="next ▶").click()
     item = items["es"][1]
-    expect(counter).to_have_text("2 / 66", timeout=30_000)
+    expect(counter).to_have_text("2 / 66", timeout=UPDATE_MS)
     expect(question.locator("h3")).to_have_text(item.item_id)  # widgets update one message at a time
     assert question.locator(".mcqa-stem").inner_text().strip() == item.stem.strip()
     key = question.locator(".mcqa-option.mcqa-key")
@@ -225,7 +229,7 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
 
     # one more: the sample runs of both strategies answered this one (enem_1shot keeps bio-02 as its shot)
     inspector.locator("button", has_text="next ▶").click()
-    expect(counter).to_have_text("3 / 66", timeout=30_000)
+    expect(counter).to_have_text("3 / 66", timeout=UPDATE_MS)
     expect(question.locator("h3")).to_have_text(items["es"][2].item_id)
 
     # the option-probability chart of the three sample runs that answered it (S5, enem_1shot's five shuffles,
@@ -238,10 +242,10 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
             for n, r in ((3, records), (2, records[records["strategy"] != "enem_1shot"]))}
     assert size[3][1] > size[2][1]
     responses = inspector.locator("table.mcqa-responses")
-    expect(responses.locator("tr td:first-child")).to_have_text(runs, timeout=30_000)
+    expect(responses.locator("tr td:first-child")).to_have_text(runs, timeout=UPDATE_MS)
     chart = inspector.locator(".widget-output img")
     is_drawn = "([img, w, h]) => img.complete && img.naturalWidth === w && img.naturalHeight === h"
-    page.wait_for_function(is_drawn, arg=[chart.element_handle(timeout=30_000), *size[3]], timeout=30_000)
+    page.wait_for_function(is_drawn, arg=[chart.element_handle(timeout=UPDATE_MS), *size[3]], timeout=UPDATE_MS)
     assert chart.get_attribute("src").startswith("data:image/png;base64,")
     # element screenshots (the whole widget, then the chart), which do not depend on where the notebook is
     # scrolled; the notebook panel scrolls inside a fixed-size page, so the widget must fit in the viewport
@@ -254,10 +258,10 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
     toggle = inspector.locator("button.widget-toggle-button").filter(has_text=re.compile(r"· enem_1shot\s*$"))
     assert "mod-active" in toggle.get_attribute("class")
     toggle.click()
-    expect(responses.locator("tr td:first-child")).to_have_text([runs[0], runs[2]], timeout=30_000)
+    expect(responses.locator("tr td:first-child")).to_have_text([runs[0], runs[2]], timeout=UPDATE_MS)
     assert "mod-active" not in toggle.get_attribute("class")
-    page.wait_for_function(is_drawn, arg=[inspector.locator(".widget-output img").element_handle(timeout=30_000),
-                                          *size[2]], timeout=30_000)
+    page.wait_for_function(is_drawn, arg=[inspector.locator(".widget-output img").element_handle(timeout=UPDATE_MS),
+                                          *size[2]], timeout=UPDATE_MS)
     _shot(page, "inspector_4_toggled_off", inspector)
     assert page.errors == [], "errors in the browser console:\n" + "\n".join(page.errors)
     assert page.remote == [], f"requests left the machine: {page.remote}"

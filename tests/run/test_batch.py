@@ -91,12 +91,11 @@ def _params(tmp_path, model):
 
 
 def _kernel_step(runs: KernelRuns, job: Job, mode: str) -> str:
-    """What `mcqa run --batch-submit / --batch-fetch` asks its kernel for one combination (run.grid), here."""
-    assert runs.open(job.to_dict())["state"] in ("new", "resumable")
-    try:
-        return runs.batch(mode)["lines"]
-    finally:
-        runs.close()
+    """What `mcqa run --batch-submit / --batch-fetch` asks its kernel for one combination (run.grid), here, and what
+    the grid prints from the folder's batch.json."""
+    runs.batch(Job.from_parameters(job.parameters()), mode)
+    assert job.run_dir.holder() is None   # opened for the step only
+    return batch.describe(job.run_dir.name, job.run_dir.batch_state())
 
 
 @pytest.mark.parametrize("outcome,reason,stored", [
@@ -130,7 +129,8 @@ def test_failed_cancelled_expired_batches_end_in_one_line_and_no_online_request(
 @pytest.mark.notebooks
 def test_mcqa_run_batch_submit_then_fetch_runs_in_its_kernel_from_the_cache(tmp_path, capsys):
     """`mcqa run --batch-submit`, then `--batch-fetch` until the batch has ended: the grid's kernel opens the run
-    folder, submits or fetches, and once every answer is stored executes the run notebook, which makes no request."""
+    folder of the job's parameters, submits or fetches, and once every answer is stored the run notebook executes,
+    which makes no request."""
     with FakeAPI() as api:
         _serve_completions(api)
         OpenAIBatchServer(api)

@@ -1,7 +1,10 @@
 """run.grid (`mcqa run`): the schedule (model by model, cheapest strategies first), the dry run (complete runs
-counted, a folder holding another run reported, from a read of the folders: no kernel), a combination another
-process is running skipped with nothing written by this grid, and the grid executed in one kernel that decides,
-locks and writes each run folder (run.kernel): resume after a failure or a kill, failures reported at the end."""
+counted, a folder holding another run reported, from a read of the folders: no kernel), what the grid hands the
+kernel for one combination (the notebook's parameters and JSON control requests only) and what it reads back from
+the folder and from the exception papermill names (processed, completed meanwhile, refused, running elsewhere), a
+combination another process is running skipped with nothing written by this grid, and the grid executed in one
+kernel that decides, locks and writes each run folder (run.kernel): resume after a failure or a kill, failures
+reported at the end."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,6 +21,8 @@ import pandas as pd
 import pytest
 import yaml
 from held_lock import held_by_another_process
+from lookup_backend import demo_table, lookup_cache, lookup_job
+from papermill.exceptions import PapermillExecutionError
 from paths import REPO
 
 from mcqa_toolkit import cli
@@ -26,7 +31,8 @@ from mcqa_toolkit.records.state import RunState, run_state
 from mcqa_toolkit.records.store import RunDir
 from mcqa_toolkit.resources import notebooks_dir
 from mcqa_toolkit.run import grid, jobs
-from mcqa_toolkit.run.recipe import prepare
+from mcqa_toolkit.run.kernel import RUNS, TARGET, KernelRuns, notebook_run
+from mcqa_toolkit.run.recipe import prepare, run_job
 
 
 def test_schedule_runs_cheapest_first_model_by_model():
@@ -58,7 +64,7 @@ def test_dry_run_counts_complete_runs_and_reports_a_folder_holding_another_run(t
     done.run_dir.write_summary({"accuracy": 0.5}, identity)
     other = dataclasses.replace(prepare(foreign).identity, strategy_hash="0" * 12)
     foreign.run_dir.write_run_info({"identity": other.to_dict()})
-    assert grid.run_params(p, tmp_path / "unused.ipynb", tmp_path, dry_run=True) == 1
+    assert grid.dry_run_params(p, tmp_path) == 1
     out = capsys.readouterr().out
     assert "3 combinations, 1 already complete, 1 to run" in out
     assert f"would run {todo.run_dir.name}" in out and f"would run {done.run_dir.name}" not in out
@@ -69,14 +75,74 @@ def test_dry_run_counts_complete_runs_and_reports_a_folder_holding_another_run(t
         grid.run_params(p, tmp_path / "unused.ipynb", tmp_path, batch="later")
 
 
+class _KernelHere:
+    """The grid's KernelSession with the kernel's side (run.kernel) run in this process: what the grid sends must be
+    plain JSON (the notebook's papermill parameters, control requests), and a failing run notebook is papermill's
+    PapermillExecutionError naming the exception, as from a real kernel."""
+
+    def __init__(self, runs: KernelRuns):
+        self.runs, self.sent = runs, []
+
+    def control(self, target, verb, timeout=None, **args):
+        assert target == TARGET and json.loads(json.dumps(args)) == args
+        self.sent.append((verb, args))
+        if verb == "close":
+            self.runs.close(args["notebook"])
+
+    def execute(self, notebook, output, parameters, cwd=None):
+        assert json.loads(json.dumps(parameters)) == parameters
+        self.sent.append(("execute", parameters))
+        # papermill's executed copy, written by this process (each execution's own: papermill records its times)
+        Path(output).write_text(json.dumps({"executed": parameters["RUN_DIR"], "execution": len(self.sent)}))
+        try:
+            notebook_run({**parameters, RUNS: self.runs})   # the notebook's one call, with its globals()
+        except Exception as e:
+            raise PapermillExecutionError(2, 3, "notebook_run(globals())", type(e).__name__, str(e),
+                                          ["Traceback ...", f"{type(e).__name__}: {e}"]) from None
+
+
+def test_one_combination_crosses_as_its_parameters_and_is_read_back_from_its_folder(tmp_path):
+    runs = KernelRuns()
+    runs.backends = lookup_cache(demo_table())
+    kernel, tally = _KernelHere(runs), grid._Tally()
+    job, executed = lookup_job(tmp_path), tmp_path / "executed.ipynb"
+    line = grid._one(job, kernel, tmp_path / "run_model.ipynb", executed, None, tally)
+    assert kernel.sent == [("execute", job.parameters()), ("close", {"notebook": str(executed)})]
+    assert line.startswith("accuracy ") and "(4 items x 2 shuffles)" in line and tally.processed == 1
+    assert job.run_dir.is_complete() and job.run_dir.notebook.read_bytes() == executed.read_bytes()
+    line = grid._one(job, kernel, tmp_path / "run_model.ipynb", tmp_path / "again.ipynb", None, tally)
+    assert line.startswith("complete: accuracy ") and tally.complete == 1   # the notebook read it back, nothing kept
+    assert job.run_dir.notebook.read_bytes() == executed.read_bytes()
+
+    foreign = lookup_job(tmp_path, shuffles=3)
+    assert grid._one(foreign, kernel, tmp_path / "run_model.ipynb", tmp_path / "f.ipynb", None, tally) == \
+        "failed (see below)"
+    assert tally.failures[-1][1].startswith(f"{job.run_dir.dir} holds a different run, made with strategy_hash")
+    busy = lookup_job(tmp_path / "busy")
+    with held_by_another_process(busy.run_dir.dir) as holder:
+        line = grid._one(busy, kernel, tmp_path / "run_model.ipynb", tmp_path / "b.ipynb", None, tally)
+    assert line.startswith(f"running elsewhere (pid {holder.pid} on host ") and tally.elsewhere == [busy.run_dir.name]
+    assert sorted(f.name for f in busy.run_dir.dir.iterdir()) == ["run.lock"]
+    broken = lookup_job(tmp_path / "broken", strategy={"base": "S1", "max_new_tokens": 2}, limit=1)
+    runs.backends = lookup_cache({})   # every item missing from the table: the run fails in the notebook
+    assert grid._one(broken, kernel, tmp_path / "run_model.ipynb", tmp_path / "x.ipynb", None, tally) == \
+        "failed (see below)"
+    assert tally.failures[-1][1] == "PapermillExecutionError: KeyError: 'demo-bio-01-pt'"
+    assert broken.run_dir.notebook.exists() and not broken.run_dir.is_complete()   # kept for the failure report
+    assert broken.run_dir.holder() is None and (tally.processed, tally.complete) == (1, 1)
+    alone = run_job(lookup_job(tmp_path / "alone"), lookup_cache(demo_table()), progress=False)
+    pd.testing.assert_frame_equal(job.run_dir.load().drop(columns=["seconds", "run_id"]),
+                                  alone.records.drop(columns=["seconds", "run_id"]))
+
+
 @pytest.mark.notebooks
 def test_a_combination_another_process_is_running_is_skipped_and_nothing_written(tmp_path, capsys):
-    """The grid's kernel finds the folder locked when it opens it (run.kernel): no notebook runs, nothing is
-    written by this grid, and the grid ends saying what runs elsewhere."""
+    """The run notebook finds the folder locked when it opens it in the grid's kernel (run.kernel: RunLocked, which
+    papermill names to the grid): nothing is written by this grid, and the grid ends saying what runs elsewhere."""
     p, (job, *_) = _three_jobs(tmp_path)
     p.write_text(yaml.safe_dump({**yaml.safe_load(p.read_text()), "strategies": ["S1"]}))
     with held_by_another_process(job.run_dir.dir) as holder:
-        assert grid.run_params(p, tmp_path / "unused.ipynb", tmp_path) == 0
+        assert grid.run_params(p, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
     out = capsys.readouterr().out
     assert f"{job.run_dir.name:<40} running elsewhere (pid {holder.pid} on host {socket.gethostname()}, since " in out
     assert "0 processed, 0 already complete, 0 failed, 1 running elsewhere (run again later to pick up what they " \

@@ -1,6 +1,7 @@
 """run.jobs: a params file read and checked (one error naming the file and the key), expanded into Jobs (run folder
 names, Min-K% measured once per model x dataset x language, credentials kept out), a Job's strategy built once, its
-identity (what determines the records), its notebook parameters and its plain dict."""
+identity (what determines the records), and its notebook parameters (the one encoding of a run that crosses a process
+boundary), as papermill writes them, back to the same Job and run identity."""
 from __future__ import annotations
 
 import dataclasses
@@ -123,8 +124,7 @@ def test_a_job_builds_its_strategy_once(monkeypatch):
 def test_identity_leaves_out_what_does_not_change_the_records_and_a_job_round_trips(tmp_path):
     """The identity (records.identity, from run.recipe.prepare) is the same wherever the run goes and runs (folder,
     device, dtype, Min-K%, the server's URL) and changes with what changes the records; a Job round-trips through
-    its notebook parameters (UPPER_CASE, for papermill) and through its plain dict (what `mcqa run` sends its
-    kernel)."""
+    its notebook parameters (UPPER_CASE, for papermill)."""
     job = Job("m", "demo", {}, "pt", "S1", tmp_path / "a", shuffles=2, backend_options={"base_url": "http://h"})
     same = dataclasses.replace(job, run_dir=tmp_path / "b", device="cuda", dtype="bfloat16", min_k=False,
                                backend_options={"base_url": "http://other"})
@@ -136,7 +136,34 @@ def test_identity_leaves_out_what_does_not_change_the_records_and_a_job_round_tr
     params = job.parameters()
     assert params["RUN_DIR"] == str(tmp_path / "a") and params["BACKEND"] == {"base_url": "http://h"}
     assert Job.from_parameters({**params, "unrelated": 1}) == job  # e.g. the notebook's globals()
-    assert Job.from_dict(json.loads(json.dumps(job.to_dict()))) == job and job.to_dict()["run_dir"] == str(tmp_path / "a")
+
+
+def test_a_job_round_trips_through_the_parameters_papermill_injects_to_the_same_run(tmp_path):
+    """What `mcqa run` hands the kernel is the run notebook's parameters cell as papermill writes it: executed, it
+    gives back the same Job (every field: nested strategy, judges, shot pool, loader arguments, None) and so the
+    same run identity."""
+    import nbformat
+    from papermill.parameterize import parameterize_notebook
+
+    from mcqa_toolkit.resources import notebooks_dir
+
+    (job,) = jobs.expand({"models": [{"model": "m", "backend": "openai", "base_url": "http://127.0.0.1:1/v1"}],
+                          "datasets": [{"name": "demo", "args": {"per_subject": 2},
+                                        "shot_pool": {"name": "demo", "args": {"per_subject": 1}}}],
+                          "languages": ["pt"], "strategies": [{"base": "S4", "shuffles": 3, "name": "mine"}],
+                          "judges": ["j1", {"model": "j2", "backend": "openai"}], "judge_combine": "majority",
+                          "limit": 4, "seed": 7, "min_k": False, "output_dir": str(tmp_path / "out")})
+    nb = nbformat.read(notebooks_dir() / "run_model.ipynb", as_version=4)
+    nb.metadata["papermill"] = {}   # what papermill.execute_notebook prepares before it parameterises
+    nb = parameterize_notebook(nb, job.parameters())
+    (injected,) = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    defaults = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    namespace: dict = {}
+    exec(defaults.source + "\n" + injected.source, namespace)  # the two cells as the kernel runs them
+    again = Job.from_parameters(namespace)
+    assert again == job and again.run_dir.dir == tmp_path / "out" / job.run_dir.name
+    assert prepare(again).identity == prepare(job).identity
+    assert json.loads(json.dumps(job.parameters())) == job.parameters()   # plain JSON values, nothing else
 
 
 NEW_EXAMS = [("oab", {"path": "oab"}),

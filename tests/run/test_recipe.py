@@ -91,8 +91,11 @@ def test_records_of_a_renewed_backend_equal_a_fresh_load(tiny_model_dir, tmp_pat
                {k: v for k, v in usage[1].items() if not k.endswith("seconds")}    # timings aside
 
 
-def test_run_notebook_only_calls_the_recipe():
+def test_run_notebook_only_calls_the_package_with_its_parameters():
+    """The notebook's run is one call of importable code with its parameters (run.kernel.notebook_run: run_job
+    alone, the kernel's runs under `mcqa run`); the other cells only show what it returned."""
     nb = nbformat.read(notebooks_dir() / "run_model.ipynb", as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])]
     assert max(len(c.source.splitlines()) for c in code) <= 5
-    assert sum("run_job(" in c.source for c in code) == 1
+    assert sum("notebook_run(globals())" in c.source for c in code) == 1
+    assert not any("RUNS" in c.source or "run_job(" in c.source for c in code)

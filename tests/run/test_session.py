@@ -1,6 +1,7 @@
 """KernelSession (run.session): one kernel executes many notebooks that forget each other (only kept names
 survive), numpy gets one BLAS thread unless the caller says otherwise, a dead kernel is replaced before the next
-notebook, and the kernel talks over IPC (no "running over TCP without encryption" warning)."""
+notebook, the kernel talks over IPC (no "running over TCP without encryption" warning), and between notebooks it
+gets JSON control requests, never source."""
 from __future__ import annotations
 
 import json
@@ -98,25 +99,61 @@ def test_no_tcp_warning_from_the_kernel(tmp_path):
     assert "without encryption" not in done.stderr + done.stdout
 
 
-@pytest.mark.notebooks
-def test_the_kernel_is_set_up_and_asked_by_calling_importable_code(tmp_path):
-    """setup keeps an object made by an importable function; calls return JSON; an exception there is one
-    KernelCallError naming it; the call leaves no name behind; teardown calls run before shutdown; a target that is
-    not a function or a kept object's method is refused before anything is sent."""
-    from mcqa_toolkit.run.session import KernelCall, KernelCallError, KernelSession
+_PROBE = """from mcqa_toolkit.run.session import serve
 
+
+def load_ipython_extension(ip):
+    def keep(value):
+        ip.user_ns["KEPT"] = value
+
+    def fail():
+        raise KeyError("zzz")
+
+    def write(path, text):
+        open(path, "w").write(text)
+
+    serve(ip, "probe", {"keep": keep, "fail": fail, "write": write})
+"""
+
+
+@pytest.mark.notebooks
+def test_the_kernel_gets_notebook_cells_and_json_control_requests_never_generated_source(tmp_path):
+    """Control requests reach a handler that an extension (loaded by module name at start) registered: set up at
+    start, torn down before shutdown, JSON arguments, an exception there one ControlError naming it, an unknown verb
+    or target refused; every execute request the kernel gets is a cell of an executed notebook (papermill's injected
+    parameters cell among them): no source is built for it."""
+    from mcqa_toolkit.run.session import Control, ControlError, KernelSession
+
+    (tmp_path / "probe_ext.py").write_text(_PROBE)
     marker = tmp_path / "torn_down"
-    nb = _notebook(tmp_path / "nb.ipynb", "print(sorted(k for k in globals() if not k.startswith('_') and "
-                                          "k not in ('In', 'Out', 'exit', 'quit', 'get_ipython', 'open', 'X')))")
-    setup = (KernelCall("collections:Counter", ("abca",), into="KEPT"),)
-    teardown = (KernelCall("os:mkdir", (str(marker),)),)
-    with KernelSession(cwd=tmp_path, keep=("KEPT",), setup=setup, teardown=teardown) as session:
-        assert session.call("KEPT.most_common", 1) == [["a", 2]]
-        assert session.call("os.path:join", "a", "b") == "a/b"
-        with pytest.raises(KernelCallError, match="KEPT.pop: KeyError: 'zzz'") as err:
-            session.call("KEPT.pop", "zzz")
+    nb = _notebook(tmp_path / "nb.ipynb", "print(KEPT, X)")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO), os.environ.get("PYTHONPATH", "")])}
+    setup, teardown = (Control("probe", "keep", {"value": [1, 2]}),), (Control("probe", "write", {"path": str(marker),
+                                                                                                  "text": "bye"}),)
+    sent: list[dict] = []
+    with KernelSession(cwd=tmp_path, keep=("KEPT",), setup=setup, teardown=teardown, env=env,
+                       extensions=("probe_ext",)) as session:
+        send = session.kc.shell_channel.send
+        session.kc.shell_channel.send = lambda msg: sent.append(msg) or send(msg)
+        session.execute(nb, tmp_path / "a.ipynb", {"X": 1})
+        session.control("probe", "keep", value={"a": [3]})
+        session.execute(nb, tmp_path / "b.ipynb", {"X": 2})
+        with pytest.raises(ControlError, match="probe fail: KeyError: 'zzz'") as err:
+            session.control("probe", "fail")
         assert err.value.ename == "KeyError"
-        session.execute(nb, tmp_path / "out.ipynb", {"X": 1})
-        with pytest.raises(ValueError, match="not a call target"):
-            session.call("print('x'); KEPT.clear")
-    assert _outputs(tmp_path / "out.ipynb") == ["['KEPT']\n"] and marker.exists()
+        with pytest.raises(ControlError, match="probe nope: ValueError: probe has no verb 'nope'"):
+            session.control("probe", "nope")
+        with pytest.raises(ControlError, match="nothing in kernel 'python3' serves 'elsewhere'"):
+            session.control("elsewhere", "keep", value=1)
+    assert _outputs(tmp_path / "a.ipynb") == ["[1, 2] 1\n"] and _outputs(tmp_path / "b.ipynb") == ["{'a': [3]} 2\n"]
+    assert marker.read_text() == "bye"
+    cells = {c.source for name in ("a", "b") for c in nbformat.read(tmp_path / f"{name}.ipynb", 4).cells
+             if c.cell_type == "code"}
+    executed = [m["content"]["code"] for m in sent if m["header"]["msg_type"] == "execute_request"]
+    assert len(executed) == 6 and set(executed) <= cells   # 3 cells x 2 notebooks, each a notebook's own cell
+    controls = [m["content"] for m in sent if m["header"]["msg_type"] == "comm_open"]
+    assert {m["header"]["msg_type"] for m in sent} == {"execute_request", "comm_open", "kernel_info_request"}
+    assert [(c["target_name"], c["data"]["verb"]) for c in controls] == [
+        ("mcqa_toolkit.session", "reset"), ("probe", "keep"), ("mcqa_toolkit.session", "reset"), ("probe", "fail"),
+        ("probe", "nope"), ("elsewhere", "keep"), ("probe", "write")]   # the last one: teardown
+    assert json.loads(json.dumps(controls)) == controls   # plain JSON

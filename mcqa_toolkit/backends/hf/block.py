@@ -4,7 +4,7 @@ budget, then the hidden states at the scored positions (the LM head is heads.py'
 A block is one or several items, each a group of requests sharing an item prefix (the stem; for loglik the whole
 prompt), on one run prefix (instruction + few-shot block, whose cache the engine keeps). Two steps:
 1. `open_block`: the run cache gets the item prefixes. One item: its prefix is forwarded as one plain causal row on
-   a view of the run cache (no mask of ours), as the engine always did. Several items: their prefixes go in one
+   a view of the run cache (no mask of ours). Several items: their prefixes go in one
    call, packed as chains into rows as wide as the longest prefix (first fit, longest first: no padding beyond the
    rows' ends), with explicit masks (a real token sees the run prefix and the earlier tokens of its own chain; a
    pad slot sees itself only) and true positions, so each item's keys are those a call of its own would give, up

@@ -9,8 +9,8 @@ Several processes may load the same model at once on one machine (a Ray pool's w
 `mcqa run`): the cache is written under an exclusive lock (flock(2), released by the kernel however its holder
 dies), so one process dequantises while the others wait and then read its copy, and every file is written to a
 temporary name and renamed, so a killed writer never leaves a copy that looks complete. The embedded GGUF is
-assembled (by its package) under a lock beside it for the same reason: a second process used to find the
-first one's half-written file and fail its checksum.
+assembled (by its package) under a lock beside it for the same reason: without it a second process finds the
+first one's half-written file and fails its checksum.
 """
 from __future__ import annotations
 
@@ -146,10 +146,36 @@ def _gguf_digest(gguf_path: Path, cache_dir: Path) -> str:
     return known[key]
 
 
+@contextmanager
+def _one_gguf_reader() -> Iterator[list[Path]]:
+    """For the block, every `gguf.GGUFReader(path)` of one path is the same reader (the paths opened are listed).
+
+    transformers reads a GGUF's metadata once for the config, once for the weights and once for the tokenizer, and a
+    reader parses all of it on construction: the embedded model's 262k-token vocabulary is millions of small reads,
+    most of the conversion's time. A reader only reads the file (memory-mapped), so the three can share one."""
+    import gguf
+
+    real, readers, opened = gguf.GGUFReader, {}, []
+
+    def shared(path: Any, mode: str = "r") -> Any:
+        key = (str(Path(path).resolve()), mode)
+        if key not in readers:
+            readers[key] = real(path, mode)
+            opened.append(Path(path))
+        return readers[key]
+
+    gguf.GGUFReader = shared
+    try:
+        yield opened
+    finally:
+        gguf.GGUFReader = real
+
+
 def _write_dequantised(gguf_path: Path, out: Path) -> None:
     """Dequantise `gguf_path` and save it as a transformers model directory `out` (weights, config, tokenizer)."""
-    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    with _one_gguf_reader():
+        model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
     # the weights are plain float tensors after dequantisation; drop the GGUF marker so they can be saved
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config

@@ -8,14 +8,16 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
-from mcqa_toolkit.datasets.common import (check_options, is_annulled, is_missing, letter_to_index, option_columns,
-                                          parse_bool, parse_int, question_text, require, require_text)
+from mcqa_toolkit.datasets.common import (check_options, is_annulled, is_missing, option_columns, parse_bool,
+                                          parse_int, question_text, require, require_text)
+from mcqa_toolkit.datasets.labels import letter_to_index
+from mcqa_toolkit.datasets.languages import language_code
 from mcqa_toolkit.enem.itens_prova import AREAS
 from mcqa_toolkit.enem.positions import area_of, is_foreign_position
-from mcqa_toolkit.items import LETTERS, DatasetError, Item, UnusableRecord
+from mcqa_toolkit.items import LETTERS, DatasetError, Item
 
 AREA_NAMES = {"CH": "humanities", "CN": "natural sciences", "LC": "languages", "MT": "mathematics"}
-LANGUAGES = {"portuguese": "pt", "english": "en", "spanish": "es", "pt": "pt", "pt-br": "pt", "en": "en", "es": "es"}
+LANGUAGES = ("pt", "en", "es")   # ENEM's exam versions; sources write them as names or codes ("portuguese", "pt-br")
 TAGS = ("IU", "ML", "BK", "CE", "DS", "MR", "TU", "ledor")
 CSV_REQUIRED = ("body", "A", "B", "C", "D", "E", "year", "question_number", "test", "answer")
 EXAM_CSV_NAME = re.compile(r"^(?:(?P<language>pt|en|es)_)?ENEM_(?P<year>\d{4})_(?P<area>CH|CN|LC|MT)_CO_PROVA_"
@@ -41,12 +43,18 @@ def exam_file_info(path: str | Path) -> ExamFile | None:
     return m and ExamFile(int(m["year"]), m["area"], int(m["co_prova"]), m["language"])
 
 
+def language_of(value: Any) -> str | None:
+    """One of ENEM's LANGUAGES for a language cell ('portuguese', 'pt-br', 'en': datasets.languages), else None."""
+    code = None if is_missing(value) else language_code(str(value))
+    return code if code in LANGUAGES else None
+
+
 def _language(value: Any, path: Any, n: int, key: str) -> str | None:
     if is_missing(value):
         return None
-    code = LANGUAGES.get(str(value).strip().lower())
+    code = language_of(value)
     if code is None:
-        raise DatasetError(path, n, key, f"unknown language {value!r}; expected one of {sorted(set(LANGUAGES))}")
+        raise DatasetError(path, n, key, f"unknown language {value!r:.60}; ENEM's are {LANGUAGES} (by name or code)")
     return code
 
 
@@ -95,13 +103,13 @@ def _parse_csv_row(rec: Mapping[str, Any], n: int, path: Any, language: str | No
 def _stem(rec: Mapping[str, Any], path: Any, n: int) -> str:
     """The question's text: `context` (the text it refers to) then `question` (BLUEX-style); either may be empty
     when the other carries the whole question (real BLUEX-style files keep some questions entirely in
-    `context`), and a question already inside `context` is not repeated. Both empty -> UnusableRecord."""
+    `context`), and a question already inside `context` is not repeated. Both empty -> "no question text"."""
     question = require(rec, "question", path, n, types=str, allow_empty=True).strip()
     context = rec.get("context")
     context = context.strip() if isinstance(context, str) else ""
     if not question and not context:
-        raise UnusableRecord(path, n, "question", "no question text (`question` and `context` empty)",
-                             str(rec.get("id") or ""))
+        raise DatasetError(path, n, "question", "no question text (`question` and `context` empty)",
+                           str(rec.get("id") or ""))
     if not context or context == question:
         return question
     if not question or question in context:
@@ -121,12 +129,14 @@ def _alternatives(alternatives: list) -> tuple:
 
 def _json_options(rec: Mapping[str, Any], path: Any, n: int, raw_id: str) -> tuple[str, ...]:
     """The five options of a JSON record: `options`, an empty one filled from `alternatives` (letter-prefixed),
-    else `alternatives`; neither holding any text (image alternatives lost in extraction) -> UnusableRecord."""
+    else `alternatives`; neither holding any text (image alternatives lost in extraction) -> "no option text"."""
     if "options" not in rec and "alternatives" not in rec:
         raise DatasetError(path, n, "options", "missing field (neither `options` nor `alternatives`)")
     given = rec.get("options")
+    if not is_missing(given) and not isinstance(given, (list, tuple)):
+        raise DatasetError(path, n, "options", f"expected a list, got {type(given).__name__}")
     spare = rec.get("alternatives") if isinstance(rec.get("alternatives"), (list, tuple)) else None
-    if not is_missing(given) and not (isinstance(given, (list, tuple)) and all(is_missing(o) for o in given)):
+    if not is_missing(given) and not all(is_missing(o) for o in given):
         given = list(given)
         if len(given) == 5 and any(is_missing(o) for o in given) and spare is not None:
             filled = _alternatives(list(spare))   # an option empty in `options`, written in `alternatives`
@@ -135,7 +145,7 @@ def _json_options(rec: Mapping[str, Any], path: Any, n: int, raw_id: str) -> tup
     if spare is None and "alternatives" in rec and not is_missing(rec["alternatives"]):
         raise DatasetError(path, n, "alternatives", f"expected a list, got {type(rec['alternatives']).__name__}")
     if spare is None or all(is_missing(o) for o in spare):
-        raise UnusableRecord(path, n, "options", "no option text (`options` and `alternatives` empty)", raw_id)
+        raise DatasetError(path, n, "options", "no option text (`options` and `alternatives` empty)", raw_id)
     return _alternatives(check_options(list(spare), path, n, "alternatives", n_allowed=(5,), item_id=raw_id))
 
 
@@ -143,6 +153,9 @@ def _parse_json_record(rec: Mapping[str, Any], n: int, path: Any, language: str 
                        foreign_language: str | None) -> Item:
     raw_id = str(require(rec, "id", path, n, types=(str, int))).strip()
     stem = _stem(rec, path, n)
+    for key in ("figures", "description", "subject", "associated_images"):    # lists (or text), when given
+        if rec.get(key) is not None and not isinstance(rec[key], (str, list, tuple)):
+            raise DatasetError(path, n, key, f"expected a list, got {type(rec[key]).__name__}")
     descriptions = [d for d in rec.get("description") or [] if isinstance(d, str)]
     for d in descriptions:  # 2024-style: the i-th description stands where the i-th figure was
         stem = stem.replace("[[placeholder]]", d.strip(), 1)

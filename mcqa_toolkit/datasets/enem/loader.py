@@ -6,30 +6,33 @@ from collections import Counter
 from pathlib import Path
 from typing import Mapping
 
-from mcqa_toolkit.datasets.common import UniqueIds, concat, items_of, parse_records, reports_skipped
-from mcqa_toolkit.datasets.enem.formats import CSV_REQUIRED, LANGUAGES, exam_file_info, parse_record
+from mcqa_toolkit.datasets.common import UniqueIds, concat, parse_records, reports_skipped
+from mcqa_toolkit.datasets.enem.formats import CSV_REQUIRED, exam_file_info, language_of, parse_record
 from mcqa_toolkit.enem.attach import ItemParams
 from mcqa_toolkit.enem.itens_prova import AREAS, TP_LINGUA
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
-from mcqa_toolkit.textfiles import iter_csv, iter_json_records, iter_jsonl
+from mcqa_toolkit.textfiles import csv_entries, json_entries, jsonl_file_entries
 
 
 def _csv_rows(path: Path, foreign_language: str | None) -> tuple[list, dict[int, str | None], str | None]:
-    """Rows of one exam CSV, per row the foreign language implied by file order (a position listed twice:
-    1st English, 2nd Spanish) or else the `foreign_language` argument, and the exam version's language: the
-    language of its questions outside the foreign-language positions (None when the rows do not say)."""
-    rows = list(iter_csv(path, encodings=("utf-8", "latin-1"), required=CSV_REQUIRED))
-    counts = Counter(str(rec["question_number"]).strip() for _, rec in rows)
+    """Rows of one exam CSV (a row that cannot be read, or whose position is listed more than twice, as its
+    DatasetError), per row the foreign language implied by file order (a position listed twice: 1st English, 2nd
+    Spanish) or else the `foreign_language` argument, and the exam version's language: the language of its
+    questions outside the foreign-language positions (None when the rows do not say)."""
+    rows = list(csv_entries(path, encodings=("utf-8", "latin-1"), required=CSV_REQUIRED))
+    counts = Counter(str(rec["question_number"]).strip() for _, rec in rows if isinstance(rec, dict))
     seen: Counter = Counter()
     implied = {}
-    for n, rec in rows:
+    for k, (n, rec) in enumerate(rows):
+        if not isinstance(rec, dict):
+            continue
         key = str(rec["question_number"]).strip()
         if counts[key] > 2:
-            raise DatasetError(path, n, "question_number", f"question {key} appears {counts[key]} times")
+            rows[k] = (n, DatasetError(path, n, "question_number", f"question {key} appears {counts[key]} times"))
         implied[n] = ("en", "es")[seen[key]] if counts[key] == 2 else foreign_language
         seen[key] += 1
-    own = Counter(LANGUAGES.get(str(rec.get("language") or "").strip().lower()) for _, rec in rows
-                  if counts[str(rec["question_number"]).strip()] == 1)
+    own = Counter(language_of(rec.get("language")) for _, rec in rows
+                  if isinstance(rec, dict) and counts[str(rec["question_number"]).strip()] == 1)
     own.pop(None, None)
     return rows, implied, own.most_common(1)[0][0] if own else None
 
@@ -53,8 +56,9 @@ def load_enem(path: str | Path, item_params: str | Path | None = None, language:
     exam keeps its English and Spanish questions); also the language of JSON sources (default 'pt').
     area: keep only this area (CH/CN/LC/MT). foreign_language: 'en'/'es' for foreign-language items whose
     language the file does not tell (see the module docstring). Filters that leave nothing raise DatasetError.
-    strict: refuse a record that cannot be administered (no question or option text) instead of leaving it out
-    with a warning (mcqa_toolkit.datasets.common).
+    strict: refuse the first record that cannot be used instead of leaving it out and naming it
+    (mcqa_toolkit.datasets.common). Attaching item parameters is all or nothing: an item the booklet does not
+    list, or whose answer contradicts its key, refuses the load.
     """
     path = Path(path)
     for name, value, allowed in (("area", area, AREAS), ("foreign_language", foreign_language, tuple(TP_LINGUA)),
@@ -74,18 +78,18 @@ def load_enem(path: str | Path, item_params: str | Path | None = None, language:
             parse = (lambda rec, n, f=f, fl=implied, info=exam_file_info(f), version=version:
                      parse_record(rec, n, f, language, fl[n], info, version))
         elif suffix in (".json", ".jsonl", ".parquet"):
-            records = {".json": iter_json_records, ".jsonl": iter_jsonl, ".parquet": _iter_parquet}[suffix](f)
+            records = {".json": json_entries, ".jsonl": jsonl_file_entries, ".parquet": _iter_parquet}[suffix](f)
             parse = (lambda rec, n, f=f: _with_booklet(parse_record(rec, n, f, language, foreign_language), co_prova))
         else:
             raise DatasetError(f, "-", None, "expected an exam .csv, a .json list, a .jsonl or .parquet file or a "
                                              "directory")
-        pairs, skipped = parse_records(records, parse, strict=strict)
+        pairs, skipped = parse_records(records, parse, f, ids, strict=strict)
         if params is not None:  # the whole file first: its answers choose the booklet's item set
             # BLUEX's UNICAMP/USP items have no INEP row; a multi-edition source meets this year's file only
             enem = [(n, it) for n, it in pairs if it.source == "enem" and params.year in (None, it.year)]
             attached = dict(params.attach_all(enem, f, item_set)) if enem else {}
             pairs = [(n, attached.get(n, it)) for n, it in pairs]
-        sets.append(items_of(pairs, f, name, ids, skipped))
+        sets.append(ItemSet([it for _, it in pairs], name, skipped))
     items = concat(sets, name)
     if language is not None:
         items = _keep(items, path, "language", language, lambda it: it.exam_language == language)

@@ -18,13 +18,25 @@ from mcqa_toolkit.backends.hf import loading
 CTX = multiprocessing.get_context("fork")  # the children run only file operations: no torch, no threads
 
 
-def _slow_writer(log: Path, die: bool = False):
+def _waiting_for(lock_file: Path) -> int:
+    """How many processes wait for the flock on `lock_file`: /proc/locks marks a blocked request "->"."""
+    st = lock_file.stat()
+    file = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    return sum(line.split()[1] == "->" and file in line.split() for line in Path("/proc/locks").read_text().splitlines())
+
+
+def _slow_writer(log: Path, die: bool = False, waiting: int = 0):
+    """A fake dequantiser; with `waiting`, it writes the copy's last file only once that many other processes
+    wait for the cache's lock (they arrive while it is being written; 60 s bounds a hang)."""
     def write(gguf: Path, out: Path) -> None:
         out.mkdir(parents=True)
         (out / "config.json").write_text("{}")
         if die:
             os.kill(os.getpid(), signal.SIGKILL)
-        time.sleep(0.3)  # a slow copy: the others arrive while it is being written
+        deadline = time.monotonic() + 60
+        while _waiting_for(out.parent.parent / "dequantised.lock") < waiting:
+            assert time.monotonic() < deadline, "the other loads did not wait for the cache's lock"
+            time.sleep(0.01)
         (out / "model.safetensors").write_bytes(b"w" * 4096)
         with open(log, "a") as f:
             f.write(f"{os.getpid()}\n")
@@ -46,7 +58,7 @@ def gguf(tmp_path):
 
 def test_concurrent_first_loads_write_the_copy_once_and_all_read_it(gguf, tmp_path, monkeypatch):
     cache, log = tmp_path / "cache", tmp_path / "writers.log"
-    monkeypatch.setattr(loading, "_write_dequantised", _slow_writer(log))
+    monkeypatch.setattr(loading, "_write_dequantised", _slow_writer(log, waiting=2))
     barrier, results = CTX.Barrier(3), CTX.Queue()
     children = [CTX.Process(target=_load, args=(str(gguf), str(cache), barrier, results)) for _ in range(3)]
     for c in children:
@@ -73,3 +85,28 @@ def test_a_writer_killed_mid_copy_leaves_nothing_taken_for_a_copy(gguf, tmp_path
     target, _ = loading.dequantised_dir(gguf, cache)  # the lock died with its holder: the next load goes on
     assert sorted(p.name for p in target.iterdir()) == ["config.json", "mcqa_cache.json", "model.safetensors"]
     assert [p.name for p in (cache / "dequantised").iterdir()] == [target.name]  # the leftover is gone
+
+
+def test_the_conversion_reads_a_gguf_once(tmp_path, monkeypatch):
+    """Inside _one_gguf_reader every GGUFReader of one path is the same reader (transformers constructs one for the
+    config, the weights and the tokenizer; each parses the whole metadata), another path gets its own, and the real
+    class is back afterwards, also when the block raises."""
+    import gguf
+
+    made = []
+
+    class Reader:
+        def __init__(self, path, mode="r"):
+            made.append((str(path), mode))
+
+    monkeypatch.setattr(gguf, "GGUFReader", Reader)
+    a, b = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    with loading._one_gguf_reader() as opened:
+        first = gguf.GGUFReader(a)
+        assert gguf.GGUFReader(str(a)) is first and gguf.GGUFReader(b) is not first
+        assert gguf.GGUFReader(b, "r") is gguf.GGUFReader(b)
+    assert made == [(str(a), "r"), (str(b), "r")] and opened == [a, b]
+    assert gguf.GGUFReader is Reader
+    with pytest.raises(RuntimeError), loading._one_gguf_reader():
+        raise RuntimeError("conversion failed")
+    assert gguf.GGUFReader is Reader

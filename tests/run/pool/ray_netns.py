@@ -5,8 +5,18 @@ ADDR...` by tests/run/pool/test_driver.py).
 The namespace holds loopback and one veth pair whose end carries HEAD_IP, with the default route through it: what
 a machine with one outward interface looks like, so `ray start --head` registers the head at HEAD_IP as it does on
 such a machine (even when told 127.0.0.1). No traffic leaves the namespace (the veth pair's other end is in it
-too), and this script is its PID 1: when it ends (or unshare is killed: --kill-child), whatever it started ends
-with it (a `ray stop` inside first sees only this namespace's processes).
+too). This script's first process is the namespace's PID 1 and only its init (`init`): it runs the script again as
+its one child and reaps every process that ends in the namespace until that child ends (orphans are re-parented to
+PID 1, and a PID 1 that does not wait for them leaves them zombies), then exits with the child's status; when it
+ends (or unshare is killed: --kill-child), whatever is left in the namespace ends with it (a `ray stop` inside
+first sees only this namespace's processes).
+
+The head runs with GRPC_ENABLE_FORK_SUPPORT=false. Ray Client's proxier starts each client's server with
+subprocess.Popen(preexec_fn=...), a fork then exec, from a process whose gRPC threads are busy; gRPC's fork
+handlers then abort a few percent of those children before their exec (SIGABRT; none with the variable set), and
+the driver gets "Initialization failure from server" (psutil.ZombieProcess for the dead child, or "Starting Ray
+client server failed"). The proxier only forks to exec, so it needs no fork handlers; docs/cluster.md gives users
+the same setting.
 
 The head requires token authentication, as Ray 2.60 makes it on a machine that holds a token (this script's own
 HOME holds one): each driver must present it.
@@ -79,7 +89,8 @@ def main(out: Path, table: Path, addresses: list[str]) -> None:
         env.pop(key, None)
     try:
         sh(ray, "start", "--head", f"--port={PORT}", f"--ray-client-server-port={CLIENT_PORT}", "--num-cpus=1",
-           "--include-dashboard=false", "--disable-usage-stats", env=env, timeout=120)
+           "--include-dashboard=false", "--disable-usage-stats", env={**env, "GRPC_ENABLE_FORK_SUPPORT": "false"},
+           timeout=120)
         given = [(str(n), a.format(port=PORT, head=HEAD_IP, client=CLIENT_PORT)) for n, a in enumerate(addresses)]
         # one driver process joins (and leaves) through every address but Ray Client's, one more for ray://
         client = [g for g in given if g[1].startswith("ray://")]
@@ -95,5 +106,18 @@ def main(out: Path, table: Path, addresses: list[str]) -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def init(argv: list[str]) -> int:
+    """As the namespace's PID 1: run `python argv...` as the one child and reap whatever ends in the namespace until
+    that child ends; its exit status (128 + N for a signal N, as a shell reports it)."""
+    child = os.posix_spawn(sys.executable, [sys.executable, *argv], dict(os.environ))
+    while True:
+        pid, status = os.waitpid(-1, 0)  # any child: the script, or an orphan re-parented to PID 1
+        if pid == child:
+            code = os.waitstatus_to_exitcode(status)
+            return code if code >= 0 else 128 - code
+
+
 if __name__ == "__main__":
+    if os.getpid() == 1:
+        sys.exit(init(sys.argv))
     main(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:])

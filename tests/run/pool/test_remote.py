@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import time
 
 import pytest
 from lookup_backend import KilledOnce, LookupBackend
@@ -98,8 +99,16 @@ def test_a_model_s_workers_serve_its_runs_and_a_new_model_ends_them(ray_cluster,
         old = list(first.group.actors)
         (other,) = pool.for_run([backend_entry("lookup-b")])
         assert other.group is not first.group
-        with pytest.raises(ray.exceptions.RayActorError):
-            ray.get(old[0].hello.remote(), timeout=60)
+        # ray.kill returns before the actor is gone: a call sent meanwhile may still be answered, so the test asks
+        # until one is refused (120 s bounds a hang)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                ray.get(old[0].hello.remote(), timeout=60)
+            except ray.exceptions.RayActorError:
+                break
+            assert time.monotonic() < deadline, "the first model's worker still answers 120 s after a new model"
+            time.sleep(0.1)
 
 
 @pytest.mark.ray

@@ -12,6 +12,8 @@ import pytest
 
 from mcqa_toolkit.run.pool.scheduler import DispatchStats, PoolError, dispatch
 
+HANG_LIMIT = 300  # seconds a worker held back by a test waits at most: only bounds a hang, never decides a result
+
 
 class Lost(Exception):
     """A worker process or node died (Ray: ActorUnavailableError)."""
@@ -34,6 +36,7 @@ class Workers:
         self.fail, self.delay = fail, delay
         self.gone: set[int] = set()
         self.sent: list[tuple[int, int]] = []
+        self.futures: dict[tuple[int, int], Future] = {}  # (worker, block) -> its latest submission
         self.lock = threading.Lock()
 
     def compute(self, w: int, i: int) -> str:
@@ -44,7 +47,8 @@ class Workers:
     def submit(self, w: int, i: int) -> Future:
         with self.lock:
             self.sent.append((w, i))
-        return self.pools[w].submit(self.compute, w, i)
+            f = self.futures[(w, i)] = self.pools[w].submit(self.compute, w, i)
+        return f
 
     def probe(self, w: int) -> Future:
         f: Future = Future()
@@ -129,15 +133,17 @@ def test_a_real_error_is_raised_as_it_is():
 
 
 def test_nothing_answering_is_a_stall():
+    """The worker hangs until the test releases it: the stall is reported while its block is still out."""
     hung = threading.Event()
     ws = Workers(1, delay=lambda w, i: 0.0)
-    ws.fail = lambda w, i: hung.wait(5)
-    t0 = time.monotonic()
-    with pytest.raises(PoolError, match=r"no worker has answered for 0 s \(1 ready"):
-        list(dispatch(3, [0], ws.submit, ws.probe, failure, stall_seconds=0.3))
-    hung.set()
-    ws.pools[0].shutdown(wait=True, cancel_futures=True)
-    assert time.monotonic() - t0 < 3
+    ws.fail = lambda w, i: hung.wait(HANG_LIMIT)
+    try:
+        with pytest.raises(PoolError, match=r"no worker has answered for 0 s \(1 ready"):
+            list(dispatch(3, [0], ws.submit, ws.probe, failure, stall_seconds=0.3))
+        assert not ws.futures[(0, 0)].done()  # given up on while the worker still hung, not after it answered
+    finally:
+        hung.set()
+        ws.pools[0].shutdown(wait=True, cancel_futures=True)
 
 
 def test_an_idle_worker_copies_the_oldest_block_out_and_it_is_given_back_once():
@@ -145,18 +151,20 @@ def test_an_idle_worker_copies_the_oldest_block_out_and_it_is_given_back_once():
 
     def delay(w, i):
         if w == 0 and i == 0:
-            slow.wait(5)  # worker 0 hangs on block 0 (a lost node Ray has not reported yet)
+            slow.wait(HANG_LIMIT)  # worker 0 hangs on block 0 until released (a lost node Ray has not reported)
         return 0.0
 
     ws = Workers(2, delay=delay)
     stats = DispatchStats()
-    t0 = time.monotonic()
-    got = list(dispatch(8, [0, 1], ws.submit, ws.probe, failure, stats=stats))
-    assert [i for i, _ in got] == list(range(8)) and time.monotonic() - t0 < 3
-    assert (1, 0) in ws.sent and stats.copies >= 1
-    slow.set()
-    for p in ws.pools:
-        p.shutdown(wait=True, cancel_futures=True)
+    try:
+        got = list(dispatch(8, [0, 1], ws.submit, ws.probe, failure, stats=stats))
+        assert [i for i, _ in got] == list(range(8))
+        assert not ws.futures[(0, 0)].done()  # every block given back while worker 0 still hung on block 0
+        assert (1, 0) in ws.sent and stats.copies >= 1
+    finally:
+        slow.set()
+        for p in ws.pools:
+            p.shutdown(wait=True, cancel_futures=True)
 
 
 def test_blocks_go_out_at_most_a_window_ahead_of_the_first_not_given_back():
@@ -164,7 +172,7 @@ def test_blocks_go_out_at_most_a_window_ahead_of_the_first_not_given_back():
 
     def delay(w, i):
         if i == 0 and w == 0:
-            release.wait(5)  # block 0 holds everything back until the window is full
+            release.wait(HANG_LIMIT)  # block 0 holds everything back until the window is full
         return 0.0
 
     ws, given, window = Workers(3, delay=delay), [], 5
@@ -183,12 +191,30 @@ def test_blocks_go_out_at_most_a_window_ahead_of_the_first_not_given_back():
 
 
 def test_workers_not_ready_yet_join_when_their_probe_answers():
+    """Worker 1's probe answers while worker 0 computes block 3, which then waits until worker 1 was given a
+    block: worker 1 joins after its probe, and only then."""
     pending: Future = Future()
-    ws = Workers(2, delay=lambda w, i: 0.005)
-    threading.Timer(0.05, lambda: pending.set_result("loaded")).start()
-    got = list(dispatch(20, [0, 1], ws.submit, ws.probe, failure, probes={1: pending}))
-    assert [i for i, _ in got] == list(range(20))
-    first_for_1 = next(n for n, (w, _) in enumerate(ws.sent) if w == 1)
-    assert first_for_1 > 0  # worker 1 took nothing before its model was loaded
-    for p in ws.pools:
-        p.shutdown(wait=True, cancel_futures=True)
+    joined = threading.Event()
+
+    def delay(w, i):
+        if w == 0 and i == 3:
+            pending.set_result("loaded")
+            assert joined.wait(HANG_LIMIT), "worker 1 was given nothing after its probe answered"
+        return 0.0
+
+    ws = Workers(2, delay=delay)
+
+    def submit(w, i):
+        if w == 1:
+            joined.set()
+        return ws.submit(w, i)
+
+    try:
+        got = list(dispatch(20, [0, 1], submit, ws.probe, failure, probes={1: pending}))
+        assert [i for i, _ in got] == list(range(20))
+        first_for_1 = next(n for n, (w, _) in enumerate(ws.sent) if w == 1)
+        assert first_for_1 >= 4 and {i for w, i in ws.sent[:first_for_1]} >= {0, 1, 2, 3}  # none before its probe
+    finally:
+        joined.set()
+        for p in ws.pools:
+            p.shutdown(wait=True, cancel_futures=True)
