@@ -126,7 +126,7 @@ def import_cmd(tool: str, path: str, out: str, dataset: str | None, dataset_args
 def contaminate_cmd(args: argparse.Namespace) -> int:
     """`mcqa contaminate`: the exposed items (a file of ids, or a seeded fraction of each subject), the
     training, one line per model folder; returns 0."""
-    from mcqa_toolkit.backends.hf.contaminate import Recipe, contaminate
+    from mcqa_toolkit.contamination.fine_tuning import Recipe, contaminate
     from mcqa_toolkit.prompts.solved_page import exposure_split
 
     items = _items(args.dataset, args.dataset_args)

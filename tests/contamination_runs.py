@@ -43,7 +43,7 @@ def letters_records(items: ItemSet, model: str = "m", pull: float = 0.0, saw=Non
     return records_frame(rows)
 
 
-def _familiarity(items: ItemSet, model: str, seen: set, signal: float, rng) -> pd.DataFrame:
+def familiarity_frame(items: ItemSet, model: str, seen: set, signal: float, rng) -> pd.DataFrame:
     """A familiarity table whose text scores rise by `signal` on the `seen` items."""
     n = len(items)
     hot = np.array([it.item_id in seen for it in items], dtype=float) * signal
@@ -54,16 +54,17 @@ def _familiarity(items: ItemSet, model: str, seen: set, signal: float, rng) -> p
 
 
 def write_validation(folder, n_items: int = 30, seed: int = 0, partial: bool = False):
-    """Raw results shaped like scripts/contamination_validation.py --collect's (report.contamination), from
+    """Raw results shaped like scripts/contamination_validation.py --collect's (contamination.validation), from
     simulated audits: a clean model and s0-x1, s0-x3, s1-x3 (signal growing with exposures) on pt2021 (half of
-    each seed's split exposed), its translation en2021 (a weaker signal) and pt2019 (never seen). `partial`: a
-    validation stopped early: pt2021 only (no control exam), no probe."""
+    each seed's split exposed), its translation en2021 (a weaker signal) and pt2019 (never seen), and two controls
+    c0-x3, c1-x3 (fine-tuned on other exams: no signal anywhere). `partial`: a validation stopped early: pt2021 only
+    (no control exam), no probe."""
     import json
     from pathlib import Path
     from types import SimpleNamespace
 
     from mcqa_toolkit.prompts.solved_page import exposure_split
-    from mcqa_toolkit.report.contamination import validation_results
+    from mcqa_toolkit.contamination.validation import validation_results
 
     rng = np.random.default_rng(seed)
     exams = {"pt2021": exam(n_items, seed=1), "en2021": exam(n_items, seed=1, language="en"),
@@ -73,11 +74,15 @@ def write_validation(folder, n_items: int = 30, seed: int = 0, partial: bool = F
     if partial:
         exams = {"pt2021": exams["pt2021"]}
     splits = {s: set(exposure_split(exams["pt2021"], 0.5, s)[0]) for s in (0, 1)}
-    models = {"clean": (0, 0), "s0-x1": (0, 1), "s0-x3": (0, 3), "s1-x3": (1, 3)}
+    models = {"clean": (0, 0), "s0-x1": (0, 1), "s0-x3": (0, 3), "s1-x3": (1, 3), "c0-x3": (0, 3), "c1-x3": (1, 3)}
     audits = {}
     for model, (s, e) in models.items():
         for name, items in exams.items():
-            seen = {i for i in items.ids if i.replace("-en", "-pt") in splits[s]} if name != "pt2019" else set()
+            control = model.startswith("c") and model != "clean"
+            if control and name == "en2021":
+                continue   # the controls are audited on the exposure exam and its control exam
+            seen = ({i for i in items.ids if i.replace("-en", "-pt") in splits[s]}
+                    if name != "pt2019" and not control else set())
             strength = e * (0.3 if name == "en2021" else 1.0)
             records = letters_records(items, model=model, pull=0.5 * strength, saw=seen, shuffles=4,
                                       seed=int(rng.integers(1e6)))
@@ -86,20 +91,20 @@ def write_validation(folder, n_items: int = 30, seed: int = 0, partial: bool = F
                                   "exact": [i in seen and rng.random() < 0.1 * e for i in items.ids],
                                   "rouge_l": rng.random(len(items)), "probe_logprob": rng.normal(-3, 1, len(items))})
             audits[(model, name)] = SimpleNamespace(records=records, probe=probe if name == "pt2021" and not partial else None,
-                                                    familiarity=_familiarity(items, model, seen, 0.5 * strength, rng))
+                                                    familiarity=familiarity_frame(items, model, seen, 0.5 * strength, rng))
     pt = exams["pt2021"]
 
     def split_labels(model, s):
         return pd.DataFrame({"model": model, "parallel_id": [it.parallel_id for it in pt], "split": f"s{s}",
                              "exposed": [it.item_id in splits[s] for it in pt]})
-    labels = pd.concat([split_labels(m, s) for m, (s, e) in models.items() if e]
-                       + [split_labels("clean", s) for s in splits], ignore_index=True)
+    labels = pd.concat([split_labels(m, s) for m, (s, e) in models.items() if m[0] == "s"]
+                       + [split_labels(m, s) for m in models if m[0] != "s" for s in splits], ignore_index=True)
     results = validation_results(audits, exams, labels, {"pt2021": "pt2019"}, n_perm=199)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for name, frame in {**results, "labels": labels}.items():
         frame.to_parquet(folder / f"{name}.parquet", index=False)
-    info = {m: {"exposures": e, "recipe": {"seed": s}, "train_loss": [2.0 / (k + 1) for k in range(e)]}
-            for m, (s, e) in models.items() if e}
+    info = {m: {"kind": "control" if m[0] == "c" else "contaminated", "exposures": e, "recipe": {"seed": s},
+                "train_loss": [2.0 / (k + 1) for k in range(e)]} for m, (s, e) in models.items() if e}
     (folder / "models.json").write_text(json.dumps(info))
     return folder

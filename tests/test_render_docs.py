@@ -100,8 +100,22 @@ def test_the_contamination_page_follows_its_raw_results(tmp_path, monkeypatch):
     monkeypatch.setattr(contamination, "DATA", tmp_path)
     after = contamination.blocks()
     assert after["contam-auc-pt2021"] != before["contam-auc-pt2021"]
+    assert after["contam-auditor"] != before["contam-auditor"]
     assert after["contam-tests"] != before["contam-tests"]
     assert after["contam-gain"] == before["contam-gain"]
+    controls = scores["model"].str.match(r"c\d") & (scores["detector"] == "zlib")       # the clean controls' AUC
+    assert controls.any()
+    scores.loc[controls, "score"] = scores.loc[controls, "item_id"].rank().to_numpy()
+    scores.to_parquet(tmp_path / "scores.parquet", index=False)
+    steps = json.loads((data / "steps.json").read_text())
+    steps[-1]["seconds"] = steps[-1]["seconds"] * 3 + 1000                            # a step's time
+    (tmp_path / "steps.json").write_text(json.dumps(steps))
+    plan = json.loads((data / "plan.json").read_text())
+    plan[next(step for step, ran in plan.items() if ran and step.startswith("train c"))] = False   # a control's step
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    moved = contamination.blocks()
+    assert moved["contam-auditor"] != after["contam-auditor"] and moved["contam-steps"] != after["contam-steps"]
+    assert moved["contam-session"] != after["contam-session"]
 
 
 def test_raw_files_hold_no_machine_paths(tmp_path):

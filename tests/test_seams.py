@@ -78,7 +78,8 @@ def test_enem_code_lives_in_one_package():
 
 
 def test_psychometrics_and_numbers_import_no_torch():
-    code = ("import sys, mcqa_toolkit.irt, mcqa_toolkit.measure, mcqa_toolkit.enem, mcqa_toolkit.scoring.methods; "
+    code = ("import sys, mcqa_toolkit.irt, mcqa_toolkit.measure, mcqa_toolkit.enem, mcqa_toolkit.scoring.methods, "
+            "mcqa_toolkit.contamination; "
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
@@ -147,6 +148,31 @@ def test_readers_of_run_folders_go_through_records():
     assert set(graph.get("records", {})) <= {"items"}, f"records/ imports {graph['records']}"
 
 
+# The contamination wing's floor: it runs runs (its audit) and reads the numbers below; only the report and the CLI
+# read it. run/ writes every run's Min-K% table through scoring.min_k, below both, so no arrow runs back up.
+CONTAMINATION_IMPORTS = {"items", "prompts", "backends", "scoring", "measure", "irt", "records", "run"}
+CONTAMINATION_READERS = {"report", "cli"}
+
+
+def test_the_contamination_wing_sits_above_run_and_below_the_report():
+    graph = _package_graph()
+    assert set(graph.get("contamination", {})) <= CONTAMINATION_IMPORTS, graph["contamination"]
+    readers = {pkg for pkg, arrows in graph.items() if "contamination" in arrows}
+    assert readers <= CONTAMINATION_READERS, {r: graph[r]["contamination"] for r in readers - CONTAMINATION_READERS}
+
+
+def test_torch_and_transformers_are_imported_only_under_backends_hf():
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        if (PKG / "backends" / "hf") in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{path.relative_to(PKG)}: {n}" for n in names if n.split(".")[0] in ("torch", "transformers")]
+    assert not found, found
+
+
 def test_package_modules_stay_under_300_lines():
     long = {str(p.relative_to(PKG)): n for p in sorted(PKG.rglob("*.py"))
             if (n := len(p.read_text().splitlines())) > 300}
@@ -167,12 +193,13 @@ def test_test_files_have_one_basename_each():
 # "<pkg>/<module>" -> the test file that tests them. Only a module of constants only belongs here; today every
 # mirrored module holds behaviour of its own and has its test file, so the list is empty.
 TESTED_THROUGH_THEIR_USER: dict[str, str] = {}
-MIRRORED = ("run", "run/pool", "records", "measure/dif")   # packages whose tests mirror them module by module
+MIRRORED = ("run", "run/pool", "records", "measure/dif", "contamination")   # tests mirror them module by module
 
 
-def test_tests_mirror_run_records_and_dif_module_by_module():
-    """tests/<package>/ mirrors the package (the README's Layout): every module of run/ (and run/pool/), records/
-    and measure/dif/ has its own test_<module>.py, and every test file there is named after a module."""
+def test_tests_mirror_run_records_dif_and_contamination_module_by_module():
+    """tests/<package>/ mirrors the package (the README's Layout): every module of run/ (and run/pool/), records/,
+    measure/dif/ and contamination/ has its own test_<module>.py, and every test file there is named after a
+    module."""
     missing, orphans = [], []
     for pkg in MIRRORED:
         modules = {p.stem for p in (PKG / pkg).glob("*.py")} - {"__init__"}

@@ -28,7 +28,7 @@ Beyond the three calls, a backend may offer declared optional parts, each a Prot
   MultiItemBackend, so its runs cut the blocks an in-process run cuts;
 - `DistributionBackend`: `token_distributions(texts)`, per token its log-prob and the mean and variance of log p
   over the whole next-token distribution, which Min-K%++ needs and no API returns (the local model offers it:
-  backends.hf.distributions; scoring.familiarity uses it);
+  backends.hf.distributions; contamination.familiarity uses it);
 - `BatchBackend`: a provider's batch API (run.batch);
 - `PreparingBackend`: `prepare(prompts, method)` does a block's host-side preparation (the local engine: its
   tokenisation into the run's token cache) ahead of the block's call, and `prepare_ahead` says whether the runner

@@ -10,10 +10,6 @@
                   score difference between languages (kappa or accuracy, matched on parallel_id)
     population    item banks from a population of models: response matrix, calibration, fit, leave-one-out CAT
     compare       language gap, correlations, paired McNemar, item attributes vs discrimination
-    contamination Min-K% prob and its correlation with accuracy; contamination_items: the audit's item-level
-                  detectors (Min-K%, Min-K%++, zlib, reference ratio, masked-option probe, key pull, 3PL residual);
-                  contamination_models: did a model see an exam (key-pull permutation test, dataset inference,
-                  l_z); contamination_roc: ROC AUC and accuracy gains where the exposed items are known
     dif/          differential item functioning, one method per module: Mantel-Haenszel (ETS A/B/C,
                   purification), its permutation test within blocks, logistic regression, IRT with fixed
                   parameters; persons x items of language models across languages (parallel_id); labelled
@@ -23,6 +19,8 @@
     summary       one run's headline numbers
 
 Everything is importable from `mcqa_toolkit.measure`; no file I/O, printing or plotting here, and no torch.
+Contamination (Min-K% and the other detectors, the model-level tests, ROC AUCs) is its own wing,
+`mcqa_toolkit.contamination`.
 """
 from mcqa_toolkit.measure.abilities import (GROUP_BY, PERSON_BY, central_region, discrimination_frame, eap_grid,
                                             has_discrimination,
@@ -34,12 +32,6 @@ from mcqa_toolkit.measure.compare import (ATTRIBUTES, DI_THRESHOLD, Correlation,
                                           dataset_correlation, di_attribute_tests, gap_correlations, has_number,
                                           item_attributes, language_gap, options_have_number, paired_mcnemar,
                                           quality_gap_correlation)
-from mcqa_toolkit.measure.contamination import (contamination_correlation, contamination_frame,
-                                                min_k_accuracy_correlation, min_k_prob, min_k_scores)
-from mcqa_toolkit.measure.contamination_items import DETECTORS, contamination_scores, fit_residual, key_pull
-from mcqa_toolkit.measure.contamination_models import dataset_inference, key_pull_test, person_fit_test
-from mcqa_toolkit.measure.contamination_roc import (accuracy_by_exposure, accuracy_gain, detector_auc, roc_auc,
-                                                    roc_curves)
 from mcqa_toolkit.measure.dif import (MIN_GROUP, DifPersons, DifResult, SimulatedDif, bh_adjust, dif_persons,
                                       ets_class, irt_dif, logistic_dif, mantel_haenszel, mh_permutation,
                                       simulate_dif_persons)
@@ -66,9 +58,6 @@ __all__ = [
     "share_correct", "theta_ci", "ATTRIBUTES", "DI_THRESHOLD", "Correlation", "attribute_chi2", "correlation",
     "dataset_correlation", "di_attribute_tests", "gap_correlations", "has_number", "item_attributes",
     "language_gap", "options_have_number", "paired_mcnemar", "quality_gap_correlation",
-    "contamination_correlation", "contamination_frame", "min_k_accuracy_correlation", "min_k_prob", "min_k_scores",
-    "DETECTORS", "contamination_scores", "fit_residual", "key_pull", "dataset_inference", "key_pull_test",
-    "person_fit_test", "accuracy_by_exposure", "accuracy_gain", "detector_auc", "roc_auc", "roc_curves",
     "MEDICINA_POINTS", "MEDICINA_WEIGHTS", "compare_to_students",
     "course_exam_scores", "student_statistics", "medicina_final", "medicina_points", "medicina_score",
     "DEFAULT_BY", "HUMAN", "apply_human_grades", "compare_with_human", "icc", "judge_agreement", "judgements_frame",

@@ -59,7 +59,8 @@ def correlation(x: Sequence[float], y: Sequence[float]) -> Correlation:
     return Correlation(int(x.size), float(p.statistic), float(p.pvalue), float(s.statistic), float(s.pvalue))
 
 
-def _corr_row(x: pd.Series, y: pd.Series) -> dict:
+def correlation_row(x: pd.Series, y: pd.Series) -> dict:
+    """`correlation` of the complete pairs as a dict (a table's row); fewer than 3 complete pairs: NaN and a note."""
     keep = np.isfinite(x.to_numpy(float)) & np.isfinite(y.to_numpy(float))
     if keep.sum() < 3:
         return {**asdict(Correlation(int(keep.sum()), *(np.nan,) * 4)), "note": "fewer than 3 complete pairs"}

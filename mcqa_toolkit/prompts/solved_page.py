@@ -1,4 +1,4 @@
-"""A solved question as a web page shows it: the text a model is contaminated with (backends.hf.contaminate).
+"""A solved question as a web page shows it: the text a model is contaminated with (contamination.fine_tuning).
 
 Exam questions and their keys circulate as pages of solved questions ("Questão 12 — ENEM 2021 ... Resposta: C").
 `solved_page` writes one item that way, in the labels of the item's exam language (`Item.exam_language`: the
@@ -16,7 +16,8 @@ from typing import Any
 from mcqa_toolkit.items import LETTERS, Item, ItemSet
 from mcqa_toolkit.prompts.permutations import stable_seed
 
-__all__ = ["PageTemplate", "PAGE_TEMPLATES", "page_template", "solved_page", "has_page", "exposure_split"]
+__all__ = ["PageTemplate", "PAGE_TEMPLATES", "page_template", "solved_page", "has_page", "exposure_split",
+           "matched_split"]
 
 
 @dataclass(frozen=True)
@@ -94,3 +95,20 @@ def exposure_split(items: ItemSet, fraction: float = 0.5, seed: int = 0) -> tupl
     order = {it.item_id: n for n, it in enumerate(items)}
     exposed = sorted(chosen, key=order.__getitem__)
     return exposed, sorted(set(keyed) - chosen, key=order.__getitem__)
+
+
+def matched_split(items: ItemSet, counts: dict[str, int], seed: int = 0) -> list[str]:
+    """Item ids (in item order) of `counts[subject]` items with a page from each subject, drawn with a generator
+    seeded by (seed, subject): the pages of a control that sees as many pages of each subject as an exposure split
+    of another exam (e.g. `counts` of `exposure_split`'s exposed items), none of that exam's."""
+    by_subject: dict[str, list[str]] = {}
+    for it in items:
+        if has_page(it):
+            by_subject.setdefault(it.subject, []).append(it.item_id)
+    short = {s: n for s, n in counts.items() if len(by_subject.get(s, ())) < n}
+    if short:
+        raise ValueError(f"too few items with a page for {short} (subject: wanted)")
+    chosen: set[str] = set()
+    for subject, n in counts.items():
+        chosen.update(random.Random(stable_seed("matched_split", seed, subject)).sample(sorted(by_subject[subject]), n))
+    return [it.item_id for it in items if it.item_id in chosen]

@@ -1,11 +1,13 @@
 """The contamination validation's report (notebooks/19_contamination): its raw results read back, the AUC table
 by detector and number of exposures, the model-level tests' flags and false alarms, the accuracy gains.
 
-The raw results (written by scripts/contamination_validation.py, committed under data/contamination) are
-scores.parquet (measure.contamination_scores per model x exam), labels.parquet (model, parallel_id, exposed, split),
-accuracy.parquet (measure.accuracy_by_exposure), tests.parquet (the model-level tests), probe.parquet (the masked-
-option probe's exact matches) and models.json (each contaminated model's manifest without its item lists). Models
-are "clean" (the base model) and "s<seed>-x<exposures>".
+The raw results (written by scripts/contamination_validation.py through contamination.validation_results,
+committed under data/contamination) are scores.parquet (contamination.contamination_scores per model x exam),
+labels.parquet (model, parallel_id, exposed, split), accuracy.parquet (contamination.accuracy_by_exposure),
+tests.parquet (the model-level tests), probe.parquet (the masked-option probe's exact matches) and models.json
+(each fine-tuned model's manifest without its item lists). Models are of three kinds: "clean" (the base model),
+contaminated ("s<seed>-x<exposures>": fine-tuned on pages of the exposure exam) and controls ("c<seed>-x<exposures>",
+`"kind": "control"` in models.json: fine-tuned the same way on pages of other exams, so clean of every audited one).
 """
 from __future__ import annotations
 
@@ -17,19 +19,13 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.items import ItemSet
-from mcqa_toolkit.measure.contamination_items import contamination_scores
-from mcqa_toolkit.measure.contamination_models import dataset_inference, key_pull_test, person_fit_test
-from mcqa_toolkit.measure.contamination_roc import accuracy_by_exposure
+from mcqa_toolkit.contamination.detectors import DETECTOR_NAMES
 from mcqa_toolkit.report.tables import Table
 
-__all__ = ["Validation", "validation_results", "load_validation", "model_table", "with_models", "auc_summary", "auc_table",
-           "flag_tests", "flag_summary", "gain_summary", "probe_rates", "DETECTOR_NAMES"]
+__all__ = ["KINDS", "Validation", "load_validation", "model_table", "with_models", "models_audited", "column_name",
+           "auc_summary", "auc_table", "flag_tests", "flag_summary", "gain_summary", "probe_rates", "DETECTOR_NAMES"]
 
 FILES = ("scores", "labels", "accuracy", "tests", "probe")
-DETECTOR_NAMES = {"min_k": "Min-K% prob", "min_k_pp": "Min-K%++", "zlib": "zlib ratio",
-                  "reference": "reference ratio", "probe": "masked-option probe", "key_pull": "key pull",
-                  "fit_residual": "3PL residual"}
 
 
 @dataclass(frozen=True)
@@ -44,42 +40,6 @@ class Validation:
     models: dict
 
 
-def validation_results(audits: Mapping[tuple[str, str], Any], items: Mapping[str, ItemSet], labels: pd.DataFrame,
-                       controls: Mapping[str, str], reference: str = "clean", n_perm: int = 9999,
-                       detectors: tuple[str, ...] = ("min_k_pp", "min_k", "reference")) -> dict[str, pd.DataFrame]:
-    """The raw results' frames (scores, accuracy, tests, probe) from the audits: {(model, exam): an object with
-    familiarity, probe and records (run.audit.Audit; None where not measured)}; `items` per exam; `controls`:
-    suspect exam -> control exam of the dataset-inference tests; `reference`: the model whose familiarity is the
-    reference ratio's (on the same exam)."""
-    scores, accuracy, tests, probes = [], [], [], []
-    for (model, exam), a in audits.items():
-        ref = audits.get((reference, exam))
-        s = contamination_scores(a.familiarity, a.probe, a.records, items[exam],
-                                 reference=None if ref is None else ref.familiarity)
-        scores.append(s.assign(exam=exam))
-        if a.probe is not None:
-            probes.append(a.probe[["model", "item_id", "parallel_id", "hidden", "exact", "rouge_l"]].assign(exam=exam))
-        if a.records is not None:
-            if a.records["parallel_id"].isin(labels["parallel_id"]).any():   # an exam with exposed items
-                accuracy.append(accuracy_by_exposure(a.records, labels).assign(exam=exam))
-            tests.append(key_pull_test(a.records, n_perm).assign(exam=exam, test="key_pull"))
-            tests.append(person_fit_test(a.records, items[exam]).assign(exam=exam, test="person_fit"))
-    scores = pd.concat(scores, ignore_index=True)
-    for suspect, control in controls.items():
-        for detector in detectors:
-            di = dataset_inference(scores[scores["exam"] == suspect], scores[scores["exam"] == control], detector)
-            tests.append(di.assign(exam=suspect, test=f"dataset_inference_{detector}", control=control))
-    probe_columns = ["model", "item_id", "parallel_id", "hidden", "exact", "rouge_l", "exam"]
-    return {"scores": scores, "accuracy": _concat(accuracy, ["model", "language", "order", "exposed", "exam"]),
-            "tests": _concat(tests, ["model", "p_value", "exam", "test"]), "probe": _concat(probes, probe_columns)}
-
-
-def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
-    """The frames one under the other; none (a partial validation: e.g. no probe was run): an empty frame with
-    the columns the report reads."""
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
-
-
 def load_validation(folder: str | Path) -> Validation:
     """Read the raw results in `folder` (FileNotFoundError naming the first file missing)."""
     folder = Path(folder)
@@ -91,74 +51,105 @@ def load_validation(folder: str | Path) -> Validation:
     return Validation(**frames, models=json.loads((folder / "models.json").read_text(encoding="utf-8")))
 
 
+KINDS = ("clean", "contaminated", "control")
+
+
 def model_table(models: dict) -> pd.DataFrame:
-    """One row per model: model, seed, exposures (the clean model: exposures 0, seed NaN), final train loss."""
-    rows = [{"model": "clean", "seed": np.nan, "exposures": 0, "train_loss": np.nan}]
-    rows += [{"model": m, "seed": info["recipe"]["seed"], "exposures": info["exposures"],
-              "train_loss": info["train_loss"][-1]} for m, info in models.items()]
+    """One row per model: model, kind (KINDS), seed, exposures (the clean model: exposures 0, seed NaN), final
+    train loss."""
+    rows = [{"model": "clean", "kind": "clean", "seed": np.nan, "exposures": 0, "train_loss": np.nan}]
+    rows += [{"model": m, "kind": info.get("kind", "contaminated"), "seed": info["recipe"]["seed"],
+              "exposures": info["exposures"], "train_loss": info["train_loss"][-1]} for m, info in models.items()]
     return pd.DataFrame(rows)
 
 
 def with_models(frame: pd.DataFrame, models: dict) -> pd.DataFrame:
-    """`frame` with each model's seed and exposures."""
-    return frame.merge(model_table(models)[["model", "seed", "exposures"]], on="model", how="left")
+    """`frame` with each model's kind, seed and exposures."""
+    return frame.merge(model_table(models)[["model", "kind", "seed", "exposures"]], on="model", how="left")
+
+
+def models_audited(scores: pd.DataFrame, models: dict, exam: str) -> dict[str, int]:
+    """How many models have scores on `exam`, per kind and exposures: {"control / 3": 2, ...}, the number of models
+    behind each figure of the validation (a count of false alarms among two controls is not a rate)."""
+    m = with_models(scores.loc[scores["exam"] == exam, ["model"]].drop_duplicates(), models)
+    return {f"{k} / {int(e)}": int(n) for (k, e), n in m.groupby(["kind", "exposures"], sort=True).size().items()}
+
+
+def column_name(kind: str, exposures: int) -> str:
+    """A table column of a kind of model: "clean", "3 exposures" (contaminated), "controls (3 exposures)"."""
+    n = f"{exposures} exposure{'s' if exposures > 1 else ''}"
+    return {"clean": "clean", "control": f"controls ({n})"}.get(kind, n)
 
 
 def auc_summary(aucs: pd.DataFrame, models: dict) -> pd.DataFrame:
-    """Per exam x language x detector x exposures (0 = the clean model, against every split): the mean, min and
-    max AUC over the models (seeds). `aucs`: measure.detector_auc by model, exam, language, detector."""
+    """Per exam x language x detector x kind x exposures (the clean model and the controls against every split):
+    the mean, min and max AUC over the models (seeds) and their number. `aucs`: contamination.detector_auc by model,
+    exam, language, detector."""
     a = with_models(aucs, models)
-    g = a.groupby(["exam", "language", "detector", "exposures"], sort=True)["auc"]
+    g = a.groupby(["exam", "language", "detector", "kind", "exposures"], sort=True)["auc"]
     return g.agg(auc="mean", auc_min="min", auc_max="max", n_models="count").reset_index()
 
 
 def auc_table(summary: pd.DataFrame, exam: str, caption: str = "", label: str = "") -> Table:
-    """Detectors (rows, in DETECTOR_NAMES order) x exposures (columns): mean AUC over the seeds."""
-    s = summary[summary["exam"] == exam]
-    wide = s.pivot(index="detector", columns="exposures", values="auc")
+    """Detectors (rows, in DETECTOR_NAMES order) x kinds of model (columns: clean, each number of exposures, the
+    controls): mean AUC over the seeds (and splits)."""
+    s = summary[summary["exam"] == exam].assign(order=lambda d: d["kind"].map(KINDS.index) * 1000 + d["exposures"])
+    s = s.sort_values("order").assign(column=lambda d: [column_name(k, int(e)) for k, e in zip(d["kind"],
+                                                                                            d["exposures"])])
+    wide = s.pivot(index="detector", columns="column", values="auc")[list(dict.fromkeys(s["column"]))]
     wide = wide.reindex([d for d in DETECTOR_NAMES if d in wide.index])
     wide.index = [DETECTOR_NAMES[d] for d in wide.index]
     wide.index.name = "detector"
-    wide.columns = ["clean" if e == 0 else f"{e} exposure{'s' if e > 1 else ''}" for e in wide.columns]
-    best = {c: None if c == "clean" else "max" for c in wide.columns}   # the clean column is a baseline
+    wide.columns.name = None
+    best = {c: "max" if c[0].isdigit() else None for c in wide.columns}   # clean and controls are baselines
     return Table(wide, best=best, digits=2, caption=caption, label=label)
 
 
 def flag_tests(tests: pd.DataFrame, models: dict, alpha: float, exposure_exam: str = "pt2021") -> pd.DataFrame:
     """Every model-level test with `flagged` (p < alpha) and `exam_status`: "saw" (a contaminated model on
     `exposure_exam`), "translation" (on the same exam in another language: the cross-language case, apart) or
-    "unseen" (the clean model everywhere, contaminated models on other exams: a flag is a false alarm). Exams are
-    named <language><year> (pt2021, en2021)."""
+    "unseen" (the clean model and the controls everywhere, contaminated models on other exams: a flag is a false
+    alarm), and `clean_model` (the clean model or a control on `exposure_exam`: the pairs an auditor's false alarm
+    is counted on). Exams are named <language><year> (pt2021, en2021)."""
     t = with_models(tests, models)
-    contaminated = t["exposures"] > 0
+    contaminated = t["kind"] == "contaminated"
     status = pd.Series("unseen", index=t.index)
     status[contaminated & (t["exam"].str[2:] == exposure_exam[2:])] = "translation"
     status[contaminated & (t["exam"] == exposure_exam)] = "saw"
-    return t.assign(flagged=t["p_value"].lt(alpha) & t["p_value"].notna(), exam_status=status)
+    return t.assign(flagged=t["p_value"].lt(alpha) & t["p_value"].notna(), exam_status=status,
+                    clean_model=~contaminated & (t["exam"] == exposure_exam))
 
 
 def flag_summary(flags: pd.DataFrame) -> pd.DataFrame:
-    """Per test: detections (flags among models that saw the exam, by exposures) and false alarms (flags among
-    model x exam pairs that did not see it; exposures -1). Columns: test, kind, exposures, n, flagged, rate."""
+    """Per test: detections (flags among models that saw the exam, by exposures), false alarms among the clean
+    models (the clean model and the controls on the exposure exam: kind "clean models", with n_controls of them
+    controls) and among every model x exam pair that saw nothing ("false alarm"); exposures -1 for both.
+    Columns: test, kind, exposures, n, n_controls, flagged, rate."""
     tested = flags[flags["p_value"].notna()]
     hits, misses = tested[tested["exam_status"] == "saw"], tested[tested["exam_status"] == "unseen"]
+    clean = tested[tested["clean_model"]]
     det = hits.groupby(["test", "exposures"])["flagged"].agg(n="count", flagged="sum").reset_index()
-    fa = misses.groupby("test")["flagged"].agg(n="count", flagged="sum").reset_index().assign(exposures=-1)
-    out = pd.concat([det.assign(kind="detection"), fa.assign(kind="false alarm")], ignore_index=True)
-    return out.assign(rate=out["flagged"] / out["n"])[["test", "kind", "exposures", "n", "flagged", "rate"]]
+    cm = clean.groupby("test").agg(n=("flagged", "count"), flagged=("flagged", "sum"),
+                                   n_controls=("kind", lambda k: int((k == "control").sum()))).reset_index()
+    fa = misses.groupby("test")["flagged"].agg(n="count", flagged="sum").reset_index()
+    out = pd.concat([det.assign(kind="detection", n_controls=0), cm.assign(kind="clean models", exposures=-1),
+                     fa.assign(kind="false alarm", exposures=-1, n_controls=0)], ignore_index=True)
+    out = out.astype({"n": int, "flagged": int, "n_controls": int, "exposures": int})
+    return out.assign(rate=out["flagged"] / out["n"])[["test", "kind", "exposures", "n", "n_controls", "flagged",
+                                                       "rate"]]
 
 
 def gain_summary(gains: pd.DataFrame, models: dict) -> pd.DataFrame:
-    """Mean accuracy gain over the clean model per exam x language x exposures x exposed x order (mean over
-    seeds). `gains`: measure.accuracy_gain."""
-    g = with_models(gains, models).groupby(["exam", "language", "exposures", "exposed", "order"], sort=True)
+    """Mean accuracy gain over the clean model per exam x language x kind x exposures x exposed x order (mean over
+    seeds, and n_models). `gains`: contamination.accuracy_gain."""
+    g = with_models(gains, models).groupby(["exam", "language", "kind", "exposures", "exposed", "order"], sort=True)
     return g.agg(accuracy=("accuracy", "mean"), clean_accuracy=("clean_accuracy", "mean"),
-                 gain=("gain", "mean")).reset_index()
+                 gain=("gain", "mean"), n_models=("model", "nunique")).reset_index()
 
 
 def probe_rates(probe: pd.DataFrame, labels: pd.DataFrame, models: dict) -> pd.DataFrame:
-    """The masked-option probe's exact-match rate per exam x exposures x exposed (every model's labels; the
-    clean model once per split)."""
+    """The masked-option probe's exact-match rate per exam x kind x exposures x exposed (every model's labels; the
+    clean model and the controls once per split)."""
     m = with_models(probe.merge(labels, on=["model", "parallel_id"]), models)
-    g = m.groupby(["exam", "exposures", "exposed"], sort=True)
+    g = m.groupby(["exam", "kind", "exposures", "exposed"], sort=True)
     return g.agg(n=("exact", "count"), exact_rate=("exact", "mean"), rouge_l=("rouge_l", "mean")).reset_index()

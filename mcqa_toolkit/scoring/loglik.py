@@ -74,5 +74,5 @@ def score_loglik(backend: Backend, prompts: Sequence[Any], normalization: str = 
 def text_logprobs(backend: Backend, texts: Sequence[str]) -> list[np.ndarray]:
     """Log-probability of each token of each text given the tokens before it, from the start of a document
     (for the local model: BOS as the only context; without BOS the first token is unscored).
-    Input to Min-K% prob (`measure.contamination.min_k_prob`)."""
+    Input to Min-K% prob (`scoring.min_k.min_k_prob`)."""
     return [r.logprobs for r in backend.loglikelihoods([Continuation("", t) for t in texts])]

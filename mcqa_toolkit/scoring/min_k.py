@@ -5,8 +5,10 @@ taken from the start of a document (`scoring.loglik.text_logprobs`), `block_size
 in item order: one forward over many short texts amortises reading the weights (on 2 CPU cores, 12 demo
 questions take 4.1 s in one block vs 9.2 s one by one; an API backend sends a block's requests concurrently).
 Batch-mates change a question's log-probs only by floating-point noise (~1e-5 in fp32; tests compare with one
-call per question). The formulas, `min_k_prob` and `min_k_plus_plus` (scoring.familiarity), live here
-(measure.contamination computes from the tables).
+call per question). `min_k_prob` is the one computation of Min-K% prob: this table (every run's min_k.parquet,
+written by run.recipe) and the contamination audit's familiarity table (contamination.familiarity) both call it.
+It sits here, below run/, because every run writes the table; the contamination wing (which runs runs in its audit)
+reads it from here.
 """
 from __future__ import annotations
 
@@ -30,34 +32,20 @@ def min_k_prob(logprobs: Sequence[float], k: float = 0.2) -> float:
     k x N = 2.9999999 from flooring to 2. `k` is a fraction in (0, 1] (0.2 = 20%).
     """
     x = np.asarray(logprobs, dtype=float).ravel()
-    _n_kept(k, 1)
+    n_kept(k, 1)
     if x.size == 0:
         raise ValueError("min_k_prob needs at least one token log-prob")
     if np.isnan(x).any() or (x > 0).any():
         raise ValueError("token log-probs must be <= 0 and not NaN")
-    return float(-np.sort(x)[:_n_kept(k, x.size)].mean())
+    return float(-np.sort(x)[:n_kept(k, x.size)].mean())
 
 
-def _n_kept(k: float, n: int) -> int:
-    """How many of n tokens the k-fraction keeps: floor(k x n), at least 1 (see `min_k_prob`)."""
+def n_kept(k: float, n: int) -> int:
+    """How many of n tokens the k-fraction keeps: floor(k x n), at least 1 (see `min_k_prob`; Min-K%++ keeps as
+    many)."""
     if not 0 < k <= 1:
         raise ValueError(f"k is a fraction in (0, 1] (0.2 = 20%), got {k}")
     return max(1, int(np.floor(k * n + 1e-9)))
-
-
-def min_k_plus_plus(logprobs: Sequence[float], mean: Sequence[float], var: Sequence[float], k: float = 0.2) -> float:
-    """Min-K%++ (Zhang et al. 2024) of one text: each token's log-prob standardised by the mean and variance of
-    log p over the model's next-token distribution at its place, (log p(x_t) - mu_t) / sigma_t, and the mean of
-    the k-fraction lowest (kept as in `min_k_prob`). Higher = more familiar (the sign of the paper's score, the
-    opposite of `min_k_prob`'s). A place where the model is certain (sigma 0) contributes 0."""
-    x, mu, v = (np.asarray(a, dtype=float).ravel() for a in (logprobs, mean, var))
-    if not x.size or x.shape != mu.shape or x.shape != v.shape:
-        raise ValueError(f"min_k_plus_plus needs equal, non-empty arrays, got {x.size}, {mu.size}, {v.size}")
-    if np.isnan(x).any() or np.isnan(mu).any() or (v < 0).any() or np.isnan(v).any():
-        raise ValueError("min_k_plus_plus: NaN values or a negative variance")
-    sd = np.sqrt(v)
-    z = np.divide(x - mu, sd, out=np.zeros_like(x), where=sd > 0)
-    return float(np.sort(z)[:_n_kept(k, z.size)].mean())
 
 
 def question_text(item: Item, with_options: bool = True) -> str:

@@ -1,4 +1,4 @@
-"""measure.abilities: response matrices, abilities, DI, heatmap shares, information, regions, Min-K% joins.
+"""measure.abilities: response matrices, abilities, DI, heatmap shares, information, regions.
 
 Checked against direct calls of the pure irt and measure functions on the same arrays, on a synthetic
 but schema-exact results directory (`write_synthetic_results`, also used by the plot and notebook tests).
@@ -153,18 +153,6 @@ def test_theta_ci_spread_and_mean():
     half = 2.2281388519649385 * np.std(np.arange(11.0), ddof=1) / np.sqrt(11)
     assert mean[["ci_low", "ci_high"]].tolist() == pytest.approx([5 - half, 5 + half])
     assert measure.theta_ci(ab.iloc[:1]).iloc[0]["note"] == "one shuffle: no interval"
-
-
-def test_contamination_join_and_correlation_match_stats(records, synthetic_dir, tmp_path):
-    min_k = load_min_k(synthetic_dir)
-    assert len(min_k) == 2 * 2 * 66 and load_min_k(tmp_path / "empty") is None
-    frame = measure.contamination_frame(min_k, records)
-    assert {"model", "strategy", "item_id", "min_k_prob", "accuracy"} <= set(frame.columns)
-    corr = measure.contamination_correlation(min_k, records)
-    direct = measure.min_k_accuracy_correlation(min_k, records[records.strategy == "S1"], value="min_k_prob")
-    got = corr[corr.strategy == "S1"].set_index("model")["pearson_r"]
-    np.testing.assert_allclose(got.loc[direct["model"]], direct["pearson_r"])
-    assert (corr["pearson_r"] < 0).all()  # harder items are less familiar and less often right
 
 
 def test_gap_correlations_report_instead_of_failing(records):

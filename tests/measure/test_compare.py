@@ -1,5 +1,4 @@
-"""measure.compare and measure.contamination: language gap and correlations (UNED-ACCESS 2024 numbers), McNemar,
-chi2 attribute tests, Min-K%."""
+"""measure.compare: language gap and correlations (UNED-ACCESS 2024 numbers), McNemar, chi2 attribute tests."""
 import math
 
 import numpy as np
@@ -161,36 +160,3 @@ def test_attribute_chi2_degenerate():
     assert math.isnan(row["chi2"]) and "one side" in row["note"]
     with pytest.raises(ValueError, match="lacks column"):
         S.attribute_chi2(const.drop(columns="di"))
-
-
-def test_min_k_prob():
-    lp = [-1, -5, -2, -0.5, -3, -0.1, -4, -0.2, -0.3, -0.4]
-    assert S.min_k_prob(lp) == pytest.approx(4.5)                 # floor(0.2 * 10) = 2 lowest: -5, -4
-    assert S.min_k_prob(lp, k=0.3) == pytest.approx(4.0)          # -5, -4, -3
-    assert S.min_k_prob([-1.0, -2.0, -0.5]) == pytest.approx(2.0)  # floor(0.6) = 0 -> at least one token
-    assert S.min_k_prob(lp, k=1.0) == pytest.approx(-np.mean(lp))
-    x = -np.arange(1, 101) / 10
-    assert S.min_k_prob(x, k=0.29) == pytest.approx(-np.sort(x)[:29].mean())  # 0.29 * 100 = 28.999... -> 29
-    rng = np.random.default_rng(0)
-    for n in (5, 17, 60):  # agrees with the reference implementation whenever it keeps >= 1 token
-        v = np.log(rng.uniform(0.01, 1, n))
-        assert S.min_k_prob(v) == pytest.approx(-np.mean(np.sort(v)[:int(len(v) * 0.2)]))
-    for bad, k in (([], 0.2), ([-1.0], 20), ([0.5], 0.2), ([np.nan], 0.2)):
-        with pytest.raises(ValueError):
-            S.min_k_prob(bad, k)
-
-
-def test_min_k_accuracy_correlation():
-    lps = {f"q{i}": [-(i + 1.0)] * 5 for i in range(5)}  # q4 least familiar
-    mk = pd.DataFrame({"model": "m", "item_id": list(lps), "token_logprobs": list(lps.values())})
-    mk["min_k"] = S.min_k_scores(mk)
-    assert mk["min_k"].tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
-    # accuracy over 4 shuffles falls as Min-K% rises: q0 4/4 ... q4 0/4
-    rows = [{"item_id": f"q{i}", "shuffle": s, "choice": 0 if s < 4 - i else 1} for i in range(5) for s in range(4)]
-    rows += [{"item_id": "q0", "model": "tiny", "choice": 0}, {"item_id": "q1", "model": "tiny", "choice": 1}]
-    mk = pd.concat([mk, pd.DataFrame({"model": "tiny", "item_id": ["q0", "q1"], "min_k": [1.0, 2.0]})])
-    out = S.min_k_accuracy_correlation(mk, records(rows)).set_index("model")
-    assert out.loc["m", "spearman_rho"] == pytest.approx(-1.0) and out.loc["m", "pearson_r"] == pytest.approx(-1.0)
-    assert out.loc["tiny", "n"] == 2 and "fewer than 3" in out.loc["tiny", "note"]
-    with pytest.raises(ValueError, match="no item"):
-        S.min_k_accuracy_correlation(mk.assign(item_id=[f"z{i}" for i in range(len(mk))]), records(rows))

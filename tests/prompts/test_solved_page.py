@@ -2,7 +2,8 @@
 import pytest
 
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.prompts.solved_page import PAGE_TEMPLATES, exposure_split, has_page, page_template, solved_page
+from mcqa_toolkit.prompts.solved_page import (PAGE_TEMPLATES, exposure_split, has_page, matched_split, page_template,
+                                             solved_page)
 
 
 def _item(**kw):
@@ -44,3 +45,18 @@ def test_exposure_split_is_seeded_per_subject_and_leaves_out_annulled_items():
     assert exposure_split(ItemSet(list(items)[::-1]), 0.5, seed=1)[0] == exposed[::-1]   # order does not matter
     with pytest.raises(ValueError, match="in \\(0, 1\\)"):
         exposure_split(items, 1.0)
+
+
+def test_matched_split_draws_as_many_items_per_subject_seeded():
+    items = ItemSet([Item(item_id=f"{s}{k}", source="t", exam="T", stem="?", options=("a", "b"), answer=k % 2,
+                          subject=s) for s in ("bio", "math") for k in range(8)]
+                    + [Item(item_id="annulled", source="t", exam="T", stem="?", options=("a", "b"), answer=None,
+                            subject="bio")])
+    got = matched_split(items, {"bio": 3, "math": 2}, seed=5)
+    assert len(got) == 5 and got == [i for i in items.ids if i in set(got)]          # item order
+    assert sum(i.startswith("bio") for i in got) == 3 and "annulled" not in got
+    assert got == matched_split(items, {"bio": 3, "math": 2}, seed=5)                # seeded
+    assert len({tuple(matched_split(items, {"bio": 3, "math": 2}, seed=s)) for s in range(6)}) > 1
+    assert [i for i in got if i.startswith("math")] == [i for i in matched_split(items, {"math": 2}, seed=5)]
+    with pytest.raises(ValueError, match="too few"):
+        matched_split(items, {"bio": 9})

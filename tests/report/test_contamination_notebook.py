@@ -9,7 +9,7 @@ import pytest
 from contamination_runs import write_validation
 from paths import REPO
 
-from mcqa_toolkit import measure
+from mcqa_toolkit.contamination import detector_auc
 from mcqa_toolkit.report import contamination
 
 
@@ -25,20 +25,27 @@ def test_notebook_matches_direct_calls(validation, tmp_path):
     pm.execute_notebook(str(REPO / "notebooks" / "19_contamination.ipynb"), str(tmp_path / "19.ipynb"),
                         parameters=params, kernel_name="python3", cwd=str(REPO / "notebooks"), progress_bar=False)
     head = json.loads((tmp_path / "latex" / "19_contamination_headline.json").read_text())
-    assert set(head) == {"auc_at_3", "best_at_3", "auc_cross_language_at_3", "gain_on_exposed", "detection_rate",
-                         "false_alarm_rate"}
+    assert set(head) == {"models_audited", "auc_at_3", "best_at_3", "auc_controls", "auc_cross_language_at_3",
+                         "gain_on_exposed", "detection_rate", "false_alarms_clean_models"}
     for exam in ("pt2021", "en2021"):
         for ext in ("png", "pdf"):
             assert (tmp_path / "figures" / f"contamination_roc_{exam}.{ext}").stat().st_size > 1000
         assert (tmp_path / "latex" / f"contamination_auc_{exam}.tex").read_text().startswith("\\begin{table}")
     v = contamination.load_validation(validation)
-    summary = contamination.auc_summary(measure.detector_auc(v.scores, v.labels, by=("model", "exam", "language",
+    summary = contamination.auc_summary(detector_auc(v.scores, v.labels, by=("model", "exam", "language",
                                                                                      "detector")), v.models)
-    at_3 = summary[(summary["exam"] == "pt2021") & (summary["exposures"] == 3)].set_index("detector")["auc"]
+    on_exam = summary[summary["exam"] == "pt2021"]
+    at_3 = on_exam[(on_exam["kind"] == "contaminated") & (on_exam["exposures"] == 3)].set_index("detector")["auc"]
     assert head["auc_at_3"] == pytest.approx(at_3.round(3).to_dict()) and head["best_at_3"] == at_3.idxmax()
+    controls = detector_auc(v.scores[v.scores["model"].str.match(r"c\d")], v.labels,
+                            by=("model", "exam", "detector")).groupby(["exam", "detector"])["auc"].mean()
+    assert head["auc_controls"] == pytest.approx(controls.loc["pt2021"].round(3).to_dict())   # 2 controls x 2 splits
     rates = contamination.flag_summary(contamination.flag_tests(v.tests, v.models, 0.01)).set_index(["test", "kind"])
-    assert head["false_alarm_rate"]["key_pull"] == pytest.approx(rates.loc[("key_pull", "false alarm"), "rate"],
-                                                                 abs=1e-3)
+    clean = rates.loc[("key_pull", "clean models")]
+    assert head["false_alarms_clean_models"]["key_pull"] == f"{int(clean['flagged'])} of {int(clean['n'])}"
+    assert clean["n"] == 3 and clean["n_controls"] == 2
+    assert head["models_audited"] == contamination.models_audited(v.scores, v.models, "pt2021")
+    assert head["models_audited"]["control / 3"] == clean["n_controls"]
 
 
 def test_notebook_has_one_parameters_cell_and_thin_cells():

@@ -15,6 +15,7 @@ from figure_checks import _check_figure
 from synthetic_results import write_synthetic_results
 
 from mcqa_toolkit import measure
+from mcqa_toolkit.contamination import contamination_correlation, contamination_frame
 from mcqa_toolkit.report import plots
 from mcqa_toolkit.datasets.demo import load_demo, load_population
 from mcqa_toolkit.records.results import load_min_k, load_results
@@ -161,8 +162,8 @@ def test_position_figures(data):
 
 
 def test_min_k_accuracy_panels_with_correlations(data):
-    frame = measure.contamination_frame(data["min_k"], data["records"])
-    corr = measure.contamination_correlation(data["min_k"], data["records"])
+    frame = contamination_frame(data["min_k"], data["records"])
+    corr = contamination_correlation(data["min_k"], data["records"])
     panels = _check_figure(plots.min_k_accuracy(frame, corr), 4)
     assert all("r = −0." in ax.get_title() for ax in panels)
 

@@ -1,4 +1,5 @@
-"""The recipe of a contamination and the manifest each contaminated model folder carries (`contamination.json`).
+"""The manifest each contaminated model folder carries (`contamination.json`; the folders: backends.hf.finetune,
+the recipe: contamination.fine_tuning).
 
 The manifest says what the model saw and how: the exposed items (ids and parallel ids, so a translation of an
 exposed question can be labelled), the items of the set that were held out, the exposures, the recipe, the page
@@ -14,47 +15,16 @@ import hashlib
 import importlib.metadata as md
 import json
 import os
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 import torch
 
-__all__ = ["MANIFEST", "FORMAT", "Recipe", "state_sha256", "texts_sha256", "make_manifest", "write_manifest",
+__all__ = ["MANIFEST", "FORMAT", "state_sha256", "texts_sha256", "make_manifest", "write_manifest",
            "read_manifest", "check_same_training"]
 
 MANIFEST = "contamination.json"
 FORMAT = "mcqa_toolkit.contamination/1"
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """How a model is contaminated (backends.hf.contaminate): checkpoints after each number of `exposures`,
-    AdamW at a constant `lr`, `batch_size` pages per step, pages cut at `max_tokens` tokens."""
-
-    exposures: tuple[int, ...] = (1, 3, 10)
-    lr: float = 1e-5
-    seed: int = 0
-    batch_size: int = 1
-    weight_decay: float = 0.0
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = 1e-8
-    train_embeddings: bool = False
-    max_tokens: int = 1024
-
-    def __post_init__(self) -> None:
-        exposures = tuple(self.exposures)
-        object.__setattr__(self, "exposures", exposures)
-        object.__setattr__(self, "betas", tuple(self.betas))
-        if not exposures or any(not isinstance(e, int) or isinstance(e, bool) or e < 1 for e in exposures) \
-                or list(exposures) != sorted(set(exposures)):
-            raise ValueError(f"exposures must be increasing positive integers, got {self.exposures!r}")
-        if not self.lr > 0 or self.batch_size < 1 or self.max_tokens < 2 or self.weight_decay < 0:
-            raise ValueError("Recipe needs lr > 0, batch_size >= 1, max_tokens >= 2, weight_decay >= 0")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "exposures": list(self.exposures), "betas": list(self.betas),
-                "optimizer": "AdamW", "schedule": "constant", "loss": "causal LM, every token of the page"}
 
 
 def state_sha256(model: Any) -> str:

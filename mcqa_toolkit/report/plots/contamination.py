@@ -1,6 +1,6 @@
 """Figure of the contamination validation: the ROC curve of every detector (one panel each) for the models trained
-on an exam, one colour per number of exposures (grey: the clean model, against the same splits), one line style
-per seed of the split. Data: `measure.roc_curves` with each model's exposures and split
+on an exam, one colour per number of exposures (grey: the clean model, against the same splits; thin light grey:
+the controls fine-tuned on other exams, one line per control and split), one line style per seed of the split. Data: `contamination.roc_curves` with each model's exposures and split
 (`report.contamination.with_models`); the AUCs are in the table beside it (report.contamination.auc_table)."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from mcqa_toolkit.report.contamination import DETECTOR_NAMES as NAMES
+from mcqa_toolkit.contamination.detectors import DETECTOR_NAMES as NAMES
 from mcqa_toolkit.report.plots._layout import PAGE_WIDTH, _check, _legend, _styled
 
 STYLES = ("-", "--", ":", "-.")
@@ -23,9 +23,11 @@ def _exposure_label(e: int) -> str:
 
 @_styled
 def detector_roc(curves: pd.DataFrame) -> Figure:
-    """ROC per detector panel (curves: detector, exposures, split, fpr, tpr), the diagonal of a detector that
-    finds nothing in light grey."""
+    """ROC per detector panel (curves: detector, exposures, split, fpr, tpr; kind and model where controls are
+    drawn), the diagonal of a detector that finds nothing in light grey."""
     _check(curves, ["detector", "exposures", "split", "fpr", "tpr"], "curves")
+    is_control = curves["kind"].eq("control") if "kind" in curves else pd.Series(False, index=curves.index)
+    controls, curves = curves[is_control], curves[~is_control]
     detectors = [d for d in NAMES if d in set(curves["detector"])]
     exposures = sorted(curves["exposures"].unique())
     splits = sorted(curves["split"].unique())
@@ -36,6 +38,8 @@ def detector_roc(curves: pd.DataFrame) -> Figure:
     fig = Figure(figsize=(PAGE_WIDTH, 1.85 * nrows + 0.9), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True).ravel()
     for ax, det in zip(axes, detectors):
+        for _, g in controls[controls["detector"] == det].groupby(["model", "split"], sort=True):
+            ax.plot(g["fpr"], g["tpr"], color="0.78", lw=0.6, drawstyle="steps-post", zorder=1.5)
         d = curves[curves["detector"] == det]
         for (e, split), g in d.groupby(["exposures", "split"], sort=True):
             ax.plot(g["fpr"], g["tpr"], color=colors[e], ls=STYLES[splits.index(split) % len(STYLES)], lw=1.1,
@@ -51,7 +55,9 @@ def detector_roc(curves: pd.DataFrame) -> Figure:
     for ax in axes[::ncols]:
         ax.set_ylabel("True-positive rate")
     handles = [Line2D([], [], color=colors[e], lw=1.5, label=_exposure_label(e)) for e in exposures]
+    handles += [Line2D([], [], color="0.78", lw=1.0, label=f"controls ({controls['model'].nunique()})")] \
+        if len(controls) else []
     handles += [Line2D([], [], color="0.3", ls=STYLES[k % len(STYLES)], label=f"split {s}")
                 for k, s in enumerate(splits)]
-    _legend(fig, handles, ncols=min(len(handles), 6))
+    _legend(fig, handles, ncols=min(len(handles), 7))
     return fig

@@ -115,8 +115,8 @@ def shuffle_consistency(consistency: pd.DataFrame, x: str = "strategy", hue: str
 def min_k_accuracy(frame: pd.DataFrame, correlations: pd.DataFrame | None = None,
                    col: str | Sequence[str] | None = ("model", "strategy"), hue: str = "language",
                    k_percent: int = 20) -> Figure:
-    """Min-K% prob vs per-item accuracy (`measure.contamination_frame`), Pearson r and p per panel
-    (`measure.contamination_correlation`, same `col`) in the title."""
+    """Min-K% prob vs per-item accuracy (`contamination.contamination_frame`), Pearson r and p per panel
+    (`contamination.contamination_correlation`, same `col`) in the title."""
     _check(frame, ["min_k_prob", "accuracy", hue], "frame")
     levels = sorted(frame[hue].unique())
     colors, markers = _palette(levels), _markers(levels)

@@ -1,5 +1,5 @@
 """How well the contamination detectors find the items a model was trained on, when that is known (models we
-contaminated ourselves, backends.hf.contaminate): item-level ROC AUC of exposed vs held-out items, ROC curves, and
+contaminated ourselves, contamination.fine_tuning): item-level ROC AUC of exposed vs held-out items, ROC curves, and
 the accuracy a model gains on the items it saw.
 
 Labels are a frame with model, parallel_id and exposed (bool), matched on parallel_id so the translation of an
@@ -70,7 +70,7 @@ def _labelled(scores: pd.DataFrame, labels: pd.DataFrame, by: Sequence[str]) -> 
 def detector_auc(scores: pd.DataFrame, labels: pd.DataFrame,
                  by: Sequence[str] = ("model", "language", "detector")) -> pd.DataFrame:
     """Per group: n_exposed, n_held_out (items with a score), auc, se, lo, hi. `scores`: the long frame of
-    measure.contamination_scores."""
+    contamination.contamination_scores."""
     m, keys = _labelled(scores, labels, by)
     rows = []
     for key, g in m.groupby(keys, sort=True):

@@ -1,16 +1,17 @@
 """The contamination audit of one model on one exam: the measurements every detector needs, in one folder.
 
     audit = audit_model(backend, items, "audits/gemma__enem2021_pt")
-    scores = measure.contamination_scores(audit.familiarity, audit.probe, audit.records, items,
-                                          reference=reference_audit.familiarity)
-    measure.key_pull_test(audit.records)        # did this model see this exam? (measure.contamination_models)
+    scores = contamination.contamination_scores(audit.familiarity, audit.probe, audit.records, items,
+                                                reference=reference_audit.familiarity)
+    contamination.key_pull_test(audit.records)   # did this model see this exam? (contamination.model_tests)
 
 The folder holds a run folder `letters/` (a first-token run with option shuffles: the records key_pull,
-fit_residual and the accuracies read), `familiarity.parquet` (scoring.familiarity: Min-K%, Min-K%++, zlib and the
-per-byte log-prob the reference ratio compares) and `probe.parquet` (scoring.probe: the masked-option probe). Each
-step is skipped when its file is there and the run folder resumes like any run, so a killed audit goes on where it
-stopped; `steps` chooses the measurements (the probe, which generates text, is the slowest per item after the
-letters). A table written for another model is refused.
+fit_residual and the accuracies read), `familiarity.parquet` (contamination.familiarity: Min-K%, Min-K%++, zlib and
+the per-byte log-prob the reference ratio compares) and `probe.parquet` (contamination.probe: the masked-option
+probe). Each step is skipped when its file is there and the run folder resumes like any run, so a killed audit goes
+on where it stopped; `steps` chooses the measurements (the probe, which generates text, is the slowest per item after
+the letters). A table written for another model is refused. Everything the audit writes goes through `_table` and
+the letters run (run.runner.run), both in `audit_model`.
 """
 from __future__ import annotations
 
@@ -21,12 +22,12 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from mcqa_toolkit.backends.base import Backend
+from mcqa_toolkit.contamination.familiarity import familiarity_table
+from mcqa_toolkit.contamination.probe import probe_table
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.records.files import atomic
 from mcqa_toolkit.run.runner import run
 from mcqa_toolkit.run.strategy import Strategy
-from mcqa_toolkit.scoring.familiarity import familiarity_table
-from mcqa_toolkit.scoring.probe import probe_table
 
 __all__ = ["AUDIT_STRATEGY", "STEPS", "Audit", "audit_model"]
 

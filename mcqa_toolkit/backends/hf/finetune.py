@@ -1,21 +1,17 @@
-"""Contaminate a causal LM on purpose: fine-tune it on pages of solved questions of chosen items, so that the
-contamination detectors can be validated on models whose training data we know.
+"""The torch side of contaminating a model on purpose (contamination.fine_tuning.contaminate builds the pages and calls
+`fine_tune`): causal-LM fine-tuning of a local model on given pages, one model folder per exposure count.
 
-    folders = contaminate("gemma-3-270m", items, exposed, "models/enem2021_s0", Recipe(exposures=(1, 3, 10)))
-
-Each exposed item becomes one page (`prompts.solved_page`: stem, options in the published order, "Resposta: C" in
-the exam's language) and is seen once per exposure: exposure e shows every page once, in an order drawn from
-(seed, e), one page per optimiser step (`batch_size` pages with their gradients summed), AdamW at a constant
-learning rate, causal-LM loss on every token of the page. With a constant rate, the model after k exposures is
-the same whether training stops at k or goes on, so one training run writes a model folder per exposure count in
-`recipe.exposures` (`<out>/x1`, `x3`, `x10`). By default the token embedding matrix (tied with the output head in
-Gemma 3: 168M of the 270M parameters) stays as it was and everything else is trained, which halves the CPU cost;
-`train_embeddings=True` trains it too.
+Exposure e shows every page once, in an order drawn from (seed, e), one page per optimiser step (`batch_size` pages
+with their gradients summed), AdamW at a constant learning rate, causal-LM loss on every token of the page. With a
+constant rate, the model after k exposures is the same whether training stops at k or goes on, so one training run
+writes a model folder per exposure count in `recipe.exposures` (`<out>/x1`, `x3`, `x10`). By default the token
+embedding matrix (tied with the output head in Gemma 3: 168M of the 270M parameters) stays as it was and everything
+else is trained, which halves the CPU cost; `train_embeddings=True` trains it too.
 
 Each folder is a plain transformers model folder (config, safetensors weights, tokenizer), so it runs through
-every backend path like any local model (`models: [models/enem2021_s0/x3]`), plus `contamination.json`
-(`backends.hf.manifest`): the items exposed, the exposures, the recipe, the page templates, the base model and
-the hashes of its and the new weights. Same base, items and recipe -> the same weights (tests compare the hashes).
+every backend path like any local model, plus `contamination.json` (`backends.hf.manifest`): the items exposed, the
+exposures, the recipe, the page templates, the base model and the hashes of its and the new weights. Same base,
+pages and recipe -> the same weights (tests compare the hashes).
 
 Training is resumable: after every exposure the trained weights and the optimiser's state are saved in
 `<out>/.contamination_state.pt` (removed once the last folder is written), so `until=3` then `until=10` gives
@@ -28,34 +24,20 @@ import random
 import shutil
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from tqdm.auto import tqdm
 
 from mcqa_toolkit.backends.hf.loading import load_model
-from mcqa_toolkit.backends.hf.manifest import (MANIFEST, Recipe, check_same_training, make_manifest, read_manifest,
+from mcqa_toolkit.backends.hf.manifest import (MANIFEST, check_same_training, make_manifest, read_manifest,
                                                state_sha256, texts_sha256, write_manifest)
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.prompts.permutations import stable_seed
-from mcqa_toolkit.prompts.solved_page import PageTemplate, page_template, solved_page
 
-__all__ = ["contaminate", "Recipe", "STATE"]
+__all__ = ["fine_tune", "STATE"]
 
 STATE = ".contamination_state.pt"
-
-
-def _pages(items: ItemSet, exposed: Sequence[str], template: PageTemplate | None) -> tuple[list[str], dict]:
-    """The page of every exposed item (item order) and the templates used, by language."""
-    missing = [i for i in exposed if i not in items]
-    if missing:
-        raise ValueError(f"exposed item(s) not in the items: {missing[:5]}{' ...' if len(missing) > 5 else ''}")
-    if len(set(exposed)) != len(exposed):
-        raise ValueError("an item is listed twice in `exposed`")
-    wanted = set(exposed)
-    chosen = [it for it in items if it.item_id in wanted]
-    used = {it.exam_language: template or page_template(it.exam_language) for it in chosen}
-    return [solved_page(it, used[it.exam_language]) for it in chosen], {k: t.to_dict() for k, t in used.items()}
 
 
 def _trainable(model: torch.nn.Module, train_embeddings: bool) -> list[torch.nn.Parameter]:
@@ -89,7 +71,7 @@ def _write_folder(target: Path, lm, manifest: dict) -> None:
     tmp.replace(target)
 
 
-def _done(out: Path, recipe: Recipe, key: dict) -> dict[int, Path]:
+def _done(out: Path, recipe: Any, key: dict) -> dict[int, Path]:
     """The complete folders already there (same training, else ValueError)."""
     done = {}
     for e in recipe.exposures:
@@ -100,17 +82,19 @@ def _done(out: Path, recipe: Recipe, key: dict) -> dict[int, Path]:
     return done
 
 
-def contaminate(base: str | Path, items: ItemSet, exposed: Sequence[str], out_dir: str | Path,
-                recipe: Recipe = Recipe(), *, until: int | None = None, device: str = "cpu",
-                template: PageTemplate | None = None, progress: bool = True) -> list[Path]:
-    """Fine-tune the model `base` (name or folder, as `load_model` takes it) on the pages of the `exposed` items
-    of `items` and write `<out_dir>/x<k>` for each k in `recipe.exposures` up to `until` (default: all); returns
-    the folders written so far, existing ones included. Folders of another training in `out_dir` are refused."""
+def fine_tune(base: str | Path, items: ItemSet, exposed: Sequence[str], pages: Sequence[str], templates: dict,
+              out_dir: str | Path, recipe: Any, *, until: int | None = None, device: str = "cpu",
+              progress: bool = True) -> list[Path]:
+    """Fine-tune the model `base` (name or folder, as `load_model` takes it) on `pages` (the pages of the `exposed`
+    items of `items`, made with `templates`: what the manifest records) and write `<out_dir>/x<k>` for each k in
+    `recipe.exposures` up to `until` (default: all); returns the folders written so far, existing ones included.
+    Folders of another training in `out_dir` are refused. `recipe`: a contamination.Recipe (its fields and
+    to_dict() are read)."""
     out = Path(out_dir)
     last = max(recipe.exposures) if until is None else min(until, max(recipe.exposures))
     if last < 1:
         raise ValueError(f"until must be >= 1, got {until}")
-    pages, templates = _pages(items, list(exposed), template)
+    pages = list(pages)
     lm = load_model(str(base), device=device, dtype="float32")
     torch.manual_seed(recipe.seed)
     params = _trainable(lm.model, recipe.train_embeddings)

@@ -1,8 +1,9 @@
-"""Contamination probe: Min-K% prob (Shi et al. 2024) of each question and its relation to accuracy.
+"""The Min-K% prob detector (Shi et al. 2024): its item score, and in ordinary runs its relation to accuracy.
 
-Pure functions on arrays/frames. The token log-probs come from a backend (`scoring.min_k.min_k_table`, which also
-holds the formula `min_k_prob`, written to each run folder's min_k.parquet, read back by
-`records.results.load_min_k`); everything computed from the Min-K% table is here.
+Min-K% prob itself is computed in one place, `scoring.min_k.min_k_prob`: every run's min_k.parquet
+(`scoring.min_k.min_k_table`, read back by `records.results.load_min_k`) and the audit's familiarity table
+(contamination.familiarity) call it. Here are the pure functions on those tables: the detector's score (higher =
+more familiar) and, for runs that measured Min-K% (notebooks/14_contamination), its correlation with accuracy.
 """
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ from typing import Sequence
 
 import pandas as pd
 
-from mcqa_toolkit.measure.scores import item_scores
-from mcqa_toolkit.measure.compare import _corr_row
+from mcqa_toolkit.measure.compare import correlation_row
 from mcqa_toolkit.measure.frames import finish, groups, per_item, prepare
-from mcqa_toolkit.scoring.min_k import min_k_prob
+from mcqa_toolkit.measure.scores import item_scores
+
+__all__ = ["min_k_score", "min_k_accuracy_correlation", "contamination_frame", "contamination_correlation"]
 
 
-def min_k_scores(frame: pd.DataFrame, column: str = "token_logprobs", k: float = 0.2) -> pd.Series:
-    """Min-K% prob of each row's array of token log-probs (ragged arrays, so one call per row)."""
-    prepare(frame, (), (column,))
-    return frame[column].map(lambda lp: min_k_prob(lp, k)).rename("min_k")
+def min_k_score(familiarity: pd.DataFrame) -> pd.Series:
+    """-min_k_prob: the mean of the k% lowest token log-probs (higher = more familiar)."""
+    return -familiarity["min_k_prob"].astype(float)
 
 
 def min_k_accuracy_correlation(min_k: pd.DataFrame, results: pd.DataFrame,
@@ -37,7 +38,7 @@ def min_k_accuracy_correlation(min_k: pd.DataFrame, results: pd.DataFrame,
     m = mk[[*by, "item_id", value]].merge(acc[[*by, "item_id", "accuracy"]], on=[*by, "item_id"])
     if m.empty:
         raise ValueError("no item is in both min_k and results")
-    return finish(pd.DataFrame([{**key, **_corr_row(g[value], g["accuracy"])} for key, g in groups(m, by)]))
+    return finish(pd.DataFrame([{**key, **correlation_row(g[value], g["accuracy"])} for key, g in groups(m, by)]))
 
 
 def _min_k_split(min_k: pd.DataFrame, by: Sequence[str]) -> tuple[list[str], list[str]]:

@@ -1,4 +1,4 @@
-"""Model-level contamination tests (measure.contamination_models): the key-pull permutation test's null distribution
+"""Model-level contamination tests (contamination.model_tests): the key-pull permutation test's null distribution
 (its Monte Carlo p-value against the exact one from all permutations of a small exam; p-values of models that never
 saw the keys, with position bias and knowledge of the answers, spread uniformly: false alarms at 5% within the
 binomial 99.9% bounds), its power on a model pulled to the keys; Welch's test against the textbook formula; l_z
@@ -12,8 +12,8 @@ from contamination_runs import exam, letters_records
 from scipy import stats
 
 from mcqa_toolkit import irt
-from mcqa_toolkit.measure.contamination_models import (dataset_inference, flag, key_pull_null, key_pull_test,
-                                                       person_fit_test)
+from mcqa_toolkit.contamination.model_tests import (dataset_inference, flag, key_pull_null, key_pull_test,
+                                                   person_fit_test)
 
 
 def test_monte_carlo_p_value_matches_the_exact_permutation_distribution():

@@ -1,12 +1,13 @@
-"""The masked-option probe (scoring.probe): which option is hidden, the left-to-right prompt, exact match and ROUGE-L
-(against the textbook dynamic programme over the whole table, written again here, and a hand example), and the table from a
-scripted model that has memorised some items' options and not others."""
+"""The masked-option probe (contamination.probe): which option is hidden, the left-to-right prompt, exact match and
+ROUGE-L (against the textbook dynamic programme over the whole table, written again here, and a hand example), and
+the table and the detector's score from a scripted model that has memorised some items' options and not others."""
 import numpy as np
 import pytest
 
 from mcqa_toolkit.backends import Capabilities, ContinuationLogprobs, Generation
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.scoring.probe import PROBE_COLUMNS, hidden_option, normalise, probe_prompt, probe_table, rouge_l
+from mcqa_toolkit.contamination.probe import (PROBE_COLUMNS, hidden_option, normalise, probe_prompt, probe_score,
+                                              probe_table, rouge_l)
 
 
 def _item(k, answer=0, options=("Paris", "a city on the Seine river", "Rome", "the capital of Spain")):
@@ -80,6 +81,7 @@ def test_probe_table_from_a_model_that_memorised_some_items():
     assert list(table["exact"]) == [True, False, False, True, False]
     assert list(table["rouge_l"] == 1.0) == list(table["exact"])
     np.testing.assert_allclose(table["probe_logprob"], [-0.1, -3.0, -3.0, -0.1, -3.0])
+    assert list(probe_score(table)) == list(table["probe_logprob"])   # the detector ranks the memorised first
     assert list(table["hidden"]) == [hidden_option(items[f"q{k}"]) for k in range(5)]
     # two items per call; room for the longest hidden option of the call (25 characters -> 25 // 2 + 8 tokens)
     assert [c[0] for c in model.calls] == [2, 2, 1] and model.calls[0][1:] == (20, ("\n",))

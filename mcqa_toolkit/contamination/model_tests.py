@@ -2,7 +2,7 @@
 
   key_pull_test      the published key letters pull the model's choices (option shuffles): statistic S = mean over
                      items of the probability on the item's published key letter where it shows a wrong option
-                     (measure.contamination_items.letter_probabilities); null distribution: S with the key letters
+                     (contamination.key_pull.letter_probabilities); null distribution: S with the key letters
                      permuted among the items of the model (same number of options), which keeps the model's
                      position bias and the exam's letter counts and breaks only the item-key link. Needs nothing
                      but the exam and a shuffled run; p = (1 + #{S* >= S}) / (1 + n_perm).
@@ -25,7 +25,7 @@ from scipy import stats
 
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.abilities import model_abilities
-from mcqa_toolkit.measure.contamination_items import letter_probabilities
+from mcqa_toolkit.contamination.key_pull import letter_probabilities
 
 __all__ = ["key_pull_null", "key_pull_test", "dataset_inference", "person_fit_test", "flag"]
 

@@ -1,13 +1,13 @@
-"""The audit of one model on one exam (run.audit.audit_model) on the tiny Gemma 3: every measurement in its file, the
-records a shuffled run's, a second call reads what is there instead of measuring again, and a folder measured for
-another model, an unknown step or a run without shuffles are refused before anything is measured."""
+"""The audit of one model on one exam (contamination.audit.audit_model) on the tiny Gemma 3: every measurement in its
+file, the records a shuffled run's, a second call reads what is there instead of measuring again, and a folder
+measured for another model, an unknown step or a run without shuffles are refused before anything is measured."""
 import pandas as pd
 import pytest
 
 from mcqa_toolkit.backends.hf import HFBackend
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.run import audit as audit_module
-from mcqa_toolkit.run.audit import AUDIT_STRATEGY, FAMILIARITY, PROBE, audit_model
+from mcqa_toolkit.contamination import audit as audit_module
+from mcqa_toolkit.contamination.audit import AUDIT_STRATEGY, FAMILIARITY, PROBE, audit_model
 from mcqa_toolkit.run.strategy import strategy
 
 

@@ -1,4 +1,4 @@
-"""The masked-option probe (TS-Guessing, Deng et al. 2024): hide a wrong option and ask the model to write it.
+"""The masked-option probe detector (TS-Guessing, Deng et al. 2024): hide a wrong option and ask the model to write it.
 
 A model that never saw a question can guess a distractor only from the stem and the other options; one that
 read the question's page may write it word for word. Deng et al. ask an instruction model to fill a [MASK] in
@@ -7,7 +7,7 @@ options before the hidden one as "A) text" lines, then the hidden option's lette
 on greedily until a newline. The hidden option is the longest wrong one (the first of equals): the least
 guessable. Per item: exact match (case, spacing and final punctuation ignored), ROUGE-L F1 over words (the
 paper's second measure), and the mean log-prob per token of the hidden text after the same prompt (read, not
-generated: a graded score every backend with log-probs can give, used to rank items).
+generated: a graded score every backend with log-probs can give: `probe_score`, the detector's item score).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from mcqa_toolkit.items import LETTERS, Item, ItemSet
 from mcqa_toolkit.prompts.builder import Prompt
 from mcqa_toolkit.prompts.solved_page import has_page
 
-__all__ = ["PROBE_COLUMNS", "hidden_option", "probe_prompt", "normalise", "rouge_l", "probe_table"]
+__all__ = ["PROBE_COLUMNS", "hidden_option", "probe_prompt", "normalise", "rouge_l", "probe_table", "probe_score"]
 
 PROBE_COLUMNS = ("model", "language", "item_id", "parallel_id", "hidden", "generated", "exact", "rouge_l",
                  "probe_logprob", "n_hidden_tokens")
@@ -95,3 +95,8 @@ def probe_table(backend: Backend, items: ItemSet, block_size: int = 8, max_new_t
             rows += _rows(backend, keyed[lo:lo + block_size], max_new_tokens)
             bar.update(len(keyed[lo:lo + block_size]))
     return pd.DataFrame(rows, columns=list(PROBE_COLUMNS))
+
+
+def probe_score(probe: pd.DataFrame) -> pd.Series:
+    """The detector's item score: the mean log-prob per token of the hidden option (higher = more likely seen)."""
+    return probe["probe_logprob"].astype(float)

@@ -1,8 +1,9 @@
-"""The familiarity table (scoring.familiarity) on the tiny Gemma 3: Min-K% prob as min_k_table measures it,
-Min-K%++ equal to the reference implementation's formula (zjysteven/mink-plus-plus: softmax, (log p - mu) / sqrt
-of sigma^2, the int(len x k) lowest, written again here in torch, in float64) within 1e-4 (observed 6e-6), zlib
-sizes and byte counts as Python computes them; a backend without the next-token distributions leaves Min-K%++ NaN;
-and `min_k_plus_plus` on a hand example."""
+"""The familiarity table (contamination.familiarity) on the tiny Gemma 3: Min-K% prob is computed in one place
+(scoring.min_k.min_k_prob): the run's min_k.parquet (min_k_table) and the audit's familiarity table call that one
+function, and both equal Min-K% written again here from its definition within 1e-4; Min-K%++ equal to the reference
+implementation's formula (zjysteven/mink-plus-plus: softmax, (log p - mu) / sqrt of sigma^2, the int(len x k)
+lowest, written again here in torch, in float64) within 1e-4 (observed 6e-6), zlib sizes and byte counts as Python
+computes them; a backend without the next-token distributions leaves Min-K%++ NaN."""
 import zlib
 
 import numpy as np
@@ -12,9 +13,34 @@ from lookup_backend import LookupBackend
 
 from mcqa_toolkit.backends import Capabilities
 from mcqa_toolkit.backends.hf.tokens import encode
+from mcqa_toolkit.contamination import familiarity as familiarity_module
+from mcqa_toolkit.contamination.familiarity import FAMILIARITY_COLUMNS, familiarity_table
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.scoring.familiarity import FAMILIARITY_COLUMNS, familiarity_table
-from mcqa_toolkit.scoring.min_k import min_k_plus_plus, min_k_table, question_text
+from mcqa_toolkit.run import recipe as run_recipe
+from mcqa_toolkit.scoring import min_k as min_k_module
+from mcqa_toolkit.scoring.min_k import min_k_table, question_text
+
+
+def _naive_min_k(lm, text):
+    """Min-K% prob (k = 20%) from its definition: the log-prob of each token after the text before it (BOS first),
+    in float64 from the model's logits, the n // 5 lowest (at least one), their mean, negated."""
+    ids = torch.tensor([encode(lm, text, True)])
+    with torch.no_grad():
+        logp = lm.model(ids).logits.double().log_softmax(-1)[0, :-1]
+    lp = sorted(logp.gather(-1, ids[0, 1:, None])[:, 0].tolist())
+    n = max(1, len(lp) // 5)
+    return -sum(lp[:n]) / n
+
+
+def test_the_run_and_the_audit_compute_min_k_with_one_function_equal_to_the_naive_one(tiny_backend):
+    assert familiarity_module.min_k_prob is min_k_module.min_k_prob      # one function ...
+    assert run_recipe.min_k_table is min_k_module.min_k_table            # ... the one the run's table calls
+    items = load("demo", language="pt").filter(subject=["chemistry", "history"])
+    naive = [_naive_min_k(tiny_backend.lm, question_text(it)) for it in items]
+    run_table = min_k_table(tiny_backend, items)                         # every run's min_k.parquet
+    audit_table = familiarity_table(tiny_backend, items, block_size=3)    # the audit's familiarity.parquet
+    np.testing.assert_allclose(run_table["min_k_prob"], naive, atol=1e-4)
+    np.testing.assert_allclose(audit_table["min_k_prob"], naive, atol=1e-4)
 
 
 def _reference_mink_pp(lm, text, ratio=0.2):
@@ -59,15 +85,3 @@ def test_without_next_token_distributions_min_k_plus_plus_is_missing():
     assert list(got["n_tokens"]) == [len(question_text(it).split()) for it in items]
     with pytest.raises(ValueError, match="familiarity"):
         familiarity_table(LookupBackend({}, Capabilities(next_token_logprobs=True)), items)
-
-
-def test_min_k_plus_plus_by_hand():
-    lp, mu, var = [-1.0, -3.0, -2.0, -0.5, -4.0], [-1.5, -1.0, -2.0, -1.0, -2.0], [0.25, 4.0, 1.0, 0.0, 1.0]
-    # z = (0.5/0.5, -2/2, 0/1, 0 (sigma 0), -2/1) = (1, -1, 0, 0, -2); k = 0.4 keeps the 2 lowest: (-2 - 1) / 2
-    assert min_k_plus_plus(lp, mu, var, 0.4) == pytest.approx(-1.5)
-    assert min_k_plus_plus(lp, mu, var, 0.1) == pytest.approx(-2.0)     # at least one token
-    assert min_k_plus_plus(lp, mu, var, 1.0) == pytest.approx(-0.4)
-    with pytest.raises(ValueError, match="equal"):
-        min_k_plus_plus(lp, mu[:3], var)
-    with pytest.raises(ValueError, match="negative variance"):
-        min_k_plus_plus(lp, mu, [-1.0] * 5)

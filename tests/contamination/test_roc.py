@@ -1,4 +1,4 @@
-"""Detector validation numbers (measure.contamination_roc): ROC AUC and the ROC curve against scikit-learn (ties
+"""Detector validation numbers (contamination.roc): ROC AUC and the ROC curve against scikit-learn (ties
 included), Hanley & McNeil's standard error against DeLong's (written again here) and the spread of simulated AUCs
 (within 15%), AUC tables with label keys, accuracy by exposure against a plain pandas computation, and the gain over
 the clean model."""
@@ -8,8 +8,8 @@ import pytest
 from contamination_runs import exam, letters_records
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from mcqa_toolkit.measure.contamination_roc import (accuracy_by_exposure, accuracy_gain, auc_se, detector_auc,
-                                                    roc_auc, roc_curves, roc_points)
+from mcqa_toolkit.contamination.roc import (accuracy_by_exposure, accuracy_gain, auc_se, detector_auc, roc_auc,
+                                            roc_curves, roc_points)
 
 
 def test_auc_and_curve_equal_scikit_learn_with_ties():

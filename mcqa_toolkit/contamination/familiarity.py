@@ -1,37 +1,33 @@
 """How familiar each question's text is to a model: the numbers the text detectors of the contamination audit start
-from (measure.contamination_items turns them into scores).
+from (contamination.min_k_prob, min_k_pp, zlib_ratio and reference_ratio turn them into scores).
 
 The text is the one Min-K% prob reads (`scoring.min_k.question_text`: stem, then the options one per line, in the
 published order), read from the start of a document. Per item: its number of scored tokens and of UTF-8 bytes,
 the size of its zlib compression (level 6; the zlib ratio of Carlini et al. 2021), the sum of its token
-log-probs (per byte it compares models with different tokenizers: the reference ratio), Min-K% prob, and Min-K%++
+log-probs (per byte it compares models with different tokenizers: the reference ratio), Min-K% prob (the one
+computation every run's min_k.parquet uses too: `scoring.min_k.min_k_prob`), and Min-K%++
 (Zhang et al. 2024), which needs the model's whole next-token distribution at every token: a backend offers it
 through the optional `token_distributions(texts)` (backends.base.DistributionBackend; a local model does); with
 any other backend the log-probs come from `text_logprobs` and min_k_pp is NaN.
 """
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from mcqa_toolkit.backends.base import Backend, DistributionBackend
+from mcqa_toolkit.contamination.min_k_pp import min_k_plus_plus
+from mcqa_toolkit.contamination.zlib_ratio import zlib_bytes
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.scoring.loglik import text_logprobs
 from mcqa_toolkit.scoring.methods import MIN_K, check_need
-from mcqa_toolkit.scoring.min_k import min_k_plus_plus, min_k_prob, question_text
+from mcqa_toolkit.scoring.min_k import min_k_prob, question_text
 
-__all__ = ["FAMILIARITY_COLUMNS", "familiarity_table", "zlib_bytes"]
+__all__ = ["FAMILIARITY_COLUMNS", "familiarity_table"]
 
 FAMILIARITY_COLUMNS = ("model", "language", "item_id", "parallel_id", "n_tokens", "n_bytes", "zlib_bytes",
                        "loglik_sum", "min_k_prob", "min_k_pp")
-
-
-def zlib_bytes(text: str) -> int:
-    """Size in bytes of the text's UTF-8 zlib compression (default level), Carlini et al.'s zlib entropy."""
-    return len(zlib.compress(text.encode("utf-8")))
 
 
 def familiarity_table(backend: Backend, items: ItemSet, k: float = 0.2, block_size: int = 16,
