@@ -1,4 +1,4 @@
-"""The contamination validation's report (notebooks/19_contamination): its raw results read back, the AUC table
+"""The contamination validation's report (notebooks/contamination_validation): its raw results read back, the AUC table
 by detector and number of exposures, the model-level tests' flags and false alarms, the accuracy gains.
 
 The raw results (written by scripts/contamination_validation.py through contamination.validation_results,

@@ -1,5 +1,5 @@
 """docs/contamination.md's tables, from the validation's committed raw results (data/contamination, written by
-scripts/contamination_validation.py --collect) through the same functions as notebooks/19_contamination
+scripts/contamination_validation.py --collect) through the same functions as notebooks/contamination_validation
 (report.contamination and contamination.detector_auc): first the auditor's table (the detectors that need nothing
 but the model, with the clean controls' AUCs and false alarms), then the reference ratio apart as an upper bound;
 then what was measured, the AUCs per exam, the accuracy gains, the probe, the model-level tests, the time of the

@@ -1,4 +1,4 @@
-"""notebooks/19_contamination runs top to bottom with papermill on raw results of simulated audits
+"""notebooks/contamination_validation runs top to bottom with papermill on raw results of simulated audits
 (tests/contamination_runs.write_validation), writes its figures and tables, and records headline numbers equal to
 direct package calls; its cells follow the house rules (one parameters cell of documented constants, thin cells,
 headline numbers last)."""
@@ -22,9 +22,9 @@ def validation(tmp_path_factory):
 def test_notebook_matches_direct_calls(validation, tmp_path):
     params = {"DATA_DIR": str(validation), "FIGURES_DIR": str(tmp_path / "figures"),
               "LATEX_DIR": str(tmp_path / "latex")}
-    pm.execute_notebook(str(REPO / "notebooks" / "19_contamination.ipynb"), str(tmp_path / "19.ipynb"),
+    pm.execute_notebook(str(REPO / "notebooks" / "contamination_validation.ipynb"), str(tmp_path / "19.ipynb"),
                         parameters=params, kernel_name="python3", cwd=str(REPO / "notebooks"), progress_bar=False)
-    head = json.loads((tmp_path / "latex" / "19_contamination_headline.json").read_text())
+    head = json.loads((tmp_path / "latex" / "contamination_validation_headline.json").read_text())
     assert set(head) == {"models_audited", "auc_at_3", "best_at_3", "auc_controls", "auc_cross_language_at_3",
                          "gain_on_exposed", "detection_rate", "false_alarms_clean_models"}
     for exam in ("pt2021", "en2021"):
@@ -51,7 +51,7 @@ def test_notebook_matches_direct_calls(validation, tmp_path):
 def test_notebook_has_one_parameters_cell_and_thin_cells():
     import nbformat
 
-    nb = nbformat.read(REPO / "notebooks" / "19_contamination.ipynb", as_version=4)
+    nb = nbformat.read(REPO / "notebooks" / "contamination_validation.ipynb", as_version=4)
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1
     assignments = [ln for ln in tagged[0].source.splitlines() if "=" in ln and not ln.startswith("#")]
