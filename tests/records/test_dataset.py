@@ -1,5 +1,5 @@
 """records.dataset: the dataset a folder says its run was given, as run.json records it now (dataset, dataset_args,
-language), as the committed sample runs recorded it (their `job` of notebook parameters), and from provenance.json
+language), as `mcqa run` recorded it before run.json held the dataset (a `job` of notebook parameters: tests/fixtures/old_run_folders), and from provenance.json
 alone; RunDir.items: the items a run was given, None for a folder from before runs carried them."""
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from mcqa_toolkit.records.dataset import RunDataset, run_dataset
 from mcqa_toolkit.records.store import RunDir
 
 SAMPLE = REPO / "data" / "demo" / "results" / "gemma-3-270m__demo__it__S5"
+OLD = REPO / "tests" / "fixtures" / "old_run_folders" / "gemma-3-270m__demo__it__S5"   # run.json of 674af41's `mcqa run`
 
 
 def test_the_dataset_of_a_folder_now_and_before(tmp_path):
@@ -32,8 +33,9 @@ def test_the_dataset_of_a_folder_now_and_before(tmp_path):
 
 
 def test_a_run_carries_its_items_and_an_old_folder_says_so_by_none(tmp_path):
-    old = RunDir(shutil.copytree(SAMPLE, tmp_path / "old"))
-    assert old.items() is None
+    old = RunDir(shutil.copytree(OLD, tmp_path / "old"))
+    assert old.items() is None and run_dataset(old).name == "demo"
+    assert RunDir(SAMPLE).items().name == "demo"   # the committed sample runs carry theirs
     items = load_items("demo", {"per_subject": 1}, "es")
     new = RunDir(tmp_path / "new")
     new.write_run_info({"dataset": "demo"})

@@ -13,7 +13,7 @@ from mcqa_toolkit.records.identity import RunIdentity, files_hash, recorded_iden
 from mcqa_toolkit.run.jobs import Job
 from mcqa_toolkit.run.recipe import prepare
 
-SAMPLE = REPO / "data" / "demo" / "results"
+OLD_RUNS = REPO / "tests" / "fixtures" / "old_run_folders"
 BASE = RunIdentity("hf:m", "demo", "f", "h")
 
 
@@ -37,16 +37,17 @@ def test_differences_name_each_field_once_and_skip_what_a_folder_never_recorded(
     assert old.differences(other) == ["strategy_hash 'h' (this run: 'h2')"]
 
 
-def test_the_committed_sample_runs_of_mcqa_run_read_as_the_identity_their_job_has_today():
-    """data/demo/results were written with the job's notebook parameters in run.json (upper-case names): they read
-    as the identity run.recipe.prepare computes for the same job now, so they stay complete (and would resume)."""
+def test_run_folders_of_an_older_mcqa_run_read_as_the_identity_their_job_has_today():
+    """`mcqa run` at 674af41 wrote the job's notebook parameters in run.json (upper-case names; the run.json files of
+    two sample runs it made are kept in tests/fixtures/old_run_folders): they read as the identity
+    run.recipe.prepare computes for the same job now, so such folders stay complete (and would resume)."""
     for folder in ("gemma-3-270m__demo__pt__enem_1shot", "gemma-3-270m__demo__es__S5"):
-        info = json.loads((SAMPLE / folder / "run.json").read_text())
+        info = json.loads((OLD_RUNS / folder / "run.json").read_text())
         job = info["job"]
         recorded = recorded_identity(info)
         assert recorded.model == "hf:gemma-3-270m" and recorded.shots is None and recorded.judges == ()
         today = prepare(Job(job["MODEL"], job["DATASET"], job["DATASET_ARGS"], job["LANGUAGE"], job["STRATEGY"],
-                            SAMPLE / folder, seed=job["SEED"])).identity
+                            OLD_RUNS / folder, seed=job["SEED"])).identity
         assert recorded.differences(today) == []
         assert (today.shots == "") is folder.endswith("S5")  # enem_1shot shows shots, S5 none
 
