@@ -5,6 +5,7 @@ long `make demo` takes from a fresh clone (benchmarks/make_demo.py's newest raw 
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 from pages.blocks import REPO, minutes, read_json, rel
 from pages.performance_gpu import round5
@@ -52,11 +53,16 @@ def enem() -> str:
             "outside 2013's adapted two-set booklets).")
 
 
+def demo_file() -> Path:
+    """benchmarks/make_demo.py's newest raw file (by its date and time)."""
+    raws = {path: read_json(path) for path in RESULTS.glob("make_demo_*.json")}
+    return max(raws, key=lambda p: (raws[p]["date"], raws[p].get("time", "")))
+
+
 def demo() -> str:
     """The newest fresh-clone `make demo` measurement: total, install, the demo's phases, the machine and commit."""
-    raws = {path: read_json(path) for path in RESULTS.glob("make_demo_*.json")}
-    path = max(raws, key=lambda p: (raws[p]["date"], raws[p].get("time", "")))
-    raw = raws[path]
+    path = demo_file()
+    raw = read_json(path)
     d, machine = raw["demo"], raw["machine"]
     first = d["runs"][0]["seconds"] if d["runs"] else 0
     outcome = "exit status 0" if raw["demo_exit"] == 0 else f"exit status {raw['demo_exit']} (it failed)"
