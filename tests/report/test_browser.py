@@ -34,6 +34,7 @@ from mcqa_toolkit.datasets import load
 from mcqa_toolkit.report.inspector_views import PNG_DPI, probs_figure
 from mcqa_toolkit.report.responses import responses_frame
 from mcqa_toolkit.records import load_results
+from mcqa_toolkit.report.headline import dataset_items
 
 pytestmark = pytest.mark.browser
 SAMPLE_RESULTS = REPO / "data" / "demo" / "results"
@@ -197,7 +198,7 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
     inspector.wait_for(state="visible", timeout=RENDER_MS)
     counter = inspector.locator(".widget-label").filter(has_text=re.compile(r"^\d+ / \d+$"))
     assert counter.inner_text() == "1 / 264"
-    first = items["pt"][0]
+    first = dataset_items(SAMPLE_RESULTS)[0]   # the runs' items, merged in the order of their folders
     question = inspector.locator(".mcqa-item")
     assert question.locator("h3").inner_text() == first.item_id
     assert first.stem in question.locator(".mcqa-stem").inner_text()
