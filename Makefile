@@ -90,13 +90,17 @@ demo: $(STAMP)
 demo-full: $(STAMP)
 	$(BIN)/mcqa demo --full
 
-# numpy's BLAS threads only slow the small IRT matrix products down when torch shares the 2 cores
+# numpy's BLAS threads only slow the small IRT matrix products down when torch shares the 2 cores. The tests run in
+# TEST_WORKERS processes (pytest-xdist; a file's tests on one worker, the Ray tests on one: conftest.py), so one
+# worker's kernel start-ups, servers and subprocesses overlap the other's computing.
+TEST_WORKERS ?= 2
+PYTEST := OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 test: $(TEST_STAMP) $(VLLM_STAMP) chromium
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q --durations=25
+	$(PYTEST) --durations=25
 
 # unit tier only: no real model, no notebook kernels (target under 90 s)
 test-fast: $(TEST_STAMP)
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m unit
+	$(PYTEST) -m unit
 
 # the gpu tier on a machine with a CUDA device (skipped elsewhere); PYTHON= picks that machine's interpreter
 # (e.g. a GPU image's python3 holding its CUDA torch); the notebook plugin options are not needed there

@@ -1,5 +1,6 @@
-"""Test tiers and shared fixtures: a tiny tokenizer trained in-process, tiny random models (Gemma 3 with sliding-window
-layers, and a plain Llama), and the real embedded Gemma-3-270M for the few tests marked slow."""
+"""Shared fixtures (the tiers, and their groups for pytest-xdist, are in the checkout's conftest.py): a tiny
+tokenizer trained in-process, tiny random models (Gemma 3 with sliding-window layers, and a plain Llama), and the
+real embedded Gemma-3-270M for the few tests marked slow."""
 from __future__ import annotations
 
 import contextlib
@@ -10,40 +11,6 @@ import tiny_models
 from fault_figures import Figures
 from paths import REPO
 from tiny_models import tiny_model
-
-TIERS = ("slow", "notebooks", "browser", "server", "vllm", "faults", "gpu", "ray")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Test tiers: nbval cells are `notebooks`; any test without a tier marker is `unit` (`make test-fast`)."""
-    for item in items:
-        if item.path.suffix == ".ipynb":
-            item.add_marker(pytest.mark.notebooks)
-        elif not any(item.get_closest_marker(t) for t in TIERS):
-            item.add_marker(pytest.mark.unit)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    """Add each test's setup, call and teardown time to its tier, the first of TIERS it is marked with (else unit);
-    pytest_terminal_summary prints the sums."""
-    report = yield
-    spent = getattr(item.config, "_mcqa_tiers", None)
-    if spent is not None:
-        tier = next((t for t in TIERS if item.get_closest_marker(t)), "unit")
-        seconds, tests = spent.get(tier, (0.0, 0))
-        spent[tier] = (seconds + report.duration, tests + (report.when == "call"))
-    return report
-
-
-def pytest_terminal_summary(terminalreporter, config):
-    """Where a run's time went, tier by tier (the sum of its tests' setup, call and teardown times)."""
-    spent = getattr(config, "_mcqa_tiers", {})
-    if spent:
-        terminalreporter.write_sep("=", "time per tier (setup + call + teardown)")
-        for tier, (seconds, tests) in sorted(spent.items(), key=lambda kv: -kv[1][0]):
-            terminalreporter.write_line(f"{tier:<10} {tests:>6} tests {seconds:9.1f} s")
-
 
 @pytest.fixture(scope="session")
 def figures():
@@ -66,7 +33,6 @@ def _worktree_state() -> str | None:
 
 def pytest_sessionstart(session):
     session.config._mcqa_worktree = _worktree_state()
-    session.config._mcqa_tiers = {}
 
 
 def pytest_sessionfinish(session, exitstatus):

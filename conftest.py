@@ -1,0 +1,67 @@
+"""The test tiers of the whole suite, tests/ and notebooks/ alike (this file is loaded whatever the paths given to
+pytest; tests/conftest.py holds the fixtures): every test gets its tier marker, the run ends with the time spent per
+tier, and under pytest-xdist (`make test` runs two workers) a file's tests stay on one worker (nbval's cells share
+one kernel; module fixtures are built once) and the Ray pool's tests on one (they share one Ray cluster)."""
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+import pytest
+
+TIERS = ("slow", "notebooks", "browser", "server", "vllm", "faults", "gpu", "ray")
+
+
+RAY_TESTS = PurePosixPath("tests/run/pool")  # where the tests that start a Ray cluster (marker `ray`) live
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Test tiers: nbval cells are `notebooks`; any test without a tier marker is `unit` (`make test-fast`). A Ray
+    test outside RAY_TESTS is refused: under two workers it could start a second cluster beside the first."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.notebooks)
+        elif not any(item.get_closest_marker(t) for t in TIERS):
+            item.add_marker(pytest.mark.unit)
+        item.user_properties.append(("tier", next((t for t in TIERS if item.get_closest_marker(t)), "unit")))
+        if item.get_closest_marker("ray") and RAY_TESTS not in PurePosixPath(item.nodeid.split("::")[0]).parents:
+            raise pytest.UsageError(f"{item.nodeid}: tests marked `ray` live in {RAY_TESTS}/ (one worker, one cluster)")
+
+
+def scope(nodeid: str) -> str:
+    """The unit of work one xdist worker takes whole: the test's file, or the Ray pool's folder."""
+    path = PurePosixPath(nodeid.split("::", 1)[0])
+    return str(RAY_TESTS) if RAY_TESTS in path.parents else str(path)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scope scheduling with `scope` as the scope (its own `--dist loadgroup` cannot regroup a test
+    since pytest 9 builds node ids itself)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByScope(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope(nodeid)
+
+    return ByScope(config, log)
+
+
+def pytest_runtest_logreport(report):
+    """Add each test's setup, call and teardown time to its tier, the first of TIERS it is marked with (else unit);
+    pytest_terminal_summary prints the sums. Reports reach this hook in the process that prints (pytest-xdist's
+    controller too), so the sums cover every worker."""
+    tier = dict(report.user_properties).get("tier", "unit")
+    seconds, tests = _TIERS_SPENT.get(tier, (0.0, 0))
+    _TIERS_SPENT[tier] = (seconds + report.duration, tests + (report.when == "call"))
+
+
+_TIERS_SPENT: dict[str, tuple[float, int]] = {}
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Where a run's time went, tier by tier (the sum of its tests' setup, call and teardown times; with several
+    workers the sums add up the workers' time, so together they exceed the wall time)."""
+    if _TIERS_SPENT:
+        terminalreporter.write_sep("=", "time per tier (setup + call + teardown)")
+        for tier, (seconds, tests) in sorted(_TIERS_SPENT.items(), key=lambda kv: -kv[1][0]):
+            terminalreporter.write_line(f"{tier:<10} {tests:>6} tests {seconds:9.1f} s")
