@@ -40,7 +40,8 @@ from mcqa_toolkit.contamination.zlib_ratio import zlib_bytes, zlib_score
 
 __all__ = [
     "AUDIT_STRATEGY", "Audit", "audit_model", "load_audit", "FAMILIARITY_COLUMNS", "familiarity_table", "fit_residual",
-    "key_pull", "letter_probabilities", "contamination_correlation", "contamination_frame", "min_k_accuracy_correlation",
+    "key_pull", "letter_probabilities", "contamination_correlation", "contamination_frame",
+    "min_k_accuracy_correlation",
     "min_k_score", "min_k_plus_plus", "min_k_pp_score", "dataset_inference", "flag", "key_pull_test",
     "person_fit_test", "probe_score", "probe_table", "Recipe", "contaminate", "exposure_pages", "reference_score",
     "accuracy_by_exposure", "accuracy_gain", "auc_se", "detector_auc", "roc_auc", "roc_curves", "roc_points",
