@@ -179,13 +179,9 @@ def collect(work: Path, shared: Path) -> None:
     """Add the audits under `work` that the committed raw results lack (module docstring); committed rows stay as
     they are (checked after writing)."""
     from mcqa_toolkit.backends.hf.manifest import MANIFEST, read_manifest
-    from mcqa_toolkit.contamination.audit import FAMILIARITY, LETTERS, PROBE, Audit
+    from mcqa_toolkit.contamination.audit import load_audit
     from mcqa_toolkit.contamination.validation import add_results, validation_results
     from mcqa_toolkit.prompts.solved_page import exposure_split, has_page
-    from mcqa_toolkit.records import RunDir
-
-    def done(model: str, exam: str, measure: str) -> bool:   # a step killed half-way left files but no mark
-        return (work / "marks" / f"audit_{model}_{exam}_{measure}.json").exists()
 
     old = {f: pd.read_parquet(OUT / f"{f}.parquet") for f in FRAMES if (OUT / f"{f}.parquet").exists()}
     old_models = json.loads((OUT / "models.json").read_text()) if (OUT / "models.json").exists() else {}
@@ -207,10 +203,7 @@ def collect(work: Path, shared: Path) -> None:
     audits, references = {}, {}
     for model in MODELS:
         for exam in AUDITS:
-            folder = work / "audits" / model / exam
-            records = RunDir(folder / LETTERS).load() if done(model, exam, "letters") else None
-            audit = Audit(folder, records, *(pd.read_parquet(folder / name) if done(model, exam, measure) else None
-                                             for name, measure in ((FAMILIARITY, "familiarity"), (PROBE, "probe"))))
+            audit = load_audit(work / "audits" / model / exam)   # the steps done (AuditDir.done), None else
             if model == "clean" and audit.familiarity is not None:
                 references[exam] = audit.familiarity
             if (model, exam) not in before and any(x is not None for x in (audit.records, audit.familiarity,

@@ -3,6 +3,7 @@
   fine_tuning   the fine-tuning recipe: contaminate a model on purpose (pages of solved questions; the torch
                 loop: backends.hf.finetune)
   audit         the measurements of one model on one exam, in one folder (a letters run, familiarity, probe)
+                written as a run folder is (records.audit_dir: identity, lock, resume, complete)
   familiarity   the audit's text measurement (Min-K% prob through scoring.min_k.min_k_prob, the one computation
                 every run's min_k.parquet uses too; Min-K%++, zlib size, log-prob per byte)
   one module per detector, each giving an item score (higher = more likely seen):
@@ -20,7 +21,7 @@
   validation    the raw results of a validation from its audits (scripts/contamination_validation.py)
 The wing sits above run/ (the audit runs a run) and below report/ and the CLI. Nothing here imports torch.
 """
-from mcqa_toolkit.contamination.audit import AUDIT_STRATEGY, Audit, audit_model
+from mcqa_toolkit.contamination.audit import AUDIT_STRATEGY, Audit, audit_model, load_audit
 from mcqa_toolkit.contamination.detectors import DETECTOR_NAMES, DETECTORS, contamination_scores
 from mcqa_toolkit.contamination.familiarity import FAMILIARITY_COLUMNS, familiarity_table
 from mcqa_toolkit.contamination.fine_tuning import Recipe, contaminate, exposure_pages
@@ -38,8 +39,9 @@ from mcqa_toolkit.contamination.validation import validation_results
 from mcqa_toolkit.contamination.zlib_ratio import zlib_bytes, zlib_score
 
 __all__ = [
-    "AUDIT_STRATEGY", "Audit", "audit_model", "FAMILIARITY_COLUMNS", "familiarity_table", "fit_residual", "key_pull",
-    "letter_probabilities", "contamination_correlation", "contamination_frame", "min_k_accuracy_correlation",
+    "AUDIT_STRATEGY", "Audit", "audit_model", "load_audit", "FAMILIARITY_COLUMNS", "familiarity_table", "fit_residual",
+    "key_pull", "letter_probabilities", "contamination_correlation", "contamination_frame",
+    "min_k_accuracy_correlation",
     "min_k_score", "min_k_plus_plus", "min_k_pp_score", "dataset_inference", "flag", "key_pull_test",
     "person_fit_test", "probe_score", "probe_table", "Recipe", "contaminate", "exposure_pages", "reference_score",
     "accuracy_by_exposure", "accuracy_gain", "auc_se", "detector_auc", "roc_auc", "roc_curves", "roc_points",

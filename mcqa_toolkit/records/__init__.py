@@ -12,6 +12,8 @@
                for a writer (check, lock, check again); OpenRun.complete(): summary.json, the last step
     store      RunDir: every file of one run folder (records, run.json, items.jsonl, ...), appended, compacted and
                read back
+    audit_dir  AuditDir: a contamination audit's folder, a run folder of its own kind (run.json, lock, a letters run
+               and two tables; complete: every step asked of it done)
     dataset    RunDataset: the dataset a folder says its run was given (name, loader arguments, exam version)
     results    run_dirs / complete_runs / load_results / load_min_k over many run folders
 
@@ -27,8 +29,9 @@ from mcqa_toolkit.records.lock import RunLocked
 from mcqa_toolkit.records.results import complete_runs, load_min_k, load_results, run_dirs
 from mcqa_toolkit.records.state import OpenRun, RunRefused, RunState, check_writable, open_for_write, run_state
 from mcqa_toolkit.records.store import RunDir
+from mcqa_toolkit.records.audit_dir import AuditDir
 
 __all__ = ["COLUMNS", "KEY", "STATUSES", "records_frame", "assert_same_records", "record_differences",
            "decode_response", "make_record", "run_fields", "RunLocked", "load_min_k", "load_results", "run_dirs",
            "complete_runs", "OpenRun", "RunRefused", "RunState", "run_state", "check_writable", "open_for_write", "RunDir",
-           "RunIdentity", "recorded_identity", "RunDataset", "run_dataset"]
+           "AuditDir", "RunIdentity", "recorded_identity", "RunDataset", "run_dataset"]

@@ -3,11 +3,14 @@ run that must not be mixed with this one), and the one way into a folder for wri
 
 `run_state(run_dir, identity)` compares a records.identity.RunIdentity with the one the folder's run.json recorded
 when its run started (records.identity.recorded_identity reads folders written before RunIdentity too): a field
-that differs refuses the folder (RunRefused, one sentence naming the fields). COMPLETE is RunDir.is_complete, the one
-definition of a complete run (records compacted and summary.json written: what a report needs).
+that differs refuses the folder (RunRefused, one sentence naming the fields), and so does a folder holding output
+but no run.json (RunDir.held_output). COMPLETE is the folder's `is_complete`: RunDir.is_complete, the one definition
+of a complete run (records compacted and summary.json written: what a report needs), or AuditDir.is_complete
+(records.audit_dir), the one definition of a complete contamination audit (every step asked of it done).
 
-Every writer of a run folder (run.recipe, `mcqa run`'s kernel in run.kernel, run.runner.run, interop imports) opens
-it through `open_for_write(run_dir, identity, before_lock)`, the one sequence:
+Every writer of a run folder (run.recipe, `mcqa run`'s kernel in run.kernel, run.runner.run, interop imports; and
+contamination.audit, of an audit folder) opens it through `open_for_write(run_dir, identity, before_lock)`, the one
+sequence:
 1. check: the state decided once, without the lock and creating nothing (`check_writable`): RunRefused for a folder
    holding another run, RunLocked when another process is writing it; a COMPLETE run is yielded at once, unlocked
    (nothing will be written);
@@ -37,7 +40,7 @@ __all__ = ["RunState", "RunRefused", "run_state", "OpenRun", "check_writable", "
 class RunState(str, Enum):
     NEW = "new"              # no run has started in this folder
     RESUMABLE = "resumable"  # the same run started here and is not finished: finished records are kept
-    COMPLETE = "complete"    # the same run finished (RunDir.is_complete: records compacted, summary written)
+    COMPLETE = "complete"    # the same run finished (the folder's is_complete: RunDir's or AuditDir's)
 
 
 class RunRefused(ValueError):
@@ -49,8 +52,9 @@ def run_state(run_dir: RunDir, identity: RunIdentity) -> RunState:
     run (see the module docstring)."""
     recorded = run_dir.run_info()
     if not recorded:
-        if run_dir.jsonl.exists() and run_dir.read_records():
-            raise RunRefused(f"{run_dir.dir} holds records but no {run_dir.run_info_file.name} saying what produced "
+        held = run_dir.held_output()
+        if held:
+            raise RunRefused(f"{run_dir.dir} holds {held} but no {run_dir.run_info_file.name} saying what produced "
                              "them; use another output folder or delete it")
         return RunState.NEW
     try:

@@ -95,6 +95,11 @@ class RunDir:
             for tmp in self.dir.glob(".*.tmp"):
                 tmp.unlink(missing_ok=True)
 
+    def held_output(self) -> str:
+        """What the folder holds of a run's output, named ('' for nothing): records in records.jsonl. A folder whose
+        run.json does not say what produced it is refused when it holds some (records.state.run_state)."""
+        return "records" if self.jsonl.exists() and self.read_records() else ""
+
     def holder(self) -> dict[str, Any] | None:
         """Who is writing this folder now (pid, host, started), None when nobody is (records.lock.lock_holder)."""
         return lock_holder(self.dir)
