@@ -110,7 +110,7 @@ test-gpu:
 # the fault suite alone (tests/faults: kills, full disks, 429 storms, damaged files, fuzzed inputs, memory; the Ray
 # pool's lost workers, nodes and driver in tests/run/pool/test_driver.py; part of
 # `make test`, which writes nothing into the checkout); `make reliability` runs it and, when it passes, keeps what it
-# measured as docs/reliability.json and renders docs/reliability.md from that JSON (scripts/reliability_table.py)
+# measured as results/tests/reliability.json and renders docs/reliability.md from that JSON (scripts/reliability_table.py)
 test-faults: $(TEST_STAMP)
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m faults tests/faults tests/run/pool/test_driver.py
 

@@ -80,7 +80,7 @@ def local_cluster_env() -> dict[str, str]:
 
 
 def save_json(path: str | None, result: dict[str, Any]) -> None:
-    """Write a benchmark's figures to `path` (benchmarks/results/...), when one is given, without machine paths."""
+    """Write a benchmark's figures to `path` (results/benchmarks/...), when one is given, without machine paths."""
     try:
         from _results import write_json
     except ModuleNotFoundError:

@@ -1,4 +1,4 @@
-"""What a benchmark writes to benchmarks/results/: its figures as JSON, without machine paths.
+"""What a benchmark writes to results/benchmarks/: its figures as JSON, without machine paths.
 
 Raw files are committed and the docs are rendered from them (scripts/render_docs.py), so a path of the machine
 that ran the benchmark (the model cache, a temporary folder, the checkout, the home folder) is written as a

@@ -14,10 +14,10 @@ after the run's process was SIGKILLed mid-run; a Ray worker (default resources, 
 in-process; a llama-cpp-python server's history (benchmarks/_server_history.py).
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/invariance.py [--items 4 --shuffles 4]
-                                     [--json benchmarks/results/invariance_DATE.json]
+                                     [--json results/benchmarks/invariance_DATE.json]
     # short prompts: the demo exam, 0-shot (where the issue saw 1 thread against 2 move the scores)
     OPENBLAS_NUM_THREADS=1 python benchmarks/invariance.py --workload exam --dataset demo --shots 0 --items 12
-                                     --shuffles 2 --json benchmarks/results/invariance_demo_DATE.json
+                                     --shuffles 2 --json results/benchmarks/invariance_demo_DATE.json
 """
 from __future__ import annotations
 

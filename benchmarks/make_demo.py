@@ -1,6 +1,6 @@
 """Time the README's first command as a newcomer meets it: a fresh clone, then `make demo` (install included).
 
-    python benchmarks/make_demo.py --json benchmarks/results/make_demo_<date>_<commit>.json [--ref HEAD]
+    python benchmarks/make_demo.py --json results/benchmarks/make_demo_<date>_<commit>.json [--ref HEAD]
 
 The clone is of a committed revision (`--ref`, default HEAD), in a temporary folder, with an empty model cache
 (MCQA_CACHE), so that the embedded model is dequantised as on a new machine, and without pip's or uv's caches (every
@@ -83,7 +83,7 @@ def measure(ref: str, work: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ref", default="HEAD", help="the committed revision to clone (default HEAD)")
-    ap.add_argument("--json", help="write the raw result here (benchmarks/results/make_demo_<date>.json)")
+    ap.add_argument("--json", help="write the raw result here (results/benchmarks/make_demo_<date>.json)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="make_demo_") as tmp:
         result = measure(args.ref, Path(tmp))

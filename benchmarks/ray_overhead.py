@@ -12,7 +12,7 @@ as `mcqa run`'s kernel has it (run/session.py): numpy's spinning BLAS threads be
 side otherwise, and the local cluster's worker inherits the setting.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/ray_overhead.py [--address local] [--limit 8] [--shuffles 4]
-                                      [--repeats 3] [--threads 2] [--json benchmarks/results/ray_overhead.json]
+                                      [--repeats 3] [--threads 2] [--json results/benchmarks/ray_overhead.json]
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ The load average (1 minute) is read before and after: the run sleeps more than i
 on a busy machine, but say under what load.
 
     python benchmarks/ray_scaling.py [--address local] [--items 200] [--shuffles 5] [--delay 0.05]
-                                     [--workers 1 2 4] [--inprocess] [--json benchmarks/results/ray_scaling.json]
+                                     [--workers 1 2 4] [--inprocess] [--json results/benchmarks/ray_scaling.json]
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ real-length 4-shot prompts. Per history: requests, max |delta| of a letter's log
 k), the share with the same best letter, whether every letter equals within 1e-6 (the equality rule's tolerance),
 and the shared beginning with the previous prompt (characters) where the largest delta was seen.
 
-    python benchmarks/server_history.py [--items 2 --shuffles 4] [--json benchmarks/results/server_history_DATE.json]
+    python benchmarks/server_history.py [--items 2 --shuffles 4] [--json results/benchmarks/server_history_DATE.json]
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ A and B are two commits, or two run folders, or two folders of run folders (matc
 
     python scripts/compare_records.py 526075e 76adf93          # every predefined strategy on the demo exam at each
     python scripts/compare_records.py outputs/before outputs/after
-    python scripts/compare_records.py main HEAD --json benchmarks/results/compare_records/x.json
+    python scripts/compare_records.py main HEAD --json results/benchmarks/compare_records/x.json
 
 For a commit, its tree is exported (`git archive`, nothing in this checkout changes) into a temporary folder and
 `mcqa run` runs there (PYTHONPATH set to that tree, this interpreter; the script checks that the tree's package is

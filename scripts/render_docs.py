@@ -4,10 +4,10 @@
     python scripts/render_docs.py --check   # exit 1, naming them, when a committed page is not its data rendered
 
 Each page is hand-written prose around generated blocks (scripts/pages/blocks.py: `<!-- begin NAME ... -->` ...
-`<!-- end NAME -->`); a block is a pure function of raw files (benchmarks/results/, docs/*.json, the package's ENEM
+`<!-- end NAME -->`); a block is a pure function of raw files (results/, see results/README.md; the package's ENEM
 tables), so no figure in a block is typed by hand. docs/reliability.md is wholly generated from
-docs/reliability.json (scripts/reliability_table.py). Nothing here reads ../shared, runs a benchmark or loads a
-model: the scripts that measure write the raw files, this one only renders them.
+results/tests/reliability.json (scripts/reliability_table.py). Nothing here reads ../shared, runs a benchmark or
+loads a model: the benchmarks, studies and scripts that measure write the raw files, this one only renders them.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _reliability() -> str:
     spec = importlib.util.spec_from_file_location("reliability_table", HERE / "reliability_table.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.render(json.loads((REPO / "docs" / "reliability.json").read_text()))
+    return module.render(json.loads((REPO / "results" / "tests" / "reliability.json").read_text()))
 
 
 # page -> its blocks (name -> markdown), with the markers of blocks written before this script (name -> (start, end))

@@ -54,7 +54,7 @@ def familiarity_frame(items: ItemSet, model: str, seen: set, signal: float, rng)
 
 
 def write_validation(folder, n_items: int = 30, seed: int = 0, partial: bool = False):
-    """Raw results shaped like scripts/contamination_validation.py --collect's (contamination.validation), from
+    """Raw results shaped like studies/contamination_validation.py --collect's (contamination.validation), from
     simulated audits: a clean model and s0-x1, s0-x3, s1-x3 (signal growing with exposures) on pt2021 (half of
     each seed's split exposed), its translation en2021 (a weaker signal) and pt2019 (never seen), and two controls
     c0-x3, c1-x3 (fine-tuned on other exams: no signal anywhere). `partial`: a validation stopped early: pt2021 only

@@ -1,7 +1,7 @@
 """The fault suite's table: every fault it injects, what is guaranteed, the test that shows it (FAULTS), and the
 figures the tests measure (Figures). scripts/reliability_table.py runs the suite with MCQA_RELIABILITY set to a
-temporary file, keeps the figures as docs/reliability.json and renders docs/reliability.md from these rows and that
-JSON; no number in either file is typed by hand."""
+temporary file, keeps the figures as results/tests/reliability.json and renders docs/reliability.md from these rows
+and that JSON; no number in either file is typed by hand."""
 from __future__ import annotations
 
 import json
@@ -124,7 +124,7 @@ FAULTS: dict[str, Fault] = {
 class Figures:
     """What the fault tests measured, by fault id; written to $MCQA_RELIABILITY (JSON) at the end of the
     session when that variable is set. Never into the checkout: a test run does not modify tracked files, and
-    docs/reliability.json is written by scripts/reliability_table.py only after the whole suite passed."""
+    results/tests/reliability.json is written by scripts/reliability_table.py only after the whole suite passed."""
 
     def __init__(self) -> None:
         self.rows: dict[str, list[dict[str, Any]]] = {}

@@ -95,8 +95,8 @@ def _peak_used(raw: dict) -> str:
 
 # (page, figure, times on the page) -> (raw file, the figure as the raw file gives it)
 SOURCED: dict[tuple[str, str, int], tuple[str, Callable[[Any], str]]] = {
-    ("docs/backends.md", "11.5x", 1): ("benchmarks/results/vs_vllm_2026-11-25.json", _prefix_cache_gain),
-    ("docs/performance.md", "790 TFLOP/s", 1): ("benchmarks/results/h100_2026-11-24/speed_gemma-3-1b.json",
+    ("docs/backends.md", "11.5x", 1): ("results/benchmarks/vs_vllm_2026-11-25.json", _prefix_cache_gain),
+    ("docs/performance.md", "790 TFLOP/s", 1): ("results/benchmarks/h100_2026-11-24/speed_gemma-3-1b.json",
                                                 _peak_used),
 }
 
@@ -146,7 +146,7 @@ SETTINGS: dict[tuple[str, str, int], tuple[str, Callable[[], bool] | None]] = {
                                         lambda: _text_has("mcqa_toolkit/backends/providers.py", "20 * 1000 ** 2")),
     ("docs/contamination.md", "1e-5", 2): ("the fine-tuning recipe's learning rate (`--lr`)", None),
     ("docs/contamination.md", "28 minutes", 1): ("contamination_validation.py's default `--minutes` per job",
-                                                 lambda: _text_has("scripts/contamination_validation.py",
+                                                 lambda: _text_has("studies/contamination_validation.py",
                                                                    'default=28.0')),
 }
 

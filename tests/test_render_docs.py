@@ -18,7 +18,7 @@ render_docs = importlib.import_module("render_docs")
 blocks = importlib.import_module("pages.blocks")
 performance = importlib.import_module("pages.performance")
 NEWEST_DEMO = str(importlib.import_module("pages.readme").demo_file().relative_to(REPO))   # what README renders
-RAW_DIRS = (REPO / "benchmarks" / "results", REPO / "docs", REPO / "data")
+RAW_DIRS = (REPO / "results", REPO / "data")   # the committed raw results; the demo's sample runs
 
 
 def test_every_page_is_its_data_rendered():
@@ -45,15 +45,15 @@ def test_a_figure_edited_in_a_page_is_caught():
 
 
 @pytest.mark.parametrize("name, path", [
-    ("docs/enem.md", "docs/enem_crossval.json"),
-    ("docs/dif.md", "docs/dif_2021.json"),
-    ("docs/performance.md", "benchmarks/results/vs_vllm_2026-11-25.json"),
-    ("docs/performance.md", "benchmarks/results/ray_overhead_2026-11-25.json"),
-    ("docs/performance.md", "benchmarks/results/engine3_2026-11-27/throughput_letters_cpu_defaults.json"),
-    ("docs/performance.md", "benchmarks/results/h200_2026-11-28/throughput_llama8b_big.json"),
-    ("docs/performance.md", "benchmarks/results/h200_2026-11-28/speed_llama-3-8b.json"),
+    ("docs/enem.md", "results/studies/enem_crossval.json"),
+    ("docs/dif.md", "results/studies/dif_2021.json"),
+    ("docs/performance.md", "results/benchmarks/vs_vllm_2026-11-25.json"),
+    ("docs/performance.md", "results/benchmarks/ray_overhead_2026-11-25.json"),
+    ("docs/performance.md", "results/benchmarks/engine3_2026-11-27/throughput_letters_cpu_defaults.json"),
+    ("docs/performance.md", "results/benchmarks/h200_2026-11-28/throughput_llama8b_big.json"),
+    ("docs/performance.md", "results/benchmarks/h200_2026-11-28/speed_llama-3-8b.json"),
     ("README.md", NEWEST_DEMO),
-    ("docs/performance.md", "benchmarks/results/make_demo_2026-11-28_97b34a6.json"),
+    ("docs/performance.md", "results/benchmarks/make_demo_2026-11-28_97b34a6.json"),
 ])
 def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
     """Every number of these raw files that a table shows moves the page when it moves (the check compares them)."""
@@ -82,12 +82,12 @@ def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
 
 
 def test_the_contamination_page_follows_its_raw_results(tmp_path, monkeypatch):
-    """docs/contamination.md's tables are data/contamination rendered: a detector's scores moved in the raw results
-    move the AUC table, a test's p-value moves the tests table."""
+    """docs/contamination.md's tables are results/studies/contamination rendered: a detector's scores moved in the
+    raw results move the AUC table, a test's p-value moves the tests table."""
     import pandas as pd
 
     contamination = importlib.import_module("pages.contamination")
-    data = REPO / "data" / "contamination"
+    data = REPO / "results" / "studies" / "contamination"
     for path in data.iterdir():
         (tmp_path / path.name).write_bytes(path.read_bytes())
     before = contamination.blocks()
@@ -135,7 +135,7 @@ def test_raw_files_hold_no_machine_paths(tmp_path):
 
 def test_fields_that_compared_nothing_render_as_such():
     """scoring_throughput runs with --naive-items 0 compared nothing: null in the file, 'not compared' on the page."""
-    for path in (REPO / "benchmarks" / "results").glob("engine_calls_*/engine_*.json"):
+    for path in (REPO / "results" / "benchmarks").glob("engine_calls_*/engine_*.json"):
         raw = json.loads(path.read_text())
         if raw["args"]["naive_items"] == 0:
             for r in raw["results"].values():
@@ -148,7 +148,7 @@ def test_mfu_uses_the_raw_files_flops_against_the_datasheet_peak():
     """The FLOPs recomputed from the shape the file names are the file's own (its MFU x the peak it used x its
     seconds); the round-3 page's MFU divides them by the device's datasheet peak (989 TFLOP/s for the H100 SXM),
     and the round-5 files' own MFU (shown as it is) is those FLOPs over the peak they name."""
-    files = sorted((REPO / "benchmarks" / "results").glob("*/speed_*.json"))
+    files = sorted((REPO / "results" / "benchmarks").glob("*/speed_*.json"))
     gpu5 = importlib.import_module("pages.performance_gpu")
     checked = {"round 3": 0, "round 5": 0}
     for path in files:
@@ -211,7 +211,7 @@ def test_the_invariance_data_holds_what_the_pages_say():
     changed the best letter; every choice was measured on both scorings."""
     exact = ("rows per forward call (batch size)", "resume after SIGKILL mid-run",
              "Ray worker (default resources) vs in-process")
-    files = sorted((REPO / "benchmarks" / "results").glob("invariance_*.json"))
+    files = sorted((REPO / "results" / "benchmarks").glob("invariance_*.json"))
     assert files
     for path in files:
         rows = json.loads(path.read_text())["rows"]
@@ -221,7 +221,7 @@ def test_the_invariance_data_holds_what_the_pages_say():
                 assert r["max_abs_delta"] == 0 and r["equal_by_rule"] and r["same_choice"] == 1, (path.name, r)
             else:
                 assert r["max_abs_delta"] <= 1e-4 and r["same_choice"] == 1, (path.name, r)
-    for path in sorted((REPO / "benchmarks" / "results").glob("server_history_*.json")):
+    for path in sorted((REPO / "results" / "benchmarks").glob("server_history_*.json")):
         assert all(r["same_choice"] == 1 for r in json.loads(path.read_text())["rows"]), path.name
     causes = importlib.import_module("pages.invariance").CAUSES
     assert all(c.startswith("ours, exact") for k, c in causes.items() if k == exact[0])

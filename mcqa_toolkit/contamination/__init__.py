@@ -18,7 +18,7 @@
   detectors     every detector into one long frame (model, item, detector, score)
   model_tests   did this model see this exam: key-pull permutation test, dataset inference, person fit
   roc           where the exposed items are known: ROC AUC per detector, accuracy gains
-  validation    the raw results of a validation from its audits (scripts/contamination_validation.py)
+  validation    the raw results of a validation from its audits (studies/contamination_validation.py)
 The wing sits above run/ (the audit runs a run) and below report/ and the CLI. Nothing here imports torch.
 """
 from mcqa_toolkit.contamination.audit import AUDIT_STRATEGY, Audit, audit_model, load_audit

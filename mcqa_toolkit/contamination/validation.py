@@ -1,7 +1,7 @@
 """The contamination validation's raw results from the audits of models whose training is known: every detector's
 item scores, the accuracies by exposure, the model-level tests (key pull, person fit, dataset inference of a suspect
-exam against a control exam) and the probe's exact matches. scripts/contamination_validation.py --collect writes
-them to data/contamination; report.contamination reads them back for notebooks/contamination_validation and
+exam against a control exam) and the probe's exact matches. studies/contamination_validation.py --collect writes
+them to results/studies/contamination; report.contamination reads them back for notebooks/contamination_validation and
 docs/contamination.md.
 """
 from __future__ import annotations

@@ -20,7 +20,7 @@ from mcqa_toolkit.records.store import RunDir
 if TYPE_CHECKING:  # pandas is imported when a folder is imported, not with the package
     import pandas as pd
 
-__all__ = ["IMPORTERS", "EXPORTERS", "import_run", "import_folder", "export_run", "run_items", "ImportResult",
+__all__ = ["IMPORTERS", "EXPORTERS", "import_run", "import_folder", "export_run", "items_by_id", "ImportResult",
            "Response", "Source",
            "write_run"]
 
@@ -109,7 +109,7 @@ def import_folder(folder: str | Path, runs_dir: str | Path, items: ItemSet | Non
     return pd.DataFrame(rows)
 
 
-def run_items(run_dir: str | Path, items: ItemSet | None = None) -> dict[str, Any]:
+def items_by_id(run_dir: str | Path, items: ItemSet | None = None) -> dict[str, Any]:
     """Item by id for a run folder's records: its items.jsonl when it has one, else `items`."""
     rd = RunDir(run_dir)
     stored = {d["item_id"]: item_from_dict(d) for d in rd.read_items()}
@@ -128,7 +128,7 @@ def export_run(fmt: str, run_dir: str | Path, out_dir: str | Path, items: ItemSe
     records = rd.load()
     if records.empty:
         raise ValueError(f"{rd.dir}: no records to export")
-    by_id = run_items(run_dir, items)
+    by_id = items_by_id(run_dir, items)
     missing = sorted(set(records["item_id"]) - set(by_id))
     if missing:
         raise ValueError(f"{rd.dir}: records of items not in the given items: {missing[:5]}")

@@ -1,7 +1,7 @@
 """The dataset a run folder says it was given: its registry name, the loader's arguments, the exam version it kept
 and the administered items' fingerprint, as run.json records them (and, for a folder written before runs carried
 their items, as its `job` of notebook parameters did). With items.jsonl (RunDir.items) a folder is reported from
-itself alone; for an older folder without it, this is what a reader loads again (report.headline.run_items)."""
+itself alone; for an older folder without it, this is what a reader loads again (report.headline.merged_items)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

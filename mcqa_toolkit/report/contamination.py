@@ -1,8 +1,8 @@
 """The contamination validation's report (notebooks/contamination_validation): its raw results read back, the AUC table
 by detector and number of exposures, the model-level tests' flags and false alarms, the accuracy gains.
 
-The raw results (written by scripts/contamination_validation.py through contamination.validation_results,
-committed under data/contamination) are scores.parquet (contamination.contamination_scores per model x exam),
+The raw results (written by studies/contamination_validation.py through contamination.validation_results,
+committed under results/studies/contamination) are scores.parquet (contamination.contamination_scores per model x exam),
 labels.parquet (model, parallel_id, exposed, split), accuracy.parquet (contamination.accuracy_by_exposure),
 tests.parquet (the model-level tests), probe.parquet (the masked-option probe's exact matches) and models.json
 (each fine-tuned model's manifest without its item lists). Models are of three kinds: "clean" (the base model),
@@ -45,7 +45,7 @@ def load_validation(folder: str | Path) -> Validation:
     folder = Path(folder)
     for name in [*(f"{f}.parquet" for f in FILES), "models.json"]:
         if not (folder / name).exists():
-            raise FileNotFoundError(f"{folder / name}: not found; scripts/contamination_validation.py --collect "
+            raise FileNotFoundError(f"{folder / name}: not found; studies/contamination_validation.py --collect "
                                     "writes the raw results")
     frames = {f: pd.read_parquet(folder / f"{f}.parquet") for f in FILES}
     return Validation(**frames, models=json.loads((folder / "models.json").read_text(encoding="utf-8")))

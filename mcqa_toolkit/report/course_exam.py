@@ -3,7 +3,7 @@ students' statistics, the exam scores and the student comparison, and the compar
 benchmark's comparison.json (one entry per system x exam).
 
 The items (and so the student statistics) are the ones the runs were given, read from their run folders
-(report.headline.run_items), whatever course-exam folder they were made on.
+(report.headline.merged_items), whatever course-exam folder they were made on.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pandas as pd
 
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.exam_rules import compare_to_students, course_exam_scores, student_statistics
-from mcqa_toolkit.report.headline import dataset_runs, run_items
+from mcqa_toolkit.report.headline import dataset_runs, merged_items
 
 DATASET = "course_exam"
 SYSTEM = ("model", "strategy")
@@ -56,7 +56,7 @@ def load_course_exam_runs(runs_dir: str | Path) -> CourseExamRuns | None:
     if not runs:
         return None
     records = pd.concat([rd.load() for rd in runs], ignore_index=True)
-    return CourseExamRuns(records.reset_index(drop=True), run_items(runs, DATASET))
+    return CourseExamRuns(records.reset_index(drop=True), merged_items(runs, DATASET))
 
 
 def comparison_json(comparison: pd.DataFrame, scores: pd.DataFrame) -> dict[str, Any]:

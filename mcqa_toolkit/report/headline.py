@@ -52,7 +52,7 @@ def runs_dataset(runs_dir: str | Path, dataset: str | None = None) -> str:
     return main[0]
 
 
-def run_items(runs: Sequence[RunDir], name: str = "") -> ItemSet:
+def merged_items(runs: Sequence[RunDir], name: str = "") -> ItemSet:
     """The items of `runs`, merged by item_id: the items each was given (items.jsonl) or, for folders without
     items.jsonl, their dataset loaded again with the arguments their run.json records, once
     for all of them, kept to their exam versions (in the loader's order, as reports read it then). An item two runs
@@ -89,11 +89,11 @@ def dataset_runs(runs_dir: str | Path, dataset: str) -> list[RunDir]:
 
 def dataset_items(runs_dir: str | Path, dataset: str | None = None,
                   dataset_args: dict[str, Any] | None = None) -> ItemSet:
-    """The items of `dataset`'s runs under `runs_dir` (run_items); with no run there (the question inspector
+    """The items of `dataset`'s runs under `runs_dir` (merged_items); with no run there (the question inspector
     exploring an exam before any run), the loader's items with `dataset_args`."""
     runs = dataset_runs(runs_dir, runs_dataset(runs_dir, dataset)) if complete_runs(runs_dir) else []
     if runs:
-        return run_items(runs, run_dataset(runs[0]).name)
+        return merged_items(runs, run_dataset(runs[0]).name)
     if dataset is None:
         raise ValueError(f"no complete run under {runs_dir}: name the dataset to explore (DATASET)")
     return load(dataset, **(dataset_args or {}))
@@ -107,7 +107,7 @@ def load_runs(runs_dir: str | Path, dataset: str | None = None) -> Runs:
     if not runs:
         raise FileNotFoundError(f"no complete run of dataset {name!r} under {runs_dir}")
     records = pd.concat([r.load() for r in runs], ignore_index=True)
-    return Runs(records, run_items(runs, name), name)
+    return Runs(records, merged_items(runs, name), name)
 
 
 def writable_dir(path: str | Path | None, kind: str) -> Path:

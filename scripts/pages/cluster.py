@@ -1,6 +1,6 @@
 """docs/cluster.md's fault table: the Ray pool's fault tests (tests/run/pool/test_driver.py, markers `ray` and `faults`)
-as the last full fault-suite run measured them (docs/reliability.json, written by scripts/reliability_table.py),
-rendered with the fault suite's own rows (tests/fault_figures.FAULTS) and merging rule."""
+as the last full fault-suite run measured them (results/tests/reliability.json, written by
+scripts/reliability_table.py), rendered with the fault suite's own rows (tests/fault_figures.FAULTS) and merging rule."""
 from __future__ import annotations
 
 import sys
@@ -14,18 +14,18 @@ def faults() -> str:
     sys.path.insert(0, str(REPO / "tests"))
     from fault_figures import FAULTS, merged  # noqa: E402  (the tests' table of faults)
 
-    data = read_json(REPO / "docs" / "reliability.json")
+    data = read_json(REPO / "results" / "tests" / "reliability.json")
     rows = []
     for key in RAY_FAULTS:
         fault, found = FAULTS[key], data["figures"].get(key)
         if not found:
-            raise ValueError(f"docs/reliability.json has no figures for {key!r}: run `make reliability`")
+            raise ValueError(f"results/tests/reliability.json has no figures for {key!r}: run `make reliability`")
         shown = "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in merged(found).items())
         rows.append([fault.fault, fault.guarantee, f"`{fault.test}`", shown])
     suite = data["suite"]
     return (table(["fault", "what happens", "test (markers `ray`, `faults`)", "measured"], rows) +
             f"\n\nFigures from the fault suite's run of {suite.get('date')} at commit {suite.get('commit')} "
-            "(`docs/reliability.json`, also on `docs/reliability.md`).")
+            "(`results/tests/reliability.json`, also on `docs/reliability.md`).")
 
 
 def blocks() -> dict[str, str]:

@@ -1,5 +1,5 @@
-"""docs/contamination.md's tables, from the validation's committed raw results (data/contamination, written by
-scripts/contamination_validation.py --collect) through the same functions as notebooks/contamination_validation
+"""docs/contamination.md's tables, from the validation's committed raw results (results/studies/contamination,
+written by studies/contamination_validation.py --collect) through the same functions as notebooks/contamination_validation
 (report.contamination and contamination.detector_auc): first the auditor's table (the detectors that need nothing
 but the model, with the clean controls' AUCs and false alarms), then the reference ratio apart as an upper bound;
 then what was measured, the AUCs per exam, the accuracy gains, the probe, the model-level tests, the time of the
@@ -17,7 +17,7 @@ from mcqa_toolkit.report.contamination import Validation
 
 from pages.blocks import REPO, table
 
-DATA = REPO / "data" / "contamination"
+DATA = REPO / "results" / "studies" / "contamination"
 ALPHA = 0.01
 EXPOSURE_EXAM = "pt2021"
 SHORT = {"min_k": "Min-K%", "min_k_pp": "Min-K%++", "zlib": "zlib", "reference": "reference", "probe": "probe",

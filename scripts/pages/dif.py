@@ -1,5 +1,5 @@
-"""docs/dif.md's check on the ENEM paper's 2021 response patterns, from docs/dif_2021.json
-(scripts/dif_real_patterns.py, run on the release with INEP's 2021 item file), and the classes the DIF report found
+"""docs/dif.md's check on the ENEM paper's 2021 response patterns, from results/studies/dif_2021.json
+(studies/dif_real_patterns.py, run on the release with INEP's 2021 item file), and the classes the DIF report found
 on the demo's simulated persons, from the headline notebooks/17_dif.ipynb printed (its committed output, which the
 notebook tests check with nbval)."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ DIF_NOTEBOOK = REPO / "notebooks" / "17_dif.ipynb"
 
 
 def real_patterns() -> str:
-    raw = read_json(REPO / "docs" / "dif_2021.json")
+    raw = read_json(REPO / "results" / "studies" / "dif_2021.json")
     rows = [[r["model"], r["area"], r["items"], r["no_information"], r["A"], r["B"], r["C"], r["flagged_bh"],
              f"{r['irt_flagged_bh']} of {r['irt_items']}",
              f"{r['total_score_range']['pt'][0]}-{r['total_score_range']['pt'][1]} / "
@@ -30,7 +30,7 @@ def real_patterns() -> str:
             "; ".join(f"{r['model']} {r['area']}" for r in apart) + "), Mantel-Haenszel has no stratum holding both "
             "groups and classes every item A with a note, while the IRT test, matching through the human curve, "
             "still flags items." if apart else "")
-    return (f"From `docs/dif_2021.json` ({raw['command']}, {raw['date']}; input `{raw['input']}`, sha256 "
+    return (f"From `results/studies/dif_2021.json` ({raw['command']}, {raw['date']}; input `{raw['input']}`, sha256 "
             f"{raw['input_sha256'][:12]}): focal {raw['focal']}, reference {raw['reference']}, alpha "
             f"{raw['alpha']:g}.\n\n" + per_model + "\n\nThe five models pooled per area (strata = model x score, "
             "`within=p.block`):\n\n" + pooled + ("\n\n" + note if note else ""))

@@ -1,12 +1,12 @@
 """docs/invariance.md's table: how far a record's scores move with each execution choice, from the raw files of
-benchmarks/invariance.py (benchmarks/results/invariance_*.json) and of the server-history probe
-(benchmarks/results/server_history_*.json, benchmarks/server_history.py). The cause of each row is written here,
+benchmarks/invariance.py (results/benchmarks/invariance_*.json) and of the server-history probe
+(results/benchmarks/server_history_*.json, benchmarks/server_history.py). The cause of each row is written here,
 once, from what was found (docs/invariance.md explains it); every number comes from the raw files."""
 from __future__ import annotations
 
 from pages.blocks import REPO, read_json, rel, table
 
-RESULTS = REPO / "benchmarks" / "results"
+RESULTS = REPO / "results" / "benchmarks"
 CAUSES = {
     "torch threads": "not ours: torch's CPU kernels may split a sum over the threads (below)",
     "items-per-call budget": "ours, not made exact: other items' prefixes and rows share the forward call (below)",
@@ -48,7 +48,7 @@ def invariance() -> str:
         for path in sorted(RESULTS.glob(pattern)):
             rows += rows_of(path)
     if not rows:
-        return "No raw file yet: run `benchmarks/invariance.py --json benchmarks/results/invariance_DATE.json`."
+        return "No raw file yet: run `benchmarks/invariance.py --json results/benchmarks/invariance_DATE.json`."
     return table(["execution choice", "workload", "scoring", "baseline -> variant", "records", "max \\|delta\\|",
                   "same choice", "equal by the 1e-6 rule", "cause", "raw file"], rows, "llllrrrlll")
 
@@ -58,7 +58,7 @@ def blocks() -> dict[str, str]:
 
 
 def server_history() -> str:
-    """docs/backends.md's table of the server-history rows (benchmarks/results/server_history_*.json)."""
+    """docs/backends.md's table of the server-history rows (results/benchmarks/server_history_*.json)."""
     rows = []
     for path in sorted(RESULTS.glob("server_history_*.json")):
         raw = read_json(path)
@@ -67,7 +67,7 @@ def server_history() -> str:
             rows.append([r["variant"], str(r["records"]), _delta(r["max_abs_delta"]), f"{r['same_choice']:.1%}",
                          f"{d['exact_requests']} of {r['records']}", f"`{rel(path)}`"])
     if not rows:
-        return "No raw file yet: run `benchmarks/server_history.py --json benchmarks/results/server_history_DATE.json`."
+        return "No raw file yet: run `benchmarks/server_history.py --json results/benchmarks/server_history_DATE.json`."
     return table(["history (against a fresh server per request)", "requests", "max \\|delta\\| of a letter",
                   "same best letter", "requests with every letter equal (1e-6)", "raw file"], rows, "lrrrrl")
 

@@ -1,4 +1,4 @@
-"""docs/performance.md's tables, from the raw files under benchmarks/results/ (every row names its file).
+"""docs/performance.md's tables, from the raw files under results/benchmarks/ (every row names its file).
 
 Raw files read (the fields each table uses are listed in its function):
 - `*/speed_*.json` with a CUDA device: benchmarks/vs_lm_eval.py --json (args, device, results.{letters,options});
@@ -22,7 +22,7 @@ from typing import Any
 from pages import performance_engine, performance_gpu, performance_host
 from pages.blocks import REPO, date_of, machine_notes, minutes, number, read_json, rel, table
 
-RESULTS = REPO / "benchmarks" / "results"
+RESULTS = REPO / "results" / "benchmarks"
 # dense BF16 tensor-core peak (no sparsity) from each device's datasheet, keyed by the name torch reports
 PEAK_TFLOPS: dict[str, tuple[float, str]] = {
     "NVIDIA H100 80GB HBM3": (989.0, "H100 SXM5 datasheet, dense BF16"),
@@ -244,7 +244,8 @@ def ray() -> str:
 
 
 def demo() -> str:
-    """`make demo` from a fresh clone, install included (benchmarks/results/make_demo_*.json, benchmarks/make_demo.py)."""
+    """`make demo` from a fresh clone, install included (results/benchmarks/make_demo_*.json,
+    benchmarks/make_demo.py)."""
     rows = []
     for path in sorted(RESULTS.glob("make_demo_*.json")):
         r = read_json(path)

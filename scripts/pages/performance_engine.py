@@ -1,5 +1,5 @@
 """docs/performance.md's tables of the engine's current CPU defaults (engine III), from raw files under
-benchmarks/results/ (every row names its file):
+results/benchmarks/ (every row names its file):
 - `*/throughput_*.json`: benchmarks/scoring_throughput.py --json with the references of benchmarks/_reference.py
   (body_seconds, body_short_rows, body_full_rows, useful_gflops, gemm);
 - `*/body_kernels*.json`: benchmarks/body_kernels.py --json (variants x shapes).
@@ -16,7 +16,7 @@ from typing import Any
 
 from pages.blocks import REPO, date_of, machine_notes, read_json, rel, table
 
-RESULTS = REPO / "benchmarks" / "results"
+RESULTS = REPO / "results" / "benchmarks"
 
 
 def _int(x: float | None) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from pages.blocks import REPO, date_of, machine_notes, read_json, rel, table
 from pages.performance_engine import parse_profile
 
-RESULTS = REPO / "benchmarks" / "results"
+RESULTS = REPO / "results" / "benchmarks"
 SAMPLE_S = 0.1  # nvidia-smi's sampling period in the busy files (-lms 100)
 
 

@@ -1,5 +1,5 @@
 """docs/performance.md's tables of the engine's host work and of its body against vLLM's (engine IV), from raw files
-under benchmarks/results/ (every row names its file):
+under results/benchmarks/ (every row names its file):
 - `*/profile_before_*.txt` / `profile_after_*.txt`: benchmarks/profile_scoring.py's lines, paired by name; host ms per
   item against the same run's machine reference (the items tokenised without the run's TokenCache) where the file
   prints it;
@@ -19,7 +19,7 @@ from typing import Any
 from pages.blocks import REPO, date_of, machine_notes, read_json, rel, table
 from pages.performance_engine import parse_profile
 
-RESULTS = REPO / "benchmarks" / "results"
+RESULTS = REPO / "results" / "benchmarks"
 GOAL = {"letters": 0.1, "options": 0.2}  # issue 49: host phases <= this share of the reference
 
 

@@ -1,16 +1,16 @@
 """The README's headline numbers, from the same raw files as the docs: the engine's speed-ups (vs_lm_eval files,
-benchmarks/results/*/speed_*.json: ratios on the same items), the ENEM agreement with INEP (in-sample from
-mcqa_toolkit/enem/reproducibility.csv, held out from docs/enem_crossval.json, both on the same candidates), and how
-long `make demo` takes from a fresh clone (benchmarks/make_demo.py's newest raw file)."""
+results/benchmarks/*/speed_*.json: ratios on the same items), the ENEM agreement with INEP (in-sample from
+mcqa_toolkit/enem/reproducibility.csv, held out from results/studies/enem_crossval.json, both on the same
+candidates), and how long `make demo` takes from a fresh clone (benchmarks/make_demo.py's newest raw file)."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from pages.blocks import REPO, minutes, read_json, rel
+from pages.enem import crossval_rows, totals
 from pages.performance_gpu import round5
 
-RESULTS = REPO / "benchmarks" / "results"
+RESULTS = REPO / "results" / "benchmarks"
 
 
 def engine() -> str:
@@ -35,10 +35,7 @@ def enem() -> str:
     """The agreement with INEP's official scores on the development candidates, every figure on its basis."""
     import pandas as pd
 
-    spec = importlib.util.spec_from_file_location("enem_errata_crossval", REPO / "scripts" / "enem_errata_crossval.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    t = script.totals(read_json(REPO / "docs" / "enem_crossval.json")["rows"])
+    t = totals(crossval_rows())
     every, outside = t["all"], t["outside 187-190"]
     table = pd.read_csv(REPO / "mcqa_toolkit" / "enem" / "reproducibility.csv", dtype={"booklet": str},
                         keep_default_na=False)

@@ -45,7 +45,7 @@ def test_the_table_flags_what_is_below_the_threshold_with_a_cause():
 
 
 def test_docs_show_the_tables_generated_from_the_data():
-    """docs/enem.md's tables are written by scripts/enem_reproducibility.py from the shipped data, not by hand."""
+    """docs/enem.md's tables are written by studies/enem_reproducibility.py from the shipped data, not by hand."""
     docs = (REPO / "docs" / "enem.md").read_text(encoding="utf-8")
     assert markdown_table() in docs and errata_markdown() in docs
 

@@ -62,7 +62,7 @@ def test_a_second_writer_stops_at_once_naming_the_holder(tmp_path, figures, monk
         t0 = time.monotonic()
         with pytest.raises(RunLocked) as refused:
             run(items, backend, Strategy.first_token(), out, progress=False)
-        seconds = time.monotonic() - t0  # a figure for docs/reliability.json, not a condition
+        seconds = time.monotonic() - t0  # a figure for results/tests/reliability.json, not a condition
         monkeypatch.undo()
         message = str(refused.value)
         assert f"pid {holder.pid} on host {socket.gethostname()}, since 20" in message

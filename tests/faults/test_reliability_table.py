@@ -1,5 +1,5 @@
-"""docs/reliability.md is docs/reliability.json rendered (scripts/reliability_table.py), and that JSON is what the
-fault suite measured: the committed page must equal the committed JSON rendered, character for character, so a
+"""docs/reliability.md is results/tests/reliability.json rendered (scripts/reliability_table.py), and that JSON is
+what the fault suite measured: the committed page must equal the committed JSON rendered, character for character, so a
 figure typed or left over in the page fails here. Cheap checks (no fault is injected, the suite is not re-run):
 they run in the `unit` tier, outside the `faults` run that rewrites both files."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from fault_figures import ENV, FAULTS, Figures, leaves, merged
 from paths import REPO
 
-DOC, DATA = REPO / "docs" / "reliability.md", REPO / "docs" / "reliability.json"
+DOC, DATA = REPO / "docs" / "reliability.md", REPO / "results" / "tests" / "reliability.json"
 
 
 def _script():
@@ -33,7 +33,7 @@ def _changed(data, path, value):
 
 def test_the_committed_page_is_the_committed_figures_rendered():
     assert DOC.read_text() == _script().render(json.loads(DATA.read_text())), \
-        "docs/reliability.md is not docs/reliability.json rendered: run `make reliability` (or --render)"
+        "docs/reliability.md is not results/tests/reliability.json rendered: run `make reliability` (or --render)"
 
 
 def test_every_committed_figure_reaches_the_page():

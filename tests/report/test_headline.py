@@ -1,4 +1,4 @@
-"""load_runs / run_items / dataset_items: the analyses take the runs' items from the run folders alone (imported runs
+"""load_runs / merged_items / dataset_items: the analyses take the runs' items from the run folders alone (imported runs
 and our own carry them; folders written before are read by loading their recorded dataset again), pick the runs'
 one dataset when none is named, and refuse items two runs hold differently."""
 import json
@@ -11,7 +11,7 @@ from paths import REPO
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.interop import export_run, import_run
 from mcqa_toolkit.records.store import RunDir
-from mcqa_toolkit.report.headline import dataset_items, load_runs, run_items, runs_dataset
+from mcqa_toolkit.report.headline import dataset_items, load_runs, merged_items, runs_dataset
 from mcqa_toolkit.run.recipe import run_job
 
 SAMPLE = REPO / "data" / "demo" / "results"
@@ -75,4 +75,4 @@ def test_two_datasets_or_two_versions_of_an_item_are_refused(tmp_path):
     edited.write_text("\n".join([json.dumps({**first, "stem": first["stem"] + " (edited)"}), *lines[1:]]) + "\n",
                       encoding="utf-8")
     with pytest.raises(ValueError, match=f"item '{first['item_id']}' differs between the runs"):
-        run_items([RunDir(tmp_path / "a" / "run"), RunDir(tmp_path / "b" / "run")])
+        merged_items([RunDir(tmp_path / "a" / "run"), RunDir(tmp_path / "b" / "run")])

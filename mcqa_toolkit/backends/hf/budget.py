@@ -2,11 +2,11 @@
 whether the runner prepares the next block while this one is computed.
 
 `BUDGETS` maps a device type to a `Budget`; a PrefixScorer takes its device's unless told otherwise (each field is
-also an engine option). Chosen by measurement (docs/performance.md, benchmarks/results):
+also an engine option). Chosen by measurement (docs/performance.md, results/benchmarks):
 - cpu: one item per call, 8,192 slots, 64 rows (wider calls were slower on 2 cores: attention over wide masks);
   tree attention (tree.py) and the linear layers through oneDNN (kernels.py), faster in the branch's runs of
   benchmarks/scoring_throughput.py and body_kernels.py (those comparisons uncommitted; the defaults' own figures:
-  benchmarks/results/engine3_2026-11-27/); no preparation ahead until benchmarks/prepare_ahead.py has measured it
+  results/benchmarks/engine3_2026-11-27/); no preparation ahead until benchmarks/prepare_ahead.py has measured it
   here (not measured yet; the host's work would compete with the body for the same cores);
 - cuda: the dense masks and PyTorch's linear, as measured on an H100 and an H200 (tree attention and oneDNN have no
   GPU measurement here); at least 16 items, 32,768 slots, 128 rows per call (a GPU pays per launch, not per FLOP:

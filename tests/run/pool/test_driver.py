@@ -236,7 +236,7 @@ def test_mcqa_run_on_two_workers_gives_the_in_process_records(ray_cluster, gemma
 
 
 def _pool_figures(info: dict, records: int) -> dict:
-    """What a Ray fault test records for docs/reliability.json: the run's records and its dispatch counts."""
+    """What a Ray fault test records for results/tests/reliability.json: the run's records and its dispatch counts."""
     return {"cases": 1, "records": records, "blocks": info["blocks"], "blocks_sent": info["sent"],
             "blocks_sent_again_after_a_loss": info["retried"], "backup_copies": info["copies"],
             "workers_lost": info["workers_lost"]}

@@ -1,7 +1,7 @@
 """DIF between English and Portuguese on the ENEM paper's released 2021 response patterns (BU-UFMG-Research/irt-llms),
-kept as raw counts (docs/dif_2021.json) from which docs/dif.md's table is rendered (scripts/render_docs.py):
+kept as raw counts (results/studies/dif_2021.json) from which docs/dif.md's table is rendered (scripts/render_docs.py):
 
-    python scripts/dif_real_patterns.py [--shared ../shared]      # about a minute; writes the JSON
+    python studies/dif_real_patterns.py [--shared ../shared]      # about a minute; writes the JSON
 
 Per model x area: persons are the model's 30 seeds per language (focal en, reference pt), matched on the total
 score; Mantel-Haenszel (alpha 0.05) gives the items with no information, the ETS A/B/C classes and the items
@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
-RAW = REPO / "docs" / "dif_2021.json"
+RAW = REPO / "results" / "studies" / "dif_2021.json"
 RELEASE = "irt_llms_response_patterns_2021.csv"
 NO_INFORMATION = "no DIF information"
 
@@ -87,7 +87,7 @@ def main() -> None:
         pools.append({"area": area, "models": int(g["model"].nunique()), **pooled(g)})
         print(pools[-1], flush=True)
     RAW.write_text(json.dumps({"date": datetime.date.today().isoformat(), "command":
-                               "python scripts/dif_real_patterns.py", "input": RELEASE,
+                               "python studies/dif_real_patterns.py", "input": RELEASE,
                                "input_sha256": hashlib.sha256(release.read_bytes()).hexdigest(),
                                "focal": "en", "reference": "pt", "alpha": 0.05, "per_model": rows,
                                "pooled": pools}, indent=1) + "\n")

@@ -5,15 +5,15 @@ every model audited on ENEM 2021 in Portuguese, the clean model and the 3- and 1
 translation and on a seeded half of each area of ENEM 2019 and 2017 (exams no model was trained on), the controls on
 2021 and 2019 as the contaminated models are.
 
-    python scripts/contamination_validation.py --work W --list      # the steps, done or not
-    python scripts/contamination_validation.py --work W --next      # pending steps for up to 28 minutes (exit 3: none)
-    python scripts/contamination_validation.py --work W --collect   # raw results -> data/contamination/
+    python studies/contamination_validation.py --work W --list      # the steps, done or not
+    python studies/contamination_validation.py --work W --next      # pending steps for up to 28 minutes (exit 3: none)
+    python studies/contamination_validation.py --work W --collect   # raw results -> results/studies/contamination/
 
 A step (one training exposure, one measurement of one model on one exam: a few minutes on 2 CPU cores) writes under
 --work (model and audit folders: large, never committed) and marks itself done; `--next` starts steps while the next
 (as long as the longest so far) still ends within `--minutes`, so the whole runs as jobs of under half an hour:
 
-    while flock /tmp/mcqa-heavy.lock python scripts/contamination_validation.py --work W --next; do :; done
+    while flock /tmp/mcqa-heavy.lock python studies/contamination_validation.py --work W --next; do :; done
 
 It ran in two sessions: the first one's results are committed (its steps in steps.json) and its work folder is gone,
 so `plan` holds the second's steps: the clean model's familiarity again (the reference ratio's reference), the
@@ -38,7 +38,7 @@ from pathlib import Path
 import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
-OUT = REPO / "data" / "contamination"
+OUT = REPO / "results" / "studies" / "contamination"
 BASE = "gemma-3-270m"
 SEEDS, EXPOSURES, LR, FRACTION = (0, 1), (1, 3, 10), 1e-5, 0.5
 CONTROL_SEEDS, CONTROL_EXPOSURES = (0, 1, 2, 3, 4), (3,)

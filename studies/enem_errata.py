@@ -1,7 +1,7 @@
 """Regenerate the ENEM errata shipped with the package (mcqa_toolkit/enem/errata/errata.json) with the discovery procedure
 (`mcqa_toolkit.enem.errata.discover`) run on the development set of real INEP candidates:
 
-    python scripts/enem_errata.py [--shared ../shared]
+    python studies/enem_errata.py [--shared ../shared]
 
 Every exam-area of ../shared/reference/enem_inep/inep_cases_dev.json is searched from INEP's item files as
 published. A discovered correction that the shipped file already holds (same kind, exam-area and rows) keeps its
@@ -11,7 +11,7 @@ evidence. A discovered correction the file lacks is added. A shipped entry the p
 accept it. The differences are printed (docs/enem.md explains them). For each estimated item the independent
 check scores the exam-area with a public scorer's estimates instead (INDEPENDENT; never a start of the fit).
 Scores here are IN-SAMPLE: the corrections were found on the same candidates (see
-scripts/enem_errata_crossval.py for held-out figures).
+studies/enem_errata_crossval.py for held-out figures).
 """
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ ERRATA = REPO / "mcqa_toolkit" / "enem" / "errata" / "errata.json"
 # without publishing their parameters, from other candidates; used only to compare, never as a start
 INDEPENDENT = {73305: (0.8323, -0.2720, 0.0062), 117798: (0.3076, 13.650, 0.1376)}
 ABOUT = ("INEP's errata: where a published ITENS_PROVA file disagrees with the scores INEP gave (NU_NOTA). Regenerated "
-         "by scripts/enem_errata.py with the discovery procedure (mcqa_toolkit.enem.errata.discover) on the development set "
-         "of 2,140 real candidates from INEP's published microdata (years 2011, 2013, 2017, 2019, 2021, 2025; kept by "
+         "by studies/enem_errata.py with the discovery procedure (mcqa_toolkit.enem.errata.discover) on the "
+         "development set of 2,140 real candidates from INEP's published microdata (years 2011, 2013, 2017, 2019, 2021, 2025; kept by "
          "the project, not shipped); source 'discovered' = found by the procedure, 'hand' = found by looking and "
          "kept (its 'reason' says why the procedure does not accept it). 'gain', 'fixed' and 'broken' are IN-SAMPLE (the corrections were found on "
          "those candidates; held-out figures: docs/enem.md). Estimated parameters ('unpublished') are ESTIMATES: "

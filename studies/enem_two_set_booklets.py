@@ -1,7 +1,7 @@
 """What the development set says about the ENEM booklet codes whose candidates no item set reproduces (issue 41):
 2013's adapted booklets 187-190 (two item sets under one code) and 2021's Libras booklet LC 897:
 
-    python scripts/enem_two_set_booklets.py [--shared ../shared]
+    python studies/enem_two_set_booklets.py [--shared ../shared]
 
 2013 187-190. Each position lists two rows; the script splits them by what other booklets list: the row whose
 item the same area's second-application booklet (183-186) lists at that position is set "second", the other

@@ -1,4 +1,4 @@
-"""The ENEM development set the enem_* scripts work on: `--shared` (default ../shared beside the checkout), INEP's
+"""The ENEM development set the enem_* studies work on: `--shared` (default ../shared beside the checkout), INEP's
 folder in it and its real candidates (inep_cases_dev.json), read once."""
 from __future__ import annotations
 
