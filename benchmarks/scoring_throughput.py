@@ -10,7 +10,8 @@ printed (`calls_per_item`, the run prefix's call included);
 the naive path forwards every sequence alone with full-vocabulary logits (what a plain loop, or lm-eval's HF
 backend per request, does), timed on the first `--naive-items` items and compared per item, and the same
 items' log-probs are compared for equality (max |delta|) and identical choices (`--naive-items 0`: nothing is
-compared, and the JSON says null). References (_reference.py, `--repeats` timed calls each): the body's plain
+compared, and the JSON says null). `speedup` sets the naive path's seconds per item against ours over all items;
+`speedup_same_items` against ours on the naive path's own items (the run's first blocks, warm-up included). References (_reference.py, `--repeats` timed calls each): the body's plain
 forward on rows of the workload's mean prompt length (`body_full_rows`) and on 256-token rows
 (`body_short_rows`), our unique tokens/s over each (`vs_body_full_rows`, `vs_body_short_rows`: against the best
 repeat, with the range over repeats), the useful FLOP rate against the device's GEMM rate (`gemm`, once per run)
@@ -40,15 +41,29 @@ except ModuleNotFoundError:
     from benchmarks._workload import SCORINGS, add_arguments, blocks, build, engine_options, scorings, setup
 
 
+def _same_items(per_block: list[tuple[int, float]], naive_items: int, t_naive: float) -> dict:
+    """Ours on the very items the naive path was timed on (the run's first blocks, which hold the run's warm-up):
+    their seconds and the speed-up on them; null when nothing was compared or no block boundary falls there."""
+    done, seconds = 0, 0.0
+    for n, t in per_block:
+        if done >= naive_items:
+            break
+        done, seconds = done + n, seconds + t
+    if not naive_items or done != naive_items:
+        return {"ours_s_naive_items": None, "speedup_same_items": None}
+    return {"ours_s_naive_items": seconds, "speedup_same_items": t_naive / seconds}
+
+
 def bench(lm, pool, evaluated, args, method, naive_items, gemm):
     scorer = PrefixScorer(lm, **engine_options(args))
     cache = TokenCache(lm.tokenizer)  # a run's, as HFBackend keeps one
-    t_ours, work, got = 0.0, [], []
+    t_ours, work, got, per_block = 0.0, [], [], []
     for block in blocks(list(evaluated), scorer.items_per_call):
         t0 = time.perf_counter()
         built = build(lm, block, pool, args, method, cache)
         got += scorer.score_block(built)
-        t_ours += time.perf_counter() - t0
+        per_block.append((len(built), time.perf_counter() - t0))
+        t_ours += per_block[-1][1]
         work += [reqs for reqs, _ in built]
     t0 = time.perf_counter()
     naive_res = [naive_scores(lm, reqs) for reqs in work[:naive_items]]
@@ -66,6 +81,8 @@ def bench(lm, pool, evaluated, args, method, naive_items, gemm):
             "mean_len": mean_len, "ours_s": t_ours, "naive_s": t_naive if naive_items else None,
             "naive_items": naive_items, "s_per_item_ours": s_ours, "s_per_item_naive": s_naive,
             "speedup": s_naive / s_ours if naive_items else None, "max_delta": delta, "same_choices": same,
+            "block_seconds": [t for _, t in per_block], "block_items": [n for n, _ in per_block],
+            **_same_items(per_block, naive_items, t_naive),
             "tokens_ratio": st.forwarded / st.unique, "body_seconds": st.body_seconds,
             "body_tok_s": st.forwarded / st.body_seconds if st.body_seconds else None,
             **engine_references(lm, st, t_ours, mean_len, args.repeats, gemm, scorer.linear),

@@ -27,6 +27,26 @@ def _ratio(x: float | None, ref: float | None) -> str:
     return "n/a" if x is None or not ref else f"{x / ref:.2f}"
 
 
+def _spread(x: float | None, ref: dict[str, float]) -> str:
+    """x against the run's own reference: against its best repeat, then the range over its repeats."""
+    if x is None or not ref.get("best"):
+        return "n/a"
+    return f"{x / ref['best']:.2f} ({x / ref['max']:.2f}-{x / ref['min']:.2f})"
+
+
+def _vs_naive(r: dict[str, Any]) -> str:
+    """The naive path against ours on the same items where the file has it; else said to be other items."""
+    if r.get("speedup") is None:
+        return "not compared"
+    agreement = f"max \\|delta\\| {r['max_delta']:.2g}, same choices: {'yes' if r['same_choices'] else 'no'}"
+    n = r["naive_items"]
+    if r.get("speedup_same_items") is not None:
+        return (f"{r['speedup_same_items']:.1f}x on the naive path's {n} item(s), warm-up included "
+                f"({r['speedup']:.1f}x against ours over all {r['items']}), {agreement}")
+    return (f"{r['speedup']:.1f}x: the naive path on {n} item(s) against ours over {r['items']} (not the same "
+            f"items), {agreement}")
+
+
 def defaults() -> str:
     """scoring_throughput files that carry the reference fields: speed all in and of the body alone, against the
     body's rates on 256-token and full-length rows, useful GFLOP/s against the GEMM rates, the naive path."""
@@ -40,25 +60,21 @@ def defaults() -> str:
         mm = (gemm.get("torch_mm_gflops") or {}).get("best")
         dnn = (gemm.get("onednn_gflops") or {}).get("best")
         for scoring, r in raw["results"].items():
-            short = r["body_short_rows"]["tok_s"]["best"]
-            full = r["body_full_rows"]["tok_s"]["best"]
-            naive = "not compared" if r.get("speedup") is None else (
-                f"{r['speedup']:.1f}x ({r['naive_items']} item), max \\|delta\\| {r['max_delta']:.2g}, "
-                f"same choices: {'yes' if r['same_choices'] else 'no'}")
+            short, full = r["body_short_rows"]["tok_s"], r["body_full_rows"]["tok_s"]
             rows.append([date_of(path), scoring, f"{r['items']} x {raw['args']['shuffles']}", f"{r['mean_len']:,.0f}",
                          f"{r['s_per_item_ours']:.2f}", f"{r['unique_tok_s']:,.0f} / {r['body_tok_s']:,.0f}",
-                         f"{_ratio(r['unique_tok_s'], short)} / {_ratio(r['body_tok_s'], short)}",
-                         f"{_ratio(r['unique_tok_s'], full)} / {_ratio(r['body_tok_s'], full)}",
+                         f"{_spread(r['unique_tok_s'], short)} / {_spread(r['body_tok_s'], short)}",
+                         f"{_spread(r['unique_tok_s'], full)} / {_spread(r['body_tok_s'], full)}",
                          f"{r['useful_gflops']:.0f} ({_ratio(r['useful_gflops'], mm)} / "
-                         f"{_ratio(r['useful_gflops'], dnn)})", naive,
+                         f"{_ratio(r['useful_gflops'], dnn)})", _vs_naive(r),
                          f"{r['attention']}, {r['linear']} ({r['body_short_rows'].get('linear', 'torch')})",
                          f"`{rel(path)}`"])
     if not rows:
         return "No raw file yet (`benchmarks/scoring_throughput.py --json ...`)."
     return table(["date", "scoring", "items x shuffles", "tokens per prompt", "s/item",
                   "tok/s: all in (unique) / in the body's calls (forwarded)",
-                  "vs body on 256-token rows: all in / body",
-                  "vs body on full-length rows: all in / body", "useful GFLOP/s (of torch.mm / of oneDNN GEMM)",
+                  "vs body on 256-token rows, all in / body: best (range over its repeats)",
+                  "vs body on full-length rows, all in / body: best (range over its repeats)", "useful GFLOP/s (of torch.mm / of oneDNN GEMM)",
                   "vs naive path", "attention, linear (the references' linear)", "raw file"], rows, "llrrrrrrrlll") + (
         "\n\n" + machine_notes(files) if machine_notes(files) else "")
 
