@@ -123,6 +123,12 @@ def on_ray(items, pool, st: Strategy, out: Path, resources: dict[str, Any] | Non
     return out, RunDir(out).provenance()["pool"]["resources_per_worker"]
 
 
+def budget(b: Any) -> str:
+    """An engine budget as the table names it: what a forward call carries and how it computes."""
+    return (f"{b.items_per_call} item(s), {b.max_batch_tokens:,} slots, {b.max_batch_rows} rows, {b.attention} "
+            f"attention, {b.linear} linear")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(ap, items=4, shuffles=4)
@@ -134,13 +140,15 @@ def main() -> None:
     load = {"before": os.getloadavg()[0]}
     root = Path(tempfile.mkdtemp(prefix="invariance_"))
     rows: list[dict[str, Any]] = []
+    engines: dict[str, Any] = {}
     for scoring in SCORINGS:
         st = strategy(args, scoring)
         base = in_process(lm, evaluated, pool, st, root / scoring / "baseline")
+        engines[scoring] = RunDir(base).provenance()["model"]["engine"]  # the baseline's engine path and budget
         variants: list[tuple[str, str, str, Callable[[], Any], tuple[str, ...]]] = [
             ("torch threads", f"{threads}", "1", lambda: in_process(lm, evaluated, pool, st, root / scoring / "t1",
                                                                    threads=1), ()),
-            ("items-per-call budget", "CPU: 1 item, 8,192 slots, 64 rows", "CUDA: 16 items, 32,768 slots, 128 rows",
+            ("items-per-call budget", f"CPU: {budget(BUDGETS['cpu'])}", f"CUDA: {budget(BUDGETS['cuda'])}",
              lambda: in_process(lm, evaluated, pool, st, root / scoring / "cuda", **BUDGETS["cuda"].__dict__),
              ("n_forwarded_tokens",)),
             ("rows per forward call (batch size)", "64", "8",
@@ -174,7 +182,7 @@ def main() -> None:
               "model": "gemma-3-270m fp32 cpu", "torch": torch.__version__, "threads": threads,
               "cpus": os.cpu_count(), "workload": {"name": name, "items": len(evaluated),
                                                    "shuffles": args.shuffles, "shots": args.shots},
-              "load_1min": load, "rows": rows}
+              "load_1min": load, "baseline_engine": engines, "rows": rows}
     write_json(args.json, result, lm.device, lm.tokenizer)
 
 

@@ -38,8 +38,20 @@ def rows_of(path) -> list[list[str]]:
             variant, _, workload = variant.rpartition("; ") if "; " in variant else (variant, "", "see the raw file")
         out.append([r["choice"], workload, r["scoring"], f"{r['baseline']} -> {variant}", str(r["records"]),
                     _delta(r["max_abs_delta"]), same, rule, CAUSES.get(r["choice"], "not analysed"),
-                    f"`{rel(path)}`"])
+                    _measured_on(raw, r["scoring"]), f"`{rel(path)}`"])
     return out
+
+
+def _measured_on(raw: dict, scoring: str) -> str:
+    """The commit the file was measured at and the baseline's engine path, or that the file does not say."""
+    commit = (raw.get("machine") or {}).get("commit") or {}
+    sha = commit.get("sha")
+    at = "commit not recorded" if not sha else sha[:7] + (" + uncommitted changes" if commit.get("dirty") else "")
+    engine = (raw.get("baseline_engine") or {}).get(scoring)
+    if not engine:
+        return f"{at}; engine path not recorded"
+    return (f"{at}; {engine['attention']} attention, {engine['linear']} linear, {engine['items_per_call']} item(s) "
+            f"per call, {engine['max_batch_tokens']:,} slots, {engine['max_batch_rows']} rows")
 
 
 def invariance() -> str:
@@ -50,7 +62,8 @@ def invariance() -> str:
     if not rows:
         return "No raw file yet: run `benchmarks/invariance.py --json results/benchmarks/invariance_DATE.json`."
     return table(["execution choice", "workload", "scoring", "baseline -> variant", "records", "max \\|delta\\|",
-                  "same choice", "equal by the 1e-6 rule", "cause", "raw file"], rows, "llllrrrlll")
+                  "same choice", "equal by the 1e-6 rule", "cause", "measured at; baseline engine", "raw file"],
+                 rows, "llllrrrllll")
 
 
 def blocks() -> dict[str, str]:
