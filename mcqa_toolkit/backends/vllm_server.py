@@ -94,6 +94,16 @@ def _start(cmd: list[str], env: dict[str, str], log_path: Path) -> tuple[subproc
     return proc, url, ""
 
 
+IPC_DIR_MAX = 60  # vLLM binds IPC sockets at TMPDIR/<uuid4>: a socket path holds at most 107 bytes
+
+
+def socket_dir(log_dir: Path) -> str:
+    """The server's TMPDIR: beside its log where that path leaves room for vLLM's socket names, else under the
+    system's temporary folder (a long log folder would make vLLM fail at start-up binding its sockets)."""
+    base = log_dir if len(str(log_dir.resolve())) + len("/mcqa_vllm_12345678") <= IPC_DIR_MAX else None
+    return tempfile.mkdtemp(prefix="mcqa_vllm_", dir=base)
+
+
 @contextmanager
 def vllm_server(log_dir: Path, extra_args: tuple[str, ...] = ()) -> Iterator[str]:
     """Yield the base URL (ending in /v1) of a vLLM server for the embedded model; killed on exit. The port is
@@ -109,7 +119,7 @@ def vllm_server(log_dir: Path, extra_args: tuple[str, ...] = ()) -> Iterator[str
     template.write_text(GEMMA_CHAT_TEMPLATE)
     log_path = Path(log_dir) / "vllm_server.log"
     log_path.write_text("")
-    env = {**os.environ, **ENV, "TMPDIR": tempfile.mkdtemp(prefix="mcqa_vllm_", dir=log_dir)}
+    env = {**os.environ, **ENV, "TMPDIR": socket_dir(Path(log_dir))}
     for attempt in range(PORT_TRIES):
         cmd = [str(python), "-m", "vllm.entrypoints.openai.api_server", "--host", "127.0.0.1", "--port",
                str(free_port()), "--model", str(embedded_model_dir()), "--served-model-name", SERVED_NAME, *FLAGS,

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -143,9 +145,10 @@ def test_in_process_vllm_backend_gives_the_server_path_records(server_url, items
              "generate": {"base": "S1", "max_new_tokens": 6}}
     args = {"model_dir": str(embedded_model_dir()), "languages": list(LANGUAGES), "ids": list(items.ids),
             "strategies": specs, "out": str(tmp_path / "inproc")}
-    env = {**os.environ, **ENV, "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO)}
-    done = subprocess.run([str(vllm_python()), "-c", INPROCESS, json.dumps(args)], capture_output=True, text=True,
-                          timeout=600, env=env)
+    with tempfile.TemporaryDirectory(prefix="vllm", dir="/tmp") as short:  # vLLM's IPC sockets: paths <= 107 bytes
+        env = {**os.environ, **ENV, "TMPDIR": short, "PYTHONPATH": str(REPO)}
+        done = subprocess.run([str(vllm_python()), "-c", INPROCESS, json.dumps(args)], capture_output=True, text=True,
+                              timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     by_id, reads_cache, usage = json.loads(done.stdout.strip().splitlines()[-1])
     assert by_id is True and reads_cache is True  # this vLLM reads letters by token id, and has the cache switch
@@ -186,11 +189,31 @@ def test_vllm_run_batch_for_real_gives_the_online_records(server_url, items, tmp
     cmd = [str(vllm_python()), "-m", "vllm.entrypoints.openai.run_batch", "-i", str(folder / INPUT), "-o",
            str(folder / OUTPUT), "--model", str(embedded_model_dir()), "--served-model-name", SERVED_NAME,
            *[f for f in FLAGS if f not in ("--max-num-seqs", "16")], "--chat-template", str(template)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, **ENV,
-                                                                                  "TMPDIR": str(tmp_path)})
+    # vLLM binds its IPC sockets under TMPDIR, whose path must fit in 107 bytes (a pytest-xdist worker's tmp_path
+    # is longer): a short folder of its own, removed afterwards
+    with tempfile.TemporaryDirectory(prefix="vllm", dir="/tmp") as short:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**os.environ, **ENV,
+                                                                                      "TMPDIR": short})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert batch.fetch(offline, backends)["ready"]
     from_batch = run_job(offline, progress=False)
     assert from_batch.provenance["usage"]["http_requests"] == 0
     online = run_job(job("online", "cache_online"), progress=False)
     assert_same_records(from_batch.records, online.records, ignore=["run_id", "n_forwarded_tokens"])
+
+
+def test_the_server_s_socket_folder_leaves_room_for_vllm_s_socket_names(tmp_path):
+    """vLLM binds IPC sockets at TMPDIR/<uuid4> (at most 107 bytes): beside the log when that fits, else a folder
+    of the system's temporary folder; either way TMPDIR/<36 characters> fits."""
+    from mcqa_toolkit.backends.vllm_server import IPC_DIR_MAX, socket_dir
+
+    short = Path(tempfile.mkdtemp(prefix="v", dir="/tmp"))
+    deep = tmp_path / ("x" * 80)
+    deep.mkdir()
+    near, far = Path(socket_dir(short)), Path(socket_dir(deep))
+    try:
+        assert near.parent == short and far.parent != deep
+        assert all(len(str(d)) + 1 + 36 <= 107 and len(str(d)) <= IPC_DIR_MAX for d in (near, far))
+    finally:
+        near.rmdir(), far.rmdir()
+        short.rmdir()
