@@ -13,8 +13,12 @@ slots, 128 rows, run on this CPU); the rows per forward call (8 instead of 64: t
 after the run's process was SIGKILLed mid-run; a Ray worker (default resources, and one of 1 CPU) instead of
 in-process; a llama-cpp-python server's history (benchmarks/_server_history.py).
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/invariance.py [--items 4 --shuffles 4]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/invariance.py [--items 4 --shuffles 4]   # enem-long (9 items)
                                      [--json results/benchmarks/invariance_DATE.json]
+    # the committed table: 16 real ENEM 2021 items (4 per area), enough to fill the CUDA budget's 16 items per call
+    P=../shared/reference/enem_exams/pt-br; OPENBLAS_NUM_THREADS=1 python benchmarks/invariance.py --workload exam
+        --dataset enem --data-path $P/ENEM_2021_*_CO_PROVA_*.csv --per-subject 4 --items 16 --shuffles 4
+        --item-params ../shared/reference/enem_inep/ITENS_PROVA_2021.csv --json results/benchmarks/invariance_DATE.json
     # short prompts: the demo exam, 0-shot (where the issue saw 1 thread against 2 move the scores)
     OPENBLAS_NUM_THREADS=1 python benchmarks/invariance.py --workload exam --dataset demo --shots 0 --items 12
                                      --shuffles 2 --json results/benchmarks/invariance_demo_DATE.json
@@ -123,6 +127,11 @@ def on_ray(items, pool, st: Strategy, out: Path, resources: dict[str, Any] | Non
     return out, RunDir(out).provenance()["pool"]["resources_per_worker"]
 
 
+def engine_of(b: Any) -> dict[str, Any]:
+    """A budget as an HFBackend's engine options (all but how it was chosen)."""
+    return {k: v for k, v in vars(b).items() if k != "source"}
+
+
 def budget(b: Any) -> str:
     """An engine budget as the table names it: what a forward call carries and how it computes."""
     return (f"{b.items_per_call} item(s), {b.max_batch_tokens:,} slots, {b.max_batch_rows} rows, {b.attention} "
@@ -149,7 +158,7 @@ def main() -> None:
             ("torch threads", f"{threads}", "1", lambda: in_process(lm, evaluated, pool, st, root / scoring / "t1",
                                                                    threads=1), ()),
             ("items-per-call budget", f"CPU: {budget(BUDGETS['cpu'])}", f"CUDA: {budget(BUDGETS['cuda'])}",
-             lambda: in_process(lm, evaluated, pool, st, root / scoring / "cuda", **BUDGETS["cuda"].__dict__),
+             lambda: in_process(lm, evaluated, pool, st, root / scoring / "cuda", **engine_of(BUDGETS["cuda"])),
              ("n_forwarded_tokens",)),
             ("rows per forward call (batch size)", "64", "8",
              lambda: in_process(lm, evaluated, pool, st, root / scoring / "rows8", max_batch_rows=8),
