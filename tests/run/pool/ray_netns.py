@@ -40,6 +40,9 @@ from pathlib import Path
 HEAD_IP = "10.201.0.1"
 PORT = 6390
 CLIENT_PORT = 10001
+AGENT_PORTS = 52365  # the first of the head's agent ports, fixed (the namespace's ports are all free)
+AGENT_PORT_FLAGS = ("dashboard-agent-grpc-port", "dashboard-agent-listen-port", "runtime-env-agent-port",
+                    "metrics-export-port")
 DRIVER = """
 import functools, json, sys
 from pathlib import Path
@@ -62,7 +65,11 @@ for n, address in json.loads(sys.argv[3]):
 
 
 def sh(*cmd: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+    """Run cmd; if it fails, raise with what it printed (a bare exit status says nothing about why)."""
+    done = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} exited {done.returncode}:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return done
 
 
 def network() -> None:
@@ -88,7 +95,10 @@ def main(out: Path, table: Path, addresses: list[str]) -> None:
     for key in ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
         env.pop(key, None)
     try:
+        # every port given (the namespace's own: all free): with one left to its agent to choose, the raylet waits
+        # for the agent to write it into a file, and a loaded machine made that wait time out (raylet check failure)
         sh(ray, "start", "--head", f"--port={PORT}", f"--ray-client-server-port={CLIENT_PORT}", "--num-cpus=1",
+           *[f"--{name}={AGENT_PORTS + n}" for n, name in enumerate(AGENT_PORT_FLAGS)],
            "--include-dashboard=false", "--disable-usage-stats", env={**env, "GRPC_ENABLE_FORK_SUPPORT": "false"},
            timeout=120)
         given = [(str(n), a.format(port=PORT, head=HEAD_IP, client=CLIENT_PORT)) for n, a in enumerate(addresses)]

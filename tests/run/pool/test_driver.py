@@ -419,6 +419,7 @@ def _namespaces() -> bool:
 
 
 @pytest.mark.ray
+@pytest.mark.alone  # Ray's head, its agents and Ray Client start inside the namespace: slow on a loaded machine
 def test_a_head_registered_at_its_ip_is_reached_through_every_address(table, tmp_path):
     """`ray start --head` on a machine with one outward interface registers the head at that IP (10.201.0.1 in a
     network namespace of the test's own, tests/run/pool/ray_netns.py; stopped with the namespace whatever happens):
