@@ -24,7 +24,7 @@ def pytest_collection_modifyitems(config, items):
         elif not any(item.get_closest_marker(t) for t in TIERS):
             item.add_marker(pytest.mark.unit)
         item.user_properties.append(("tier", next((t for t in TIERS if item.get_closest_marker(t)), "unit")))
-        if item.get_closest_marker("ray") and RAY_TESTS not in PurePosixPath(item.nodeid.split("::")[0]).parents:
+        if item.get_closest_marker("ray") and scope(item.nodeid) != str(RAY_TESTS):
             raise pytest.UsageError(f"{item.nodeid}: tests marked `ray` live in {RAY_TESTS}/ (one worker, one cluster)")
 
 
