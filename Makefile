@@ -96,10 +96,11 @@ demo-full: $(STAMP)
 TEST_WORKERS ?= 2
 PYTEST := OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 # Tests marked `alone` run afterwards in one process of their own (a Ray head inside a network namespace: its
-# start-up failed on a machine the other worker loaded).
+# start-up failed on a machine the other worker loaded); they live in tests/run/pool (conftest.py refuses one
+# elsewhere), so only that folder is collected for them.
 test: $(TEST_STAMP) $(VLLM_STAMP) chromium
 	$(PYTEST) -m "not alone" --durations=25
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m alone
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m alone tests/run/pool
 
 # unit tier only: no real model, no notebook kernels (target under 90 s)
 test-fast: $(TEST_STAMP)

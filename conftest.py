@@ -12,12 +12,14 @@ TIERS = ("slow", "notebooks", "browser", "server", "vllm", "faults", "gpu", "ray
 
 
 RAY_TESTS = PurePosixPath("tests/run/pool")  # where the tests that start a Ray cluster (marker `ray`) live
+ALONE_TESTS = RAY_TESTS  # where tests marked `alone` live: `make test` collects only this folder to run them
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Test tiers: nbval cells are `notebooks`; any test without a tier marker is `unit` (`make test-fast`). A Ray
-    test outside RAY_TESTS is refused: under two workers it could start a second cluster beside the first."""
+    test outside RAY_TESTS is refused: under two workers it could start a second cluster beside the first; an `alone`
+    test outside ALONE_TESTS too: `make test`'s second pytest, which runs them, collects that folder only."""
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebooks)
@@ -26,6 +28,9 @@ def pytest_collection_modifyitems(config, items):
         item.user_properties.append(("tier", next((t for t in TIERS if item.get_closest_marker(t)), "unit")))
         if item.get_closest_marker("ray") and scope(item.nodeid) != str(RAY_TESTS):
             raise pytest.UsageError(f"{item.nodeid}: tests marked `ray` live in {RAY_TESTS}/ (one worker, one cluster)")
+        if item.get_closest_marker("alone") and ALONE_TESTS not in PurePosixPath(item.nodeid.split("::")[0]).parents:
+            raise pytest.UsageError(f"{item.nodeid}: tests marked `alone` live in {ALONE_TESTS}/ (make test runs them "
+                                    "from there)")
 
 
 def scope(nodeid: str) -> str:

@@ -4,7 +4,8 @@ compared (they must be equal: only where the tokenisation happens changes).
 
 Workload: the other benchmarks' (_workload.py; enem-long by default), letters (first_token) or options (loglik),
 `--items` items x `--shuffles` shuffles, the device's engine budget (`--items-per-call` to bring several items per
-call). Each run starts from a renewed backend (empty KV-prefix and token caches), so every run tokenises the same.
+call). Each run starts from a renewed backend (empty KV-prefix and token caches), so every run tokenises the same;
+one untimed run first takes the process's own warm-up (benchmarks/first_item.py), which would fall on one mode.
 
     python benchmarks/prepare_ahead.py [--items 6] [--rounds 2] [--scorings letters] [--json out.json]
 """
@@ -52,6 +53,8 @@ def main() -> None:
             st = strategy(args, scoring)
             seconds: dict[str, list[float]] = {"off": [], "on": []}
             frames = {}
+            run(evaluated, HFBackend(lm, **options), st, Path(tmp) / f"{scoring}_warm", shot_pool=pool,
+                dataset="prepare_ahead", progress=False)
             for r in range(args.rounds):
                 for mode in (("off", "on") if r % 2 == 0 else ("on", "off")):
                     backend = HFBackend(lm, prepare_ahead=mode == "on", **options)

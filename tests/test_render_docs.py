@@ -54,6 +54,8 @@ def test_a_figure_edited_in_a_page_is_caught():
     ("docs/performance.md", "results/benchmarks/h200_2026-11-28/speed_llama-3-8b.json"),
     ("README.md", NEWEST_DEMO),
     ("docs/performance.md", "results/benchmarks/make_demo_2026-11-28_97b34a6.json"),
+    ("docs/performance.md", "results/benchmarks/engine4_2026-11-29/first_item.json"),
+    ("docs/performance.md", "results/benchmarks/engine4_2026-11-29/vllm_body.json"),
 ])
 def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
     """Every number of these raw files that a table shows moves the page when it moves (the check compares them)."""
@@ -72,7 +74,7 @@ def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
         monkeypatch.setattr(blocks, "read_json", lambda p, c=changed, real=real: c if str(p).endswith(path)
                             else real(p))
         for module in ("pages.performance", "pages.performance_engine", "pages.performance_gpu", "pages.enem",
-                       "pages.dif", "pages.cluster", "pages.readme", "pages.invariance"):
+                       "pages.dif", "pages.cluster", "pages.readme", "pages.invariance", "pages.performance_host"):
             monkeypatch.setattr(importlib.import_module(module), "read_json", blocks.read_json, raising=False)
         try:
             moved += render_docs.render_page(name, text) != page

@@ -3,9 +3,7 @@ under results/benchmarks/ (every row names its file):
 - `*/profile_before_*.txt` / `profile_after_*.txt`: benchmarks/profile_scoring.py's lines, paired by name; host ms per
   item against the same run's machine reference (the items tokenised without the run's TokenCache) where the file
   prints it;
-- `*/vs_lm_eval_*.txt` (+ the `.json` beside it when written): benchmarks/vs_lm_eval.py's printed lines, the time
-  of each of ours items in order (the first one pays the run prefix), and from the JSON the run prefix's tokens and
-  the body's rate on full-length rows;
+- `*/first_item*.json`: benchmarks/first_item.py --json (one item first in a process, again, and by a new run);
 - `*/prepare_ahead*.json`: benchmarks/prepare_ahead.py --json;
 - `*/vllm_body*.json` and a `profile_cpu_defaults_*.txt` beside it: vLLM's body (benchmarks/vllm_body.py) and ours
   (profile_scoring's `per unique token inside mcqa::body` line) per computed token, by operator group.
@@ -51,33 +49,27 @@ def host_before_after() -> str:
                   "host / reference, before -> after", "goal", "raw files"], rows, "llrrrrrll") if rows else ""
 
 
-def _item_seconds(path: Path) -> list[float]:
-    """Ours per item, in order, from vs_lm_eval's printed lines (`[scoring] item ID: ... ours 2.70s`)."""
-    return [float(x) for x in re.findall(r"^\[\w+\] item \S+:.* ours ([\d.]+)s", path.read_text(encoding="utf-8"),
-                                         re.M)]
-
-
 def first_items() -> str:
-    """vs_lm_eval's first and second item times (one item per call: the first pays the run prefix), and where the
-    JSON holds them, what the run prefix costs at the body's full-row rate and lm-eval's ratio."""
-    rows = []
-    for path in sorted(RESULTS.glob("*/vs_lm_eval_*.txt")):
-        times = _item_seconds(path)
-        if len(times) < 2:
-            continue
-        raw = read_json(path.with_suffix(".json")) if path.with_suffix(".json").exists() else {"results": {}}
-        r = next(iter(raw["results"].values()), {})
-        prefix, rate = r.get("run_prefix_tokens"), (r.get("body_full_rows") or {}).get("tok_s", {}).get("best")
-        cost = prefix / rate if prefix and rate else None
-        bound = "n/a" if cost is None else f"{times[1] + cost:.2f} ({'met' if times[0] <= times[1] + cost else 'not met'})"
-        lm = "not run" if r.get("speedup_lm") is None else (
-            f"{r['speedup_lm']:.1f}x (lm-eval {r['s_lm']:.0f} s, same choices {r['same_lm']}/{r['n_lm']})")
-        rows.append([date_of(path), path.stem.replace("vs_lm_eval_", ""), f"{times[0]:.2f}", f"{times[1]:.2f}",
-                     "n/a" if prefix is None else f"{prefix:,}", "n/a" if cost is None else f"{cost:.2f}", bound, lm,
-                     f"`{rel(path)}`"])
-    return table(["date", "run", "ours, first item s", "second item s", "run prefix tokens",
-                  "run prefix at the body's full-row rate s", "second + prefix s (first <= it?)", "vs lm-eval",
-                  "raw file"], rows, "llrrrrrll") if rows else ""
+    """first_item.py: the same item first in a process (A), again in its run (B) and by a new run (C); the process
+    warm-up (A - C), the run prefix inside the engine (C - B) and at the body's plain rate, and issue 49's goal."""
+    rows, files = [], []
+    for path in sorted(RESULTS.glob("*/first_item*.json")):
+        raw = read_json(path)
+        files.append((path, raw))
+        for scoring, r in raw["results"].items():
+            a, b, c = (r[k]["seconds"] for k in ("A_first", "B_again_same_run", "C_again_new_run"))
+            bound = b + r["prefix_at_body_s"]
+            rows.append([date_of(path), scoring, "yes" if r["first_in_process"] else "no", f"{a:.2f}", f"{b:.2f}",
+                         f"{c:.2f}", f"{r['warm_up_s']:.2f}", f"{r['run_prefix_tokens']:,}",
+                         f"{r['prefix_in_engine_s']:.2f}", f"{r['prefix_at_body_s']:.2f}",
+                         f"{bound:.2f} ({'met' if r['goal_met'] else 'not met'}); a new run: "
+                         f"{'met' if c <= bound else 'not met'}", f"`{rel(path)}`"])
+    if not rows:
+        return ""
+    return table(["date", "scoring", "first in the process", "A: first s", "B: again, same run s",
+                  "C: again, new run s", "process warm-up A - C s", "run prefix tokens", "prefix in the engine C - B s",
+                  "prefix at the body's plain rate s", "goal A <= B + prefix at the body's rate s", "raw file"],
+                 rows, "lllrrrrrrrll") + ("\n\n" + machine_notes(files) if machine_notes(files) else "")
 
 
 def prepare_ahead() -> str:
@@ -90,12 +82,14 @@ def prepare_ahead() -> str:
             med = r["median_seconds"]
             rows.append([date_of(path), raw["device"]["device"], scoring,
                          f"{raw['args']['items']} x {raw['args']['shuffles']}, {r['items_per_call']} per call",
-                         f"{med['off']:.2f} / {med['on']:.2f}", f"{r['on_over_off']:.3f}",
+                         f"{med['off']:.2f} / {med['on']:.2f}",
+                         " / ".join(", ".join(f"{t:.1f}" for t in r["seconds"][m]) for m in ("off", "on")),
+                         f"{r['on_over_off']:.3f}",
                          "yes" if r["same_records"] else "no", f"`{rel(path)}`"])
     if not rows:
         return ""
-    return table(["date", "device", "scoring", "items x shuffles", "median s: off / on", "on / off",
-                  "records equal", "raw file"], rows, "lllrrrll") + (
+    return table(["date", "device", "scoring", "items x shuffles", "median s: off / on", "each run s: off / on",
+                  "on / off", "records equal", "raw file"], rows, "lllrrrrll") + (
         "\n\n" + machine_notes(files) if machine_notes(files) else "")
 
 
@@ -123,7 +117,8 @@ def body_vs_vllm() -> str:
         mode = "compiled" if raw["vllm"]["compile"] else "eager"
         parts.append(table(["operator group", f"vLLM ({mode}) us per computed token", "ours us per unique token"],
                            rows, "lrr") + f"\n\n{date_of(path)}: vLLM computed {raw['computed_tokens']:,} tokens in "
-                     f"{raw['seconds']:.2f} s ({raw['computed_tokens'] / raw['seconds']:,.0f} tok/s); raw files: "
+                     f"{raw['seconds']:.2f} s ({raw['computed_tokens'] / raw['seconds']:,.0f} tok/s) after a start-up of "
+                     f"{raw['vllm']['start_s']:.0f} s ({mode} model loaded and, compiled, its graphs built); raw files: "
                      f"`{rel(path)}`" + (f", `{rel(ours_file)}`" if ours_file else "") + ".")
     return "\n\n".join(parts)
 

@@ -364,7 +364,7 @@ def test_a_latency_bound_run_scales_with_the_workers(ray_cluster, table, tmp_pat
     assert len(list(meeting.iterdir())) == 4
     _exactly_once_and_in_process_records(job.run_dir, _in_process(table, _lookup_job(tmp_path / "ref", shuffles=1)))
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "ray_scaling.py"), "--address",
-                           ray_cluster.address, "--items", "48", "--shuffles", "2", "--delay", "0.1", "--workers", "1",
+                           ray_cluster.address, "--items", "16", "--shuffles", "2", "--delay", "0.05", "--workers", "1",
                            "4", "--json", str(tmp_path / "scaling.json")],
                           env={**os.environ, **ray_cluster.env}, capture_output=True, text=True,
                           timeout=300)

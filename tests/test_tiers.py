@@ -1,0 +1,56 @@
+"""The checkout's conftest.py: the unit one xdist worker takes whole, each test's tier, and where tests marked `ray`
+and `alone` may live (make test runs the `alone` ones by collecting their folder only, so one elsewhere would never
+run)."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from paths import REPO
+
+_spec = importlib.util.spec_from_file_location("checkout_conftest", REPO / "conftest.py")
+tiers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tiers)
+
+
+class Item:
+    """What pytest_collection_modifyitems reads of a collected test."""
+
+    def __init__(self, nodeid: str, *markers: str):
+        self.nodeid, self.path = nodeid, Path(nodeid.split("::")[0])
+        self.markers, self.user_properties = set(markers), []
+
+    def get_closest_marker(self, name: str):
+        return name if name in self.markers else None
+
+    def add_marker(self, mark) -> None:
+        self.markers.add(mark.name)
+
+
+def test_a_file_is_one_scope_and_the_ray_folder_is_one():
+    assert tiers.scope("tests/run/test_grid.py::test_a[x-1]") == "tests/run/test_grid.py"
+    assert tiers.scope("notebooks/11_irt.ipynb::Cell 3") == "notebooks/11_irt.ipynb"
+    assert tiers.scope("tests/run/pool/test_driver.py::t") == tiers.scope("tests/run/pool/test_remote.py::t") \
+        == "tests/run/pool"
+    assert tiers.scope("tests/run/pooled/test_x.py::t") == "tests/run/pooled/test_x.py"
+
+
+def test_each_test_gets_its_first_tier_or_unit():
+    items = [Item("notebooks/11_irt.ipynb::Cell 0"), Item("tests/test_x.py::a"), Item("tests/test_x.py::b", "slow"),
+             Item("tests/run/pool/test_driver.py::c", "ray", "faults")]
+    tiers.pytest_collection_modifyitems(None, items)
+    assert [dict(i.user_properties)["tier"] for i in items] == ["notebooks", "unit", "slow", "faults"]
+
+
+@pytest.mark.parametrize("marker,nodeid,allowed", [
+    ("ray", "tests/run/pool/test_driver.py::t", True), ("ray", "tests/run/test_grid.py::t", False),
+    ("alone", "tests/run/pool/test_driver.py::t", True), ("alone", "tests/backends/test_vllm_server.py::t", False),
+    ("alone", "tests/run/pooled/test_x.py::t", False)])
+def test_ray_and_alone_tests_live_where_make_test_runs_them(marker, nodeid, allowed):
+    items = [Item(nodeid, marker)]
+    if allowed:
+        tiers.pytest_collection_modifyitems(None, items)
+    else:
+        with pytest.raises(pytest.UsageError, match=f"tests marked `{marker}` live in tests/run/pool/"):
+            tiers.pytest_collection_modifyitems(None, items)
