@@ -55,18 +55,26 @@ def pytest_runtest_logreport(report):
     """Add each test's setup, call and teardown time to its tier, the first of TIERS it is marked with (else unit);
     pytest_terminal_summary prints the sums. Reports reach this hook in the process that prints (pytest-xdist's
     controller too), so the sums cover every worker."""
-    tier = dict(report.user_properties).get("tier", "unit")
-    seconds, tests = _TIERS_SPENT.get(tier, (0.0, 0))
-    _TIERS_SPENT[tier] = (seconds + report.duration, tests + (report.when == "call"))
+    for spent, key in ((_TIERS_SPENT, dict(report.user_properties).get("tier", "unit")),
+                       (_SCOPES_SPENT, scope(report.nodeid))):
+        seconds, tests = spent.get(key, (0.0, 0))
+        spent[key] = (seconds + report.duration, tests + (report.when == "call"))
 
 
 _TIERS_SPENT: dict[str, tuple[float, int]] = {}
+_SCOPES_SPENT: dict[str, tuple[float, int]] = {}  # per unit of work a worker takes whole (`scope`)
+SLOWEST_SCOPES = 20
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    """Where a run's time went, tier by tier (the sum of its tests' setup, call and teardown times; with several
-    workers the sums add up the workers' time, so together they exceed the wall time)."""
+    """Where a run's time went, tier by tier and in the SLOWEST_SCOPES slowest files (the Ray pool's folder counted
+    as one, as a worker takes it): sums of the tests' setup, call and teardown times; with several workers the sums
+    add up the workers' time, so together they exceed the wall time."""
     if _TIERS_SPENT:
         terminalreporter.write_sep("=", "time per tier (setup + call + teardown)")
         for tier, (seconds, tests) in sorted(_TIERS_SPENT.items(), key=lambda kv: -kv[1][0]):
             terminalreporter.write_line(f"{tier:<10} {tests:>6} tests {seconds:9.1f} s")
+    if len(_SCOPES_SPENT) > 1:
+        terminalreporter.write_sep("=", f"slowest {SLOWEST_SCOPES} files (setup + call + teardown)")
+        for name, (seconds, tests) in sorted(_SCOPES_SPENT.items(), key=lambda kv: -kv[1][0])[:SLOWEST_SCOPES]:
+            terminalreporter.write_line(f"{seconds:9.1f} s {tests:>5} tests  {name}")

@@ -54,3 +54,34 @@ def test_ray_and_alone_tests_live_where_make_test_runs_them(marker, nodeid, allo
     else:
         with pytest.raises(pytest.UsageError, match=f"tests marked `{marker}` live in tests/run/pool/"):
             tiers.pytest_collection_modifyitems(None, items)
+
+
+class Report:
+    def __init__(self, nodeid: str, when: str, duration: float, tier: str):
+        self.nodeid, self.when, self.duration, self.user_properties = nodeid, when, duration, [("tier", tier)]
+
+
+class Terminal:
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def write_sep(self, sep: str, title: str) -> None:
+        self.lines.append(f"== {title}")
+
+    def write_line(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def test_the_summary_sums_each_tier_and_each_file_over_setup_call_and_teardown(monkeypatch):
+    monkeypatch.setattr(tiers, "_TIERS_SPENT", {})
+    monkeypatch.setattr(tiers, "_SCOPES_SPENT", {})
+    for nodeid, tier, times in [("tests/a.py::t1", "unit", (0.5, 1.0, 0.25)), ("tests/a.py::t2", "unit", (0, 2.0, 0)),
+                                ("tests/run/pool/test_x.py::t", "ray", (3.0, 4.0, 1.0)),
+                                ("tests/run/pool/test_y.py::t", "ray", (0, 1.0, 0))]:
+        for when, seconds in zip(("setup", "call", "teardown"), times):
+            tiers.pytest_runtest_logreport(Report(nodeid, when, seconds, tier))
+    term = Terminal()
+    tiers.pytest_terminal_summary(term, None)
+    assert term.lines == ["== time per tier (setup + call + teardown)", "ray             2 tests       9.0 s",
+                          "unit            2 tests       3.8 s", "== slowest 20 files (setup + call + teardown)",
+                          "      9.0 s     2 tests  tests/run/pool", "      3.8 s     2 tests  tests/a.py"]
