@@ -247,8 +247,10 @@ def reproduced(old: dict, references: dict, manifests: dict, old_models: dict) -
         out["clean_familiarity"][exam] = {d: {"n_items": int(len(g)), "max_abs_difference":
                                               float((g["score"] - g["score_committed"]).abs().max())}
                                           for d, g in m.groupby("detector")}
+    # the controls are this session's own models: one already committed was collected from this same work folder
+    # earlier, not trained again
     out["weights"] = {m: {"same_weights": man["weights_sha256"] == old_models[m]["weights_sha256"]}
-                      for m, man in manifests.items() if m in old_models}
+                      for m, man in manifests.items() if m in old_models and kind(m) != "control"}
     return out
 
 
