@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(config, items):
         item.user_properties.append(("tier", next((t for t in TIERS if item.get_closest_marker(t)), "unit")))
         if item.get_closest_marker("ray") and scope(item.nodeid) != str(RAY_TESTS):
             raise pytest.UsageError(f"{item.nodeid}: tests marked `ray` live in {RAY_TESTS}/ (one worker, one cluster)")
-        if item.get_closest_marker("alone") and ALONE_TESTS not in PurePosixPath(item.nodeid.split("::")[0]).parents:
+        if item.get_closest_marker("alone") and scope(item.nodeid) != str(ALONE_TESTS):  # ALONE_TESTS is a scope
             raise pytest.UsageError(f"{item.nodeid}: tests marked `alone` live in {ALONE_TESTS}/ (make test runs them "
                                     "from there)")
 
