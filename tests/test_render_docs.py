@@ -151,7 +151,7 @@ def test_mfu_uses_the_raw_files_flops_against_the_datasheet_peak():
     seconds); the round-3 page's MFU divides them by the device's datasheet peak (989 TFLOP/s for the H100 SXM),
     and the round-5 files' own MFU (shown as it is) is those FLOPs over the peak they name."""
     files = sorted((REPO / "results" / "benchmarks").glob("*/speed_*.json"))
-    gpu5 = importlib.import_module("pages.performance_gpu")
+    engine = importlib.import_module("pages.performance_engine")
     checked = {"round 3": 0, "round 5": 0}
     for path in files:
         raw = json.loads(path.read_text())
@@ -159,7 +159,7 @@ def test_mfu_uses_the_raw_files_flops_against_the_datasheet_peak():
             continue
         for scoring, r in raw["results"].items():
             ours = performance.flops(raw["args"]["random_shape"], r["stats"])
-            if gpu5.round5(raw):
+            if engine.round5(raw):
                 assert r["mfu"] == pytest.approx(ours / r["t_ours"] / (r["peak_tflops"] * 1e12), rel=1e-9)
                 checked["round 5"] += 1
                 continue

@@ -59,14 +59,14 @@ def mfu(raw: dict[str, Any], scoring: str) -> tuple[float | None, str]:
 
 
 def engine_speed(device: str = "cuda") -> str:
-    """vs_lm_eval on `device` ("cuda" or "cpu"; on CUDA the round-3 files, without the references of
-    benchmarks/_reference.py): s/item of lm-eval, the naive path and ours on the same items, the
+    """vs_lm_eval's files without the references of benchmarks/_reference.py (the round-3 GPU files; the others:
+    performance_engine.vs_lm_eval) on `device`: s/item of lm-eval, the naive path and ours on the same items, the
     ratios, unique tokens per second, the ratio to the body's own forward rate (full-length rows / 256-token
     rows), MFU (GPUs with a datasheet peak)."""
     rows, peaks = [], set()
     for path in sorted(RESULTS.glob("*/speed_*.json")) + sorted(RESULTS.glob("vs_lm_eval_*.json")):
         raw = read_json(path)
-        if raw["args"]["device"] != device or performance_gpu.round5(raw):  # round 5: performance_gpu.py
+        if raw["args"]["device"] != device or performance_engine.round5(raw):  # round 5: performance_engine.vs_lm_eval
             continue
         for scoring in ("letters", "options"):
             r = raw["results"].get(scoring)
@@ -96,7 +96,7 @@ def gpu_tokens() -> str:
     seen: dict[str, set[tuple[int, int]]] = {}
     for path in sorted(RESULTS.glob("*/speed_*.json")):
         raw = read_json(path)
-        if raw["args"]["device"] == "cuda" and not performance_gpu.round5(raw):
+        if raw["args"]["device"] == "cuda" and not performance_engine.round5(raw):
             for scoring, r in raw["results"].items():
                 seen.setdefault(scoring, set()).add((r["stats"]["forwarded"], r["stats"]["unique"]))
     parts = [f"{scoring}: " + ", ".join(f"{f:,} forwarded for {u:,} unique ({f / u:.3f})" for f, u in sorted(v))
@@ -278,7 +278,7 @@ def demo() -> str:
 
 
 def blocks() -> dict[str, str]:
-    return {"perf-engine-cpu": engine_speed("cpu"), "perf-engine-defaults": performance_engine.defaults(),
+    return {"perf-engine-cpu": performance_engine.vs_lm_eval("cpu"), "perf-engine-defaults": performance_engine.defaults(),
             "perf-body-kernels": performance_engine.body_kernels(), "perf-engine-calls": engine_calls(),
             "perf-profile": "\n\n".join(x for x in (profile_lines(), performance_host.host_before_after()) if x),
             "perf-vs-vllm": vs_vllm(), "perf-gpu-speed": engine_speed("cuda") + "\n\n" + gpu_tokens(),

@@ -1,8 +1,10 @@
-"""docs/performance.md's tables of the engine's current CPU defaults (engine III), from raw files under
+"""docs/performance.md's tables of the engine's current defaults (engine III and after), from raw files under
 results/benchmarks/ (every row names its file):
 - `*/throughput_*.json`: benchmarks/scoring_throughput.py --json with the references of benchmarks/_reference.py
   (body_seconds, body_short_rows, body_full_rows, useful_gflops, gemm);
 - `*/body_kernels*.json`: benchmarks/body_kernels.py --json (variants x shapes).
+- `*/speed_*.json` with those references, on any device: benchmarks/vs_lm_eval.py --json (lm-eval, the naive
+  path and ours on the same items; on enem-long or a whole exam, the `workload` column).
 The engine's own rate is given two ways: all in (unique tokens over the scoring's seconds, LM head included) and its
 model body alone (unique tokens over `body_seconds`), each against the body's rate on 256-token rows measured in the
 same run; only the second compares like with like (the references run no LM head). A file written before the
@@ -47,6 +49,54 @@ def _vs_naive(r: dict[str, Any]) -> str:
             f"items), {agreement}")
 
 
+def round5(raw: dict[str, Any]) -> bool:
+    """Whether a vs_lm_eval file carries the references of benchmarks/_reference.py (not the round-3 `frac`)."""
+    return all("vs_body_full_rows" in r for r in raw["results"].values())
+
+
+def mfu_cell(r: dict[str, Any]) -> str:
+    return "n/a" if r.get("mfu") is None else f"{r['mfu']:.3f}"
+
+
+def workload(args: dict[str, Any]) -> str:
+    """The benchmark's workload as its arguments name it: enem-long, or the exam's loader and files."""
+    if args.get("workload") != "exam":
+        return args.get("workload") or "enem-long"
+    files = [Path(p).stem for p in args.get("data_path") or []]
+    return f"{args['dataset']}: " + (", ".join(files) if files else "its default file")
+
+
+def vs_lm_eval(device: str) -> str:
+    """vs_lm_eval files with the round-5 references on `device`: s/item of lm-eval / naive / ours (the ratios on
+    the items both sides scored), unique tok/s, the ratio to the body's forward rate (full-length rows / 256-token
+    rows, best repeat), and MFU on a GPU / useful GFLOP/s against oneDNN's GEMM on a CPU."""
+    rows, peaks, files = [], set(), []
+    for path in sorted(RESULTS.glob("*/speed_*.json")):
+        raw = read_json(path)
+        if raw["args"]["device"] != device or not round5(raw):
+            continue
+        files.append((path, raw))
+        for scoring, r in raw["results"].items():
+            peaks.add(f"{r['peak_tflops']:g} TFLOP/s ({r['peak_source']})" if r.get("peak_tflops") else "")
+            rate = mfu_cell(r) if device == "cuda" else f"{r['useful_gflops']:.0f} ({_ratio(r['useful_vs_onednn'], 1)})"
+            rows.append([date_of(path), raw["device"]["device"], raw["args"]["random_shape"] or raw["args"]["model"],
+                         workload(raw["args"]), scoring, f"{r['n_items_lm']} / {r['n_items_naive']} / {round(r['t_ours'] / r['s_ours'])}",
+                         f"{r['s_lm']:.2f} / {r['s_naive']:.2f} / {r['s_ours']:.2f}", f"{r['speedup_lm']:.1f}x",
+                         f"{r['speedup_naive']:.1f}x", f"{r['same_lm']}/{r['n_lm']}", f"{r['unique_tok_s']:,.0f}",
+                         f"{r['vs_body_full_rows']['vs_best']:.2f} / {r['vs_body_short_rows']['vs_best']:.2f}",
+                         rate, f"`{rel(path)}`"])
+    if not rows:
+        return f"No raw file yet (`benchmarks/vs_lm_eval.py --device {device} --json ...`)."
+    peaks.discard("")
+    return table(["date", "device", "model", "workload", "scoring", "items lm-eval / naive / ours",
+                  "s/item lm-eval / naive / ours", "vs lm-eval (same items)", "vs naive (same items)",
+                  "same choices as lm-eval", "unique tok/s", "ours / body forward rate (full rows / 256-token rows)",
+                  "MFU" if device == "cuda" else "useful GFLOP/s (of oneDNN GEMM)", "raw file"], rows,
+                 "lllllrrrrrrrrl") + (
+        "\n\nMFU against " + "; ".join(sorted(peaks)) + ", as the files computed it." if peaks else "") + (
+        "\n\n" + machine_notes(files) if machine_notes(files) else "")
+
+
 def defaults() -> str:
     """scoring_throughput files that carry the reference fields: speed all in and of the body alone, against the
     body's rates on 256-token and full-length rows, useful GFLOP/s against the GEMM rates, the naive path."""
@@ -61,7 +111,8 @@ def defaults() -> str:
         dnn = (gemm.get("onednn_gflops") or {}).get("best")
         for scoring, r in raw["results"].items():
             short, full = r["body_short_rows"]["tok_s"], r["body_full_rows"]["tok_s"]
-            rows.append([date_of(path), scoring, f"{r['items']} x {raw['args']['shuffles']}", f"{r['mean_len']:,.0f}",
+            rows.append([date_of(path), workload(raw["args"]), scoring, f"{r['items']} x {raw['args']['shuffles']}",
+                         f"{r['mean_len']:,.0f}",
                          f"{r['s_per_item_ours']:.2f}", f"{r['unique_tok_s']:,.0f} / {r['body_tok_s']:,.0f}",
                          f"{_spread(r['unique_tok_s'], short)} / {_spread(r['body_tok_s'], short)}",
                          f"{_spread(r['unique_tok_s'], full)} / {_spread(r['body_tok_s'], full)}",
@@ -71,11 +122,11 @@ def defaults() -> str:
                          f"`{rel(path)}`"])
     if not rows:
         return "No raw file yet (`benchmarks/scoring_throughput.py --json ...`)."
-    return table(["date", "scoring", "items x shuffles", "tokens per prompt", "s/item",
+    return table(["date", "workload", "scoring", "items x shuffles", "tokens per prompt", "s/item",
                   "tok/s: all in (unique) / in the body's calls (forwarded)",
                   "vs body on 256-token rows, all in / body: best (range over its repeats)",
                   "vs body on full-length rows, all in / body: best (range over its repeats)", "useful GFLOP/s (of torch.mm / of oneDNN GEMM)",
-                  "vs naive path", "attention, linear (the references' linear)", "raw file"], rows, "llrrrrrrrlll") + (
+                  "vs naive path", "attention, linear (the references' linear)", "raw file"], rows, "lllrrrrrrrlll") + (
         "\n\n" + machine_notes(files) if machine_notes(files) else "")
 
 

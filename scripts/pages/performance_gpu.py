@@ -1,7 +1,7 @@
 """docs/performance.md's tables of the round-5 engine on a GPU, from the raw files a lent machine wrote (every row
 names its file):
-- `*/speed_*.json` on CUDA with the references of benchmarks/_reference.py (`vs_body_full_rows`, `mfu`...):
-  benchmarks/vs_lm_eval.py --json on enem-long (the round-3 files, with `frac`, are pages/performance.py's);
+- `*/speed_*.json` on CUDA with the references of benchmarks/_reference.py: rendered by
+  pages/performance_engine.vs_lm_eval, as the CPU's are (the round-3 files, with `frac`, are pages/performance.py's);
 - `*/throughput_*.json` on CUDA: benchmarks/scoring_throughput.py --json on a whole exam, at the default budget and
   at a wider one (the budget is in the file: `items_per_call`, `max_batch_tokens`, `max_batch_rows`);
 - `*/profile_*.txt` beside them: benchmarks/profile_scoring.py's lines (host-side times: on a GPU a phase that
@@ -20,15 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from pages.blocks import REPO, date_of, machine_notes, read_json, rel, table
-from pages.performance_engine import parse_profile
+from pages import performance_engine
+from pages.performance_engine import mfu_cell, parse_profile
 
 RESULTS = REPO / "results" / "benchmarks"
 SAMPLE_S = 0.1  # nvidia-smi's sampling period in the busy files (-lms 100)
-
-
-def round5(raw: dict[str, Any]) -> bool:
-    """Whether a vs_lm_eval file carries the references of benchmarks/_reference.py (not the round-3 `frac`)."""
-    return all("vs_body_full_rows" in r for r in raw["results"].values())
 
 
 def _cuda(pattern: str) -> list[tuple[Path, dict[str, Any]]]:
@@ -38,33 +34,6 @@ def _cuda(pattern: str) -> list[tuple[Path, dict[str, Any]]]:
         if raw["args"]["device"] == "cuda":
             out.append((path, raw))
     return out
-
-
-def _mfu(r: dict[str, Any]) -> str:
-    return "n/a" if r.get("mfu") is None else f"{r['mfu']:.3f}"
-
-
-def speed() -> str:
-    """vs_lm_eval on a GPU (round 5): s/item of lm-eval / naive / ours on the same items, the ratios, unique tok/s,
-    the ratio to the body's forward rate (full-length rows / 256-token rows, best repeat), MFU."""
-    rows, peaks = [], set()
-    files = [(path, raw) for path, raw in _cuda("*/speed_*.json") if round5(raw)]
-    for path, raw in files:
-        for scoring, r in raw["results"].items():
-            peaks.add(f"{r['peak_tflops']:g} TFLOP/s ({r['peak_source']})" if r.get("peak_tflops") else "")
-            rows.append([date_of(path), raw["device"]["device"], raw["args"]["random_shape"], scoring,
-                         f"{r['s_lm']:.2f} / {r['s_naive']:.2f} / {r['s_ours']:.2f}", f"{r['speedup_lm']:.1f}x",
-                         f"{r['speedup_naive']:.1f}x", f"{r['same_lm']}/{r['n_lm']}", f"{r['unique_tok_s']:,.0f}",
-                         f"{r['vs_body_full_rows']['vs_best']:.2f} / {r['vs_body_short_rows']['vs_best']:.2f}",
-                         _mfu(r), f"`{rel(path)}`"])
-    if not rows:
-        return "No raw file yet (`benchmarks/vs_lm_eval.py --device cuda --json ...`)."
-    peaks.discard("")
-    return table(["date", "device", "model", "scoring", "s/item lm-eval / naive / ours", "vs lm-eval", "vs naive",
-                  "same choices as lm-eval", "unique tok/s", "ours / body forward rate (full rows / 256-token rows)",
-                  "MFU", "raw file"], rows, "llllrrrrrrrl") + (
-        "\n\nMFU against " + "; ".join(sorted(peaks)) + ", as the files computed it." if peaks else "") + (
-        "\n\n" + machine_notes(files) if machine_notes(files) else "")
 
 
 def exam() -> str:
@@ -81,7 +50,7 @@ def exam() -> str:
                          f"{r['items']} x {raw['args']['shuffles']}", budget, f"{r['calls']}",
                          f"{r['s_per_item_ours']:.3f}", f"{r['unique_tok_s']:,.0f}",
                          f"{r['vs_body_full_rows']['vs_best']:.2f} / {r['vs_body_short_rows']['vs_best']:.2f}",
-                         f"{r['body_tok_s']:,.0f}", _mfu(r), f"`{rel(path)}`"])
+                         f"{r['body_tok_s']:,.0f}", mfu_cell(r), f"`{rel(path)}`"])
     if not rows:
         return "No raw file yet (`benchmarks/scoring_throughput.py --device cuda --json ...`)."
     return table(["date", "device", "model", "scoring", "items x shuffles", "budget: items per call / slots / rows",
@@ -166,5 +135,5 @@ def busy() -> str:
 
 
 def blocks() -> dict[str, str]:
-    return {"perf-gpu5-speed": speed(), "perf-gpu5-exam": exam(),
+    return {"perf-gpu5-speed": performance_engine.vs_lm_eval("cuda"), "perf-gpu5-exam": exam(),
             "perf-gpu5-profile": "\n\n".join(x for x in (profiles(), busy()) if x) or "No raw file yet."}

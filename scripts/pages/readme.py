@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pages.blocks import REPO, minutes, read_json, rel
 from pages.enem import crossval_rows, totals
-from pages.performance_gpu import round5
+from pages.performance_engine import round5
 
 RESULTS = REPO / "results" / "benchmarks"
 
