@@ -56,6 +56,7 @@ def test_a_figure_edited_in_a_page_is_caught():
     ("docs/performance.md", "results/benchmarks/make_demo_2026-11-28_97b34a6.json"),
     ("docs/performance.md", "results/benchmarks/engine4_2026-11-29/first_item.json"),
     ("docs/performance.md", "results/benchmarks/engine4_2026-11-29/vllm_body.json"),
+    ("docs/performance.md", "results/benchmarks/engine4_2026-11-29/throughput_exam2021_cpu.json"),
 ])
 def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
     """Every number of these raw files that a table shows moves the page when it moves (the check compares them)."""
@@ -171,6 +172,17 @@ def test_mfu_uses_the_raw_files_flops_against_the_datasheet_peak():
             checked["round 3"] += 1
     assert all(checked.values()), checked
     assert performance.PEAK_TFLOPS["NVIDIA H100 80GB HBM3"][0] == 989.0
+
+
+def test_a_row_names_its_workload_from_the_files_arguments():
+    """enem-long (or a file written before the workload option) reads as enem-long; an exam run as its loader and
+    the files it loaded, so rows of different workloads are not read as one series."""
+    engine = importlib.import_module("pages.performance_engine")
+    assert engine.workload({"workload": "enem-long"}) == engine.workload({}) == "enem-long"
+    paths = [f"../shared/x/ENEM_2021_{a}_CO_PROVA_1.csv" for a in ("CH", "CN", "LC", "MT")]
+    assert engine.workload({"workload": "exam", "dataset": "enem", "data_path": paths}) == \
+        "enem: ENEM_2021_CH_CO_PROVA_1 and 3 more"
+    assert engine.workload({"workload": "exam", "dataset": "demo", "data_path": None}) == "demo: its default file"
 
 
 def test_the_gpu_busy_table_is_its_samples():

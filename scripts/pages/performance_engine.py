@@ -63,7 +63,8 @@ def workload(args: dict[str, Any]) -> str:
     if args.get("workload") != "exam":
         return args.get("workload") or "enem-long"
     files = [Path(p).stem for p in args.get("data_path") or []]
-    return f"{args['dataset']}: " + (", ".join(files) if files else "its default file")
+    named = files[0] + (f" and {len(files) - 1} more" if len(files) > 1 else "") if files else "its default file"
+    return f"{args['dataset']}: {named}"
 
 
 def vs_lm_eval(device: str) -> str:
