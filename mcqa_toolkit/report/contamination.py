@@ -23,7 +23,7 @@ from mcqa_toolkit.contamination.detectors import DETECTOR_NAMES
 from mcqa_toolkit.report.tables import Table
 
 __all__ = ["KINDS", "Validation", "load_validation", "model_table", "with_models", "models_audited", "column_name",
-           "auc_summary", "auc_table", "flag_tests", "flag_summary", "gain_summary", "probe_rates", "DETECTOR_NAMES"]
+           "auc_summary", "auc_table", "flag_tests", "flag_summary", "rate_upper_bound", "gain_summary", "probe_rates", "DETECTOR_NAMES"]
 
 FILES = ("scores", "labels", "accuracy", "tests", "probe")
 
@@ -120,11 +120,19 @@ def flag_tests(tests: pd.DataFrame, models: dict, alpha: float, exposure_exam: s
                     clean_model=~contaminated & (t["exam"] == exposure_exam))
 
 
+def rate_upper_bound(flagged: int, n: int, confidence: float = 0.95) -> float:
+    """The exact (Clopper-Pearson) one-sided upper confidence bound of a rate seen as `flagged` of `n`: what a count
+    of false alarms among a few clean models allows the true rate to be (0 of 6 still allows 0.39 at 95%)."""
+    from scipy.stats import binomtest
+
+    return float(binomtest(flagged, n, alternative="less").proportion_ci(confidence, method="exact").high)
+
+
 def flag_summary(flags: pd.DataFrame) -> pd.DataFrame:
     """Per test: detections (flags among models that saw the exam, by exposures), false alarms among the clean
     models (the clean model and the controls on the exposure exam: kind "clean models", with n_controls of them
     controls) and among every model x exam pair that saw nothing ("false alarm"); exposures -1 for both.
-    Columns: test, kind, exposures, n, n_controls, flagged, rate."""
+    Columns: test, kind, exposures, n, n_controls, flagged, rate, rate_upper (rate_upper_bound at 95%)."""
     tested = flags[flags["p_value"].notna()]
     hits, misses = tested[tested["exam_status"] == "saw"], tested[tested["exam_status"] == "unseen"]
     clean = tested[tested["clean_model"]]
@@ -135,8 +143,9 @@ def flag_summary(flags: pd.DataFrame) -> pd.DataFrame:
     out = pd.concat([det.assign(kind="detection", n_controls=0), cm.assign(kind="clean models", exposures=-1),
                      fa.assign(kind="false alarm", exposures=-1, n_controls=0)], ignore_index=True)
     out = out.astype({"n": int, "flagged": int, "n_controls": int, "exposures": int})
-    return out.assign(rate=out["flagged"] / out["n"])[["test", "kind", "exposures", "n", "n_controls", "flagged",
-                                                       "rate"]]
+    out = out.assign(rate=out["flagged"] / out["n"],
+                     rate_upper=[rate_upper_bound(k, n) for k, n in zip(out["flagged"], out["n"])])
+    return out[["test", "kind", "exposures", "n", "n_controls", "flagged", "rate", "rate_upper"]]
 
 
 def gain_summary(gains: pd.DataFrame, models: dict) -> pd.DataFrame:

@@ -61,8 +61,10 @@ def _counts(rates: pd.DataFrame, test: str | None, kind: str, exposures=None) ->
     if r.empty:
         return "not measured"
     n, k = int(r["n"].sum()), int(r["flagged"].sum())
-    extra = f" ({_controls(int(r['n_controls'].sum()))})" if kind == "clean models" else ""
-    return f"{k} of {n}{extra}"
+    if kind != "clean models":
+        return f"{k} of {n}"
+    return (f"{k} of {n} ({_controls(int(r['n_controls'].sum()))}): rate at most "
+            f"{contamination.rate_upper_bound(k, n):.2f}")
 
 
 def _summary_rows(v: Validation, aucs: pd.DataFrame, detectors: dict) -> list[list[str]]:
@@ -96,7 +98,8 @@ def auditor(v: Validation, aucs: pd.DataFrame) -> str:
     return table(header, _summary_rows(v, aucs, AUDITOR), "l" + "r" * (len(header) - 4) + "lrr") + (
         f"\n\nAUC cells: mean (min–max) [number of models; the controls each against both splits]. Flags: p < "
         f"{ALPHA:g}. False alarms: the clean models on {EXPOSURE_EXAM} (the base model and the controls fine-tuned "
-        "on other exams); a test that needs a control exam compares it with its control exam.")
+        "on other exams); a test that needs a control exam compares it with its control exam. \"Rate at most\": "
+        "the exact (Clopper-Pearson) one-sided 95% upper bound of the false-alarm rate that count allows.")
 
 
 def upper_bound(v: Validation, aucs: pd.DataFrame) -> str:

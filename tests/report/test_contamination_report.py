@@ -93,3 +93,17 @@ def test_a_partial_validation_reports_what_it_measured(tmp_path):
     assert not any(t.startswith("dataset_inference") for t, _ in rates.index)
     assert rates.loc[("key_pull", "false alarm"), "n"] == 3                # the clean model and controls, pt2021
     assert rates.loc[("key_pull", "clean models"), "n_controls"] == 2
+
+
+def test_the_false_alarm_bound_is_clopper_pearson():
+    """The one-sided 95% upper bound of a rate seen as k of n, against two independent forms of the exact
+    (Clopper-Pearson) bound: 1 - 0.05^(1/n) for k = 0 (the 'rule of three' is its approximation, 3/n), the Beta
+    distribution's 95% quantile with k + 1 and n - k for 0 < k < n; 1 when every model was flagged. Tolerance 1e-9."""
+    from scipy.stats import beta
+
+    for n in (1, 3, 6, 10, 40):
+        assert contamination.rate_upper_bound(0, n) == pytest.approx(1 - 0.05 ** (1 / n), abs=1e-9)
+        for k in range(1, n):
+            assert contamination.rate_upper_bound(k, n) == pytest.approx(beta.ppf(0.95, k + 1, n - k), abs=1e-9)
+        assert contamination.rate_upper_bound(n, n) == 1.0
+    assert contamination.rate_upper_bound(0, 6) == pytest.approx(0.393, abs=1e-3)
