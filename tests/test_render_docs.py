@@ -57,6 +57,7 @@ def test_a_figure_edited_in_a_page_is_caught():
     ("docs/performance.md", "results/benchmarks/engine4_2026-11-29/first_item.json"),
     ("docs/performance.md", "results/benchmarks/engine4_2026-11-29/vllm_body.json"),
     ("docs/performance.md", "results/benchmarks/engine4_2026-11-29/throughput_exam2021_cpu.json"),
+    ("docs/performance.md", "results/benchmarks/engine4_2026-11-29/speed_exam2021_cpu.json"),
 ])
 def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
     """Every number of these raw files that a table shows moves the page when it moves (the check compares them)."""
@@ -272,3 +273,12 @@ def test_the_dif_page_follows_the_notebooks_headline(tmp_path, monkeypatch):
     dif.DIF_NOTEBOOK.write_text(json.dumps(nb))
     with pytest.raises(ValueError, match="no printed headline"):
         dif.simulated()
+
+
+def test_the_readme_engine_clause_names_each_devices_dtype_and_one_ratio_as_one():
+    """The README's speed clause: a single file's ratio is given as it is, a range over several files as a range;
+    the CPU clause says the dtype its file ran (float32), not the GPU's."""
+    readme = importlib.import_module("pages.readme")
+    assert readme._span([34.5]) == "34.5x" and readme._span([6.2, 37.4]) == "6-37x"
+    text = readme.engine()
+    assert "on a CPU (gemma-3-270m, float32;" in text and "an NVIDIA" in text and "an CPU" not in text

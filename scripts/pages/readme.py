@@ -13,11 +13,18 @@ from pages.performance_engine import round5
 RESULTS = REPO / "results" / "benchmarks"
 
 
+def _span(ratios: list[float]) -> str:
+    """A speed-up range over the files ("6-37x"), or the one ratio ("34.5x")."""
+    lo, hi = min(ratios), max(ratios)
+    return f"{lo:.1f}x" if len(ratios) == 1 else f"{lo:.0f}-{hi:.0f}x"
+
+
 def engine() -> str:
     """One clause per device kind with vs_lm_eval raw files: the range of our speed-up over lm-eval (same items).
     GPU files of round 5 (the H200's, docs/performance.md) are left out until the README's owner takes them in."""
     by_device: dict[str, list[float]] = {}
     shapes: dict[str, set[str]] = {}
+    dtypes: dict[str, set[str]] = {}
     for path in sorted(RESULTS.glob("*/speed_*.json")):
         raw = read_json(path)
         if raw["args"]["device"] == "cuda" and round5(raw):
@@ -26,8 +33,10 @@ def engine() -> str:
         for r in raw["results"].values():
             by_device.setdefault(kind, []).append(r["speedup_lm"])
         shapes.setdefault(kind, set()).add(raw["args"].get("random_shape") or raw["args"]["model"])
-    parts = [f"{min(v):.0f}-{max(v):.0f}x lm-evaluation-harness on real-length ENEM prompts on an {name} "
-             f"({', '.join(sorted(shapes[name]))}, bf16; `docs/performance.md`)" for name, v in by_device.items()]
+        dtypes.setdefault(kind, set()).add(raw["args"].get("dtype") or raw["device"].get("dtype", "bfloat16"))
+    parts = [f"{_span(v)} lm-evaluation-harness on real-length ENEM prompts on {'a' if name == 'CPU' else 'an'} "
+             f"{name} ({', '.join(sorted(shapes[name]))}, {', '.join(sorted(dtypes[name]))}; `docs/performance.md`)"
+             for name, v in by_device.items()]
     return ("; ".join(parts) if parts else "its speed against lm-evaluation-harness: `docs/performance.md`") + "."
 
 
