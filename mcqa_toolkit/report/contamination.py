@@ -23,7 +23,8 @@ from mcqa_toolkit.contamination.detectors import DETECTOR_NAMES
 from mcqa_toolkit.report.tables import Table
 
 __all__ = ["KINDS", "Validation", "load_validation", "model_table", "with_models", "models_audited", "column_name",
-           "auc_summary", "auc_table", "flag_tests", "flag_summary", "rate_upper_bound", "gain_summary", "probe_rates", "DETECTOR_NAMES"]
+           "auc_summary", "auc_table", "flag_tests", "flag_summary", "rate_upper_bound", "gain_summary",
+           "probe_rates", "DETECTOR_NAMES"]
 
 FILES = ("scores", "labels", "accuracy", "tests", "probe")
 

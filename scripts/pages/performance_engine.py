@@ -79,9 +79,11 @@ def vs_lm_eval(device: str) -> str:
         files.append((path, raw))
         for scoring, r in raw["results"].items():
             peaks.add(f"{r['peak_tflops']:g} TFLOP/s ({r['peak_source']})" if r.get("peak_tflops") else "")
-            rate = mfu_cell(r) if device == "cuda" else f"{r['useful_gflops']:.0f} ({_ratio(r['useful_vs_onednn'], 1)})"
+            rate = (mfu_cell(r) if device == "cuda"
+                    else f"{r['useful_gflops']:.0f} ({_ratio(r['useful_vs_onednn'], 1)})")
             rows.append([date_of(path), raw["device"]["device"], raw["args"]["random_shape"] or raw["args"]["model"],
-                         workload(raw["args"]), scoring, f"{r['n_items_lm']} / {r['n_items_naive']} / {round(r['t_ours'] / r['s_ours'])}",
+                         workload(raw["args"]), scoring,
+                         f"{r['n_items_lm']} / {r['n_items_naive']} / {round(r['t_ours'] / r['s_ours'])}",
                          f"{r['s_lm']:.2f} / {r['s_naive']:.2f} / {r['s_ours']:.2f}", f"{r['speedup_lm']:.1f}x",
                          f"{r['speedup_naive']:.1f}x", f"{r['same_lm']}/{r['n_lm']}", f"{r['unique_tok_s']:,.0f}",
                          f"{r['vs_body_full_rows']['vs_best']:.2f} / {r['vs_body_short_rows']['vs_best']:.2f}",
