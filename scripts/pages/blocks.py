@@ -88,6 +88,12 @@ def machine_notes(files: list[tuple[Path, dict[str, Any]]]) -> str:
             ) if lines else ""
 
 
+def notes_under(files: list[tuple[Path, dict[str, Any]]]) -> str:
+    """machine_notes as a paragraph under a table ("" when no file records a machine reference)."""
+    notes = machine_notes(files)
+    return "\n\n" + notes if notes else ""
+
+
 def minutes(seconds: float) -> str:
     """A duration as the pages print it: 8 min 52 s, 6 min, 45 s."""
     m, s = divmod(round(seconds), 60)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pages import performance_engine, performance_gpu, performance_host
-from pages.blocks import REPO, date_of, machine_notes, minutes, number, read_json, rel, table
+from pages.blocks import REPO, date_of, minutes, notes_under, number, read_json, rel, table
 
 RESULTS = REPO / "results" / "benchmarks"
 # dense BF16 tensor-core peak (no sparsity) from each device's datasheet, keyed by the name torch reports
@@ -58,21 +58,21 @@ def mfu(raw: dict[str, Any], scoring: str) -> tuple[float | None, str]:
     return flops(raw["args"]["random_shape"], r["stats"]) / r["t_ours"] / (peak * 1e12), f"{peak:g} TFLOP/s, {source}"
 
 
-def engine_speed(device: str = "cuda") -> str:
-    """vs_lm_eval's files without the references of benchmarks/_reference.py (the round-3 GPU files; the others:
-    performance_engine.vs_lm_eval) on `device`: s/item of lm-eval, the naive path and ours on the same items, the
+def engine_speed() -> str:
+    """vs_lm_eval's GPU files without the references of benchmarks/_reference.py (round 3; the others:
+    performance_engine.vs_lm_eval): s/item of lm-eval, the naive path and ours on the same items, the
     ratios, unique tokens per second, the ratio to the body's own forward rate (full-length rows / 256-token
     rows), MFU (GPUs with a datasheet peak)."""
     rows, peaks = [], set()
     for path in sorted(RESULTS.glob("*/speed_*.json")) + sorted(RESULTS.glob("vs_lm_eval_*.json")):
         raw = read_json(path)
-        if raw["args"]["device"] != device or performance_engine.round5(raw):  # round 5: performance_engine.vs_lm_eval
+        if raw["args"]["device"] != "cuda" or performance_engine.round5(raw):  # round 5: performance_engine.vs_lm_eval
             continue
         for scoring in ("letters", "options"):
             r = raw["results"].get(scoring)
             if r is None:
                 continue
-            value, peak = mfu(raw, scoring) if device == "cuda" else (None, "")
+            value, peak = mfu(raw, scoring)
             peaks.add(peak)
             rows.append([date_of(path), raw["device"]["device"], raw["args"]["random_shape"] or raw["args"]["model"],
                          scoring,
@@ -81,7 +81,7 @@ def engine_speed(device: str = "cuda") -> str:
                          f"{r['frac']:.2f} / {r['frac_short']:.2f}", "n/a" if value is None else f"{value:.3f}",
                          f"`{rel(path)}`"])
     if not rows:
-        return f"No raw file on {device} yet (`benchmarks/vs_lm_eval.py --device {device} --json ...`)."
+        return "No raw file on cuda yet (`benchmarks/vs_lm_eval.py --device cuda --json ...`)."
     body = table(["date", "device", "model", "scoring", "s/item lm-eval / naive / ours", "vs lm-eval", "vs naive",
                   "unique tok/s", "ours / body forward rate (full rows / 256-token rows)", "MFU", "raw file"], rows,
                  "llllrrrrrrl")
@@ -231,7 +231,7 @@ def vs_vllm() -> str:
     return table(["date", "scoring", "records", "ours", "vLLM", "ours vs vLLM", "vLLM mode",
                   "tokens computed: vLLM (prompt - cached); ours (unique)", "same choices",
                   f"max \\|delta\\| of a score (the vLLM tests' bound: {logprob_bound():g})", "raw file"],
-                 rows, "llrrrrlrrrl") + ("\n\n" + machine_notes(files) if machine_notes(files) else "")
+                 rows, "llrrrrlrrrl") + notes_under(files)
 
 
 def ray() -> str:
@@ -278,10 +278,11 @@ def demo() -> str:
 
 
 def blocks() -> dict[str, str]:
-    return {"perf-engine-cpu": performance_engine.vs_lm_eval("cpu"), "perf-engine-defaults": performance_engine.defaults(),
+    return {"perf-engine-cpu": performance_engine.vs_lm_eval("cpu"),
+            "perf-engine-defaults": performance_engine.defaults(),
             "perf-body-kernels": performance_engine.body_kernels(), "perf-engine-calls": engine_calls(),
             "perf-profile": "\n\n".join(x for x in (profile_lines(), performance_host.host_before_after()) if x),
-            "perf-vs-vllm": vs_vllm(), "perf-gpu-speed": engine_speed("cuda") + "\n\n" + gpu_tokens(),
+            "perf-vs-vllm": vs_vllm(), "perf-gpu-speed": engine_speed() + "\n\n" + gpu_tokens(),
             "perf-gpu-equality": gpu_equality(),
             "perf-ray": ray(), "perf-demo": demo(), **performance_gpu.blocks(), **performance_host.blocks()}
 

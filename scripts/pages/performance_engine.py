@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pages.blocks import REPO, date_of, machine_notes, read_json, rel, table
+from pages.blocks import REPO, date_of, notes_under, read_json, rel, table
 
 RESULTS = REPO / "results" / "benchmarks"
 
@@ -97,7 +97,7 @@ def vs_lm_eval(device: str) -> str:
                   "MFU" if device == "cuda" else "useful GFLOP/s (of oneDNN GEMM)", "raw file"], rows,
                  "lllllrrrrrrrrl") + (
         "\n\nMFU against " + "; ".join(sorted(peaks)) + ", as the files computed it." if peaks else "") + (
-        "\n\n" + machine_notes(files) if machine_notes(files) else "")
+        notes_under(files))
 
 
 def defaults() -> str:
@@ -129,8 +129,8 @@ def defaults() -> str:
                   "tok/s: all in (unique) / in the body's calls (forwarded)",
                   "vs body on 256-token rows, all in / body: best (range over its repeats)",
                   "vs body on full-length rows, all in / body: best (range over its repeats)", "useful GFLOP/s (of torch.mm / of oneDNN GEMM)",
-                  "vs naive path", "attention, linear (the references' linear)", "raw file"], rows, "lllrrrrrrrlll") + (
-        "\n\n" + machine_notes(files) if machine_notes(files) else "")
+                  "vs naive path", "attention, linear (the references' linear)", "raw file"], rows,
+                 "lllrrrrrrrlll") + notes_under(files)
 
 
 def _variant_row(name: str, v: dict[str, Any], shapes: list[str]) -> list[str]:

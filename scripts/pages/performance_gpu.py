@@ -19,9 +19,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pages.blocks import REPO, date_of, machine_notes, read_json, rel, table
-from pages import performance_engine
-from pages.performance_engine import mfu_cell, parse_profile
+from pages.blocks import REPO, date_of, notes_under, read_json, rel, table
+from pages.performance_engine import mfu_cell, parse_profile, vs_lm_eval
 
 RESULTS = REPO / "results" / "benchmarks"
 SAMPLE_S = 0.1  # nvidia-smi's sampling period in the busy files (-lms 100)
@@ -56,7 +55,7 @@ def exam() -> str:
     return table(["date", "device", "model", "scoring", "items x shuffles", "budget: items per call / slots / rows",
                   "forward calls", "s/item", "unique tok/s", "ours / body forward rate (full rows / 256-token rows)",
                   "forwarded tok/s inside the body's calls (host time)", "MFU", "raw file"], rows,
-                 "lllllrrrrrrrl") + ("\n\n" + machine_notes(files) if machine_notes(files) else "")
+                 "lllllrrrrrrrl") + notes_under(files)
 
 
 PHASE_COLUMNS = (("rendering", "rendering"), ("tokenisation", "tokenisation"), ("plan + masks + cache", None),
@@ -135,5 +134,5 @@ def busy() -> str:
 
 
 def blocks() -> dict[str, str]:
-    return {"perf-gpu5-speed": performance_engine.vs_lm_eval("cuda"), "perf-gpu5-exam": exam(),
+    return {"perf-gpu5-speed": vs_lm_eval("cuda"), "perf-gpu5-exam": exam(),
             "perf-gpu5-profile": "\n\n".join(x for x in (profiles(), busy()) if x) or "No raw file yet."}

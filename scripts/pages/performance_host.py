@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pages.blocks import REPO, date_of, machine_notes, read_json, rel, table
+from pages.blocks import REPO, date_of, notes_under, read_json, rel, table
 from pages.performance_engine import parse_profile
 
 RESULTS = REPO / "results" / "benchmarks"
@@ -49,12 +49,6 @@ def host_before_after() -> str:
                   "host / reference, before -> after", "goal", "raw files"], rows, "llrrrrrll") if rows else ""
 
 
-def _notes(files: list) -> str:
-    """The files' machine references under a table (blocks.machine_notes), or nothing when none records one."""
-    notes = machine_notes(files)
-    return "\n\n" + notes if notes else ""
-
-
 def first_items() -> str:
     """first_item.py: the same item first in a process (A), again in its run (B) and by a new run (C); the process
     warm-up (A - C), the run prefix inside the engine (C - B) and at the body's plain rate, and issue 49's goal."""
@@ -75,7 +69,7 @@ def first_items() -> str:
     return table(["date", "scoring", "first in the process", "A: first s", "B: again, same run s",
                   "C: again, new run s", "process warm-up A - C s", "run prefix tokens", "prefix in the engine C - B s",
                   "prefix at the body's plain rate s", "goal A <= B + prefix at the body's rate s", "raw file"],
-                 rows, "lllrrrrrrrll") + _notes(files)
+                 rows, "lllrrrrrrrll") + notes_under(files)
 
 
 def prepare_ahead() -> str:
@@ -95,7 +89,7 @@ def prepare_ahead() -> str:
     if not rows:
         return ""
     return table(["date", "device", "scoring", "items x shuffles", "median s: off / on", "each run s: off / on",
-                  "on / off", "records equal", "raw file"], rows, "lllrrrrll") + _notes(files)
+                  "on / off", "records equal", "raw file"], rows, "lllrrrrll") + notes_under(files)
 
 
 def _ours_per_token(path: Path) -> dict[str, float]:

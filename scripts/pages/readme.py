@@ -33,7 +33,7 @@ def engine() -> str:
         for r in raw["results"].values():
             by_device.setdefault(kind, []).append(r["speedup_lm"])
         shapes.setdefault(kind, set()).add(raw["args"].get("random_shape") or raw["args"]["model"])
-        dtypes.setdefault(kind, set()).add(raw["args"].get("dtype") or raw["device"].get("dtype", "bfloat16"))
+        dtypes.setdefault(kind, set()).add(raw["args"]["dtype"])
     parts = [f"{_span(v)} lm-evaluation-harness on real-length ENEM prompts on {'a' if name == 'CPU' else 'an'} "
              f"{name} ({', '.join(sorted(shapes[name]))}, {', '.join(sorted(dtypes[name]))}; `docs/performance.md`)"
              for name, v in by_device.items()]
