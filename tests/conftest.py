@@ -6,9 +6,11 @@ from __future__ import annotations
 import contextlib
 import subprocess
 
+import isolation
 import pytest
 import tiny_models
 from fault_figures import Figures
+from isolation import pytest_runtest_setup, pytest_runtest_teardown  # noqa: F401 - the isolation check's hooks
 from paths import REPO
 from tiny_models import tiny_model
 
@@ -78,14 +80,16 @@ def tiny_tokenizer():
 def tiny_lm(request, tiny_tokenizer):
     from mcqa_toolkit.backends.hf import wrap
 
-    return wrap(tiny_model(request.param, tiny_tokenizer), tiny_tokenizer, name=f"tiny-{request.param}")
+    return isolation.shared_model("tiny_lm", wrap(tiny_model(request.param, tiny_tokenizer), tiny_tokenizer,
+                                                  name=f"tiny-{request.param}"))
 
 
 @pytest.fixture(scope="session")
 def tiny_gemma(tiny_tokenizer):
     from mcqa_toolkit.backends.hf import wrap
 
-    return wrap(tiny_model("gemma3", tiny_tokenizer), tiny_tokenizer, name="tiny-gemma3")
+    return isolation.shared_model("tiny_gemma", wrap(tiny_model("gemma3", tiny_tokenizer), tiny_tokenizer,
+                                                     name="tiny-gemma3"))
 
 
 @pytest.fixture(scope="session")
@@ -101,7 +105,7 @@ def gemma():
     """The real embedded Gemma-3-270M (first load dequantises ~50 s, then cached)."""
     from mcqa_toolkit.backends.hf import load_model
 
-    return load_model("gemma-3-270m", device="cpu", dtype="float32")
+    return isolation.shared_model("gemma", load_model("gemma-3-270m", device="cpu", dtype="float32"))
 
 
 @pytest.fixture(scope="session")

@@ -206,7 +206,7 @@ def test_a_block_without_its_markers_is_one_clear_error():
 def test_benchmarks_write_their_raw_files_without_machine_paths(tmp_path, monkeypatch):
     """benchmarks/_results.write_json: the model cache, temporary folders, the checkout and the home folder are
     written as placeholders, whatever the figures' nesting; numbers and nulls are kept as they are."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
     results = importlib.import_module("_results")
     monkeypatch.setenv("MCQA_CACHE", "/root/.cache/mcqa_toolkit")
     monkeypatch.setattr(results, "machine_reference", lambda device, tokenizer: {"host": "/tmp/x"})

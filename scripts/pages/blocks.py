@@ -3,9 +3,13 @@ rendered markdown, `<!-- end NAME -->`. Everything between the two lines belongs
 outside them to the author. A few older blocks keep the markers their own scripts wrote (docs/enem.md)."""
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
 import re
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,6 +53,18 @@ def date_of(path: Path) -> str:
     """The date (YYYY-MM-DD) a raw file's path names, or n/a."""
     found = re.search(r"\d{4}-\d{2}-\d{2}", rel(path))
     return found.group(0) if found else "n/a"
+
+
+@functools.lru_cache(maxsize=None)
+def module_at(path: Path) -> ModuleType:
+    """The Python file at `path` as a module (benchmarks/ and tests/ are not packages), loaded once, without
+    putting its folder on sys.path."""
+    name = f"_pages_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 def read_json(path: Path) -> Any:

@@ -3,16 +3,15 @@ as the last full fault-suite run measured them (results/tests/reliability.json, 
 scripts/reliability_table.py), rendered with the fault suite's own rows (tests/fault_figures.FAULTS) and merging rule."""
 from __future__ import annotations
 
-import sys
 
-from pages.blocks import REPO, read_json, table
+from pages.blocks import REPO, module_at, read_json, table
 
 RAY_FAULTS = ("ray_worker_killed", "ray_node_lost", "ray_driver_killed")
 
 
 def faults() -> str:
-    sys.path.insert(0, str(REPO / "tests"))
-    from fault_figures import FAULTS, merged  # noqa: E402  (the tests' table of faults)
+    figures = module_at(REPO / "tests" / "fault_figures.py")  # the tests' table of faults
+    FAULTS, merged = figures.FAULTS, figures.merged
 
     data = read_json(REPO / "results" / "tests" / "reliability.json")
     rows = []

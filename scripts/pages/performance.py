@@ -15,12 +15,11 @@ theirs.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 from pages import performance_engine, performance_gpu, performance_host
-from pages.blocks import REPO, date_of, minutes, notes_under, number, read_json, rel, table
+from pages.blocks import REPO, date_of, minutes, module_at, notes_under, number, read_json, rel, table
 
 RESULTS = REPO / "results" / "benchmarks"
 # dense BF16 tensor-core peak (no sparsity) from each device's datasheet, keyed by the name torch reports
@@ -33,10 +32,7 @@ VOCAB = 262_144  # the embedded Gemma tokenizer's, which every random shape was 
 def shape_weights(shape: str) -> tuple[int, int]:
     """(body matrix weights, LM-head weights) of a published shape (embeddings, norms and biases left out, as
     the raw files of 2026-11-24 counted them, with the former benchmarks/_limit.model_flops)."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from _shapes import SHAPES  # noqa: E402  (benchmarks/ is not a package)
-
-    c = SHAPES[shape]
+    c = module_at(REPO / "benchmarks" / "_shapes.py").SHAPES[shape]
     head_dim = c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
     attention = 2 * c["hidden_size"] * head_dim * (c["num_attention_heads"] + c["num_key_value_heads"])
     layer = attention + 3 * c["hidden_size"] * c["intermediate_size"]

@@ -43,6 +43,9 @@ def test_no_secret_in_any_file_a_run_and_its_report_write(tmp_path, monkeypatch)
         host = api.url.split("://")[1]
         model = {"backend": "openai", "model": "fake-model", "name": "canary", "api_key_env": "CANARY_API_KEY",
                  "base_url": f"http://reader:{PASSWORD}@{host}/v1", "cache_dir": str(tmp_path / "cache")}
+        held = auth_env_name(f"http://{host}/v1")  # where the run moves the credentials for this process:
+        monkeypatch.setenv(held, "")               # unset again after the test (setenv records its absence)
+        monkeypatch.delenv(held)
         params = tmp_path / "p.yaml"
         params.write_text(yaml.safe_dump({"output_dir": "out", "models": [model], "datasets": ["demo"],
                                           "languages": ["pt"], "strategies": ["enem_0shot", "S1"], "shuffles": 1,

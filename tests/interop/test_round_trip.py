@@ -70,10 +70,12 @@ def _eee_validator():
     has 3.11), so `make install` downloads the wheel from PyPI into <venv>/wheels instead of installing it, and
     its validator (pure Python: pydantic, which we have) is imported from there."""
     assert EEE_WHEEL.exists(), f"{EEE_WHEEL} missing: `make install` downloads every-eval-ever's wheel there"
-    if str(EEE_WHEEL) not in sys.path:
-        sys.path.insert(0, str(EEE_WHEEL))
-    from every_eval_ever.instance_level_types import InstanceLevelEvaluationLog
-    from every_eval_ever.validator.validation_core import validate_instance_file
+    sys.path.insert(0, str(EEE_WHEEL))
+    try:  # imported once; the wheel is not left on sys.path for the tests that follow
+        from every_eval_ever.instance_level_types import InstanceLevelEvaluationLog
+        from every_eval_ever.validator.validation_core import validate_instance_file
+    finally:
+        sys.path.remove(str(EEE_WHEEL))
     return InstanceLevelEvaluationLog, validate_instance_file
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+import isolation
 import pytest
 from paths import REPO, TESTS
 
@@ -82,8 +84,16 @@ def ray_cluster():
         if cluster is not None:
             cluster.shutdown()
         shutil.rmtree(tmp, ignore_errors=True)
+        signal.signal(signal.SIGTERM, sigterm)  # Ray's head node installs its own handler for its lifetime
+        for key in os.environ.keys() - environ_before.keys():  # what Ray and RayPool.connect set for this process
+            os.environ.pop(key)
+        for key in held:
+            isolation.release(key)
 
     _STOPS.append(stop)
+    sigterm, environ_before = signal.getsignal(signal.SIGTERM), dict(os.environ)
+    held = ["signal:SIGTERM"]  # state the running cluster holds in this process (tests/isolation.py)
+    isolation.hold("signal:SIGTERM", "ray_cluster")
     try:
         with _environment(env):
             cluster = Cluster(initialize_head=True, head_node_args={
@@ -96,6 +106,9 @@ def ray_cluster():
                 local.add_worker_node()
             driver = RayPool(cluster.address, 1)
             driver.connect()  # this process joins as the driver (bound to 127.0.0.1); pools made in tests reuse it
+        held += [f"env:{k}" for k in os.environ.keys() - environ_before.keys()]
+        for key in held:
+            isolation.hold(key, "ray_cluster")
         yield local
     finally:
         stop()

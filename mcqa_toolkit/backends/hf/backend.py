@@ -35,7 +35,8 @@ class HFBackend:
         self.name = lm.name
         self.tokens = tokens or TokenCache(lm.tokenizer)  # exact memo of token ids: shared by renewed backends
         self.engine = PrefixScorer(lm, **engine_options)
-        self._engine_options = {**engine_options, "prepare_ahead": prepare_ahead}
+        # a renewed backend computes with this one's threads (compute.py), whatever the process has by then
+        self._engine_options = {**engine_options, "threads": self.engine.threads, "prepare_ahead": prepare_ahead}
         self.items_per_call = self.engine.items_per_call  # base.items_per_call: what the runner brings per call
         # base.PreparingBackend: the runner tokenises the next block while this one is computed (the budget's)
         self.prepare_ahead = self.engine.budget.prepare_ahead if prepare_ahead is None else prepare_ahead
@@ -91,7 +92,8 @@ class HFBackend:
     def token_distributions(self, texts: Sequence[str]) -> list[TokenDistribution]:
         """Optional part of the protocol (Min-K%++): per token of each text, its log-prob and the mean and
         variance of log p over the whole next-token distribution (backends.hf.distributions)."""
-        dists = token_distributions(self.lm, texts)
+        with self.engine.pinned():
+            dists = token_distributions(self.lm, texts)
         n = sum(len(d.logprobs) + 1 for d in dists)
         self.engine.stats.forwarded += n
         self.engine.stats.naive += n
@@ -124,6 +126,13 @@ class HFBackend:
         """Greedy with several prompts: left-padded into one tensor; otherwise one by one (own seed, run-prefix
         cache)."""
         id_lists = [encode(self.lm, *prompt_text(self.lm, p), cache=self.tokens) for p in prompts]
+        with self.engine.pinned():
+            gens = self._generate(prompts, id_lists, max_new_tokens, temperature, stop, seeds)
+        self._generated["generated_tokens"] += sum(g.n_generated_tokens for g in gens)
+        return gens
+
+    def _generate(self, prompts: Sequence[Any], id_lists: list[tuple[int, ...]], max_new_tokens: int,
+                  temperature: float, stop: Sequence[str], seeds: Sequence[int] | None) -> list[Generation]:
         stats = self.engine.stats
         if temperature == 0 and len(prompts) > 1:
             gens, forwarded, padded = generate_padded(self.lm, id_lists, max_new_tokens=max_new_tokens, stop=stop)
@@ -141,7 +150,6 @@ class HFBackend:
                 stats.forwarded += forwarded
                 stats.naive += len(ids)
                 gens.append(gen)
-        self._generated["generated_tokens"] += sum(g.n_generated_tokens for g in gens)
         return gens
 
 

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch.profiler import record_function
 
+from mcqa_toolkit.backends.hf import compute
 from mcqa_toolkit.backends.hf.block import forward_block, open_block
 from mcqa_toolkit.backends.hf.budget import ATTENTION, BUDGETS, ROW_TOKENS, Budget, device_budget
 from mcqa_toolkit.backends.hf.heads import head_logprobs, lm_head, request_logprobs
@@ -67,15 +68,17 @@ class PrefixScorer:
     `head_rows` the number of positions per LM-head call (bounds the (positions x vocabulary) logits tensor);
     `pack=False` forces the unpacked layout (one right-padded row per sequence, one item per block) that any
     attention implementation supports; `graphs=True` runs the packed rows' calls on bucketed static shapes,
-    captured as CUDA graphs on CUDA (static.py; elsewhere the same static calls run eagerly; dense masks only).
-    On a GPU, `max_batch_tokens` and `items_per_call` also bound memory: while a layer runs, each row of a call
+    captured as CUDA graphs on CUDA (static.py; elsewhere the same static calls run eagerly; dense masks only);
+    `threads` the torch threads every scoring call computes with (None: the process's when the engine is made),
+    which with IEEE fp32 products is pinned for each call (compute.py: what ran before in the process never
+    changes the numbers). On a GPU, `max_batch_tokens` and `items_per_call` also bound memory: while a layer runs, each row of a call
     holds its own copy of its item's cached keys/values, and a block keeps each of its items' caches.
     """
 
     def __init__(self, lm: LM, max_batch_tokens: int | None = None, max_batch_rows: int | None = None,
                  max_prefixes: int = 8, row_tokens: int | None = None, head_rows: int | None = None, pack: bool = True,
                  items_per_call: int | None = None, graphs: bool = False, attention: str | None = None,
-                 linear: str | None = None, head_vocab: int | None = None):
+                 linear: str | None = None, head_vocab: int | None = None, threads: int | None = None):
         from transformers import DynamicCache  # local: keeps the import cost inside scoring
 
         budget = device_budget(lm.device, lm.model)
@@ -92,6 +95,7 @@ class PrefixScorer:
         if self.linear not in LINEAR:
             raise ValueError(f"linear {self.linear!r}: expected one of {', '.join(LINEAR)}")
         self.head_vocab = head_vocab
+        self.threads = threads or torch.get_num_threads()
         self.head_rows = head_rows or budget.head_rows
         self.max_prefixes, self.row_tokens, self.pack = max_prefixes, row_tokens, pack
         self.stats = EngineStats()
@@ -104,7 +108,13 @@ class PrefixScorer:
         return {"items_per_call": self.items_per_call, "max_batch_tokens": self.max_batch_tokens,
                 "max_batch_rows": self.max_batch_rows, "head_rows": self.head_rows, "attention": self.attention,
                 "linear": self.linear, "row_tokens": self.row_tokens or ROW_TOKENS["tree" if self.tree else "masks"],
-                "graphs": self.static is not None, "budget": self.budget.source}
+                "graphs": self.static is not None, "budget": self.budget.source,
+                "attn_implementation": getattr(self.lm.model.config, "_attn_implementation", None),
+                **compute.describe(self.threads, self.lm.device, self.dtype)}
+
+    def pinned(self) -> contextlib.AbstractContextManager:
+        """The compute state of the engine's calls (compute.pinned: its threads, IEEE fp32 products)."""
+        return compute.pinned(self.threads, self.lm.device, self.dtype)
 
     def new_cache(self) -> Any:
         return self._cache_cls(config=self.lm.model.config)
@@ -189,7 +199,8 @@ class PrefixScorer:
         run = tuple(shared_prefix)
         if not run or len(ids) <= len(run) or tuple(ids[: len(run)]) != run:
             return None
-        return copy.deepcopy(self._prefix_cache(run))
+        with self.pinned():
+            return copy.deepcopy(self._prefix_cache(run))
 
     def score(self, requests: Sequence[Request], shared_prefix: Sequence[int] = ()) -> list[np.ndarray]:
         """Per request: candidate log-probs (first-token) or per-token continuation log-probs, as float64 arrays,
@@ -204,7 +215,7 @@ class PrefixScorer:
         Items on the same run prefix share forward calls (block.py), up to the budgets; the result of a block
         depends only on the block (never on what was scored before), so the same block gives the same numbers.
         """
-        with self.kernels():
+        with self.pinned(), self.kernels():
             return self._score_block(items)
 
     def _score_block(self, items: Sequence[tuple[Sequence[Request], Sequence[int]]]) -> list[list[np.ndarray]]:

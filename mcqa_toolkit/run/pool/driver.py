@@ -36,7 +36,7 @@ from mcqa_toolkit.backends import Backend, backend_entry, load_backend
 from mcqa_toolkit.backends.base import PooledBackend
 from mcqa_toolkit.run.pool.joining import (HOST_PORT, auth_refused, loopback, node_ip, reachable,
                                            stay_on_loopback, use_local_token)
-from mcqa_toolkit.run.pool.sizing import fitting_threads, in_process_threads, worker_resources
+from mcqa_toolkit.run.pool.sizing import cpu_threads, fitting_threads, in_process_threads, worker_resources
 from mcqa_toolkit.run.recipe import BackendCache
 
 __all__ = ["RayPool", "ClusterOptions", "cluster_options", "check_address", "require_ray", "INSTALL_HINT", "SERVED"]
@@ -184,7 +184,8 @@ class RayPool:
             threads = None if key in self._factories else in_process_threads(entries[0])
             resources = worker_resources(entries[0], fitting_threads(threads, self._ray.nodes))
             self._group = WorkerGroup(self._ray, entries[0], self.workers, self._factories, resources, depth=self.depth,
-                                      stall_seconds=self.stall_seconds, address=self.address)
+                                      stall_seconds=self.stall_seconds, address=self.address,
+                                      threads=None if key in self._factories else cpu_threads(entries[0], resources))
         return self._group.start_run(entries)
 
     def backend(self, spec: Any) -> Any:

@@ -36,13 +36,14 @@ class WorkerGroup:
     over the nodes, restarted by Ray when their process or node dies (MAX_RESTARTS), and the run they are on."""
 
     def __init__(self, ray: Any, entry: dict[str, Any], workers: int, factories: dict[str, Any],
-                 resources: dict[str, Any], *, depth: int = 2, stall_seconds: float = 1800.0, address: str = ""):
+                 resources: dict[str, Any], *, depth: int = 2, stall_seconds: float = 1800.0, address: str = "",
+                 threads: int | None = None):
         self.ray, self.entry, self.resources = ray, dict(entry), dict(resources)
         self.key = BackendCache.key(self.entry)  # the model these workers hold (run.pool starts a group per model)
         self.depth, self.stall_seconds, self.address = depth, stall_seconds, address
         options = dict(max_restarts=MAX_RESTARTS, max_task_retries=0, scheduling_strategy="SPREAD", **resources)
         actor = ray.remote(PoolWorker).options(**options)
-        self.actors = [actor.remote(i, factories) for i in range(workers)]
+        self.actors = [actor.remote(i, factories, threads) for i in range(workers)]
         self.token, self.entries, self.backends = 0, [], []
         self.prepares: dict[int, Future] = {}
         self.known: dict[int, dict[str, Any]] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable
 
-__all__ = ["RESOURCE_KEYS", "in_process_threads", "worker_resources", "fitting_threads"]
+__all__ = ["RESOURCE_KEYS", "cpu_threads", "fitting_threads", "in_process_threads", "worker_resources"]
 
 RESOURCE_KEYS = ("num_cpus", "num_gpus", "memory", "resources", "accelerator_type")
 
@@ -47,6 +47,15 @@ def worker_resources(entry: dict[str, Any], threads: int | None = None) -> dict[
     if str(entry.get("device") or "").startswith("cuda"):
         return {"num_gpus": 1}
     return {"num_cpus": threads or 1}
+
+
+def cpu_threads(entry: dict[str, Any], resources: dict[str, Any]) -> int | None:
+    """The torch threads a worker of a local model on the CPU computes with (run.pool.worker.PoolWorker): the CPUs
+    it asks (`resources`, given or by default); None for a server, an API, a GPU model."""
+    if entry.get("backend", "hf") != "hf" or str(entry.get("device") or "cpu").startswith("cuda") \
+            or resources.get("num_gpus"):
+        return None
+    return max(1, int(resources.get("num_cpus") or 1))
 
 
 def fitting_threads(threads: int | None, nodes: Callable[[], list[dict[str, Any]]]) -> int | None:

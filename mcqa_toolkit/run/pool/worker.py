@@ -55,9 +55,18 @@ def _node() -> dict[str, str]:
 class PoolWorker:
     """One worker: `prepare` (load or renew a run's backends), `score` (a block's records), `call` (one protocol
     call, for Min-K% and adaptive runs). `factories`: entry key -> a picklable callable building a backend, for
-    models no loader knows (tests, benchmarks: run.pool.RayPool.put)."""
+    models no loader knows (tests, benchmarks: run.pool.RayPool.put). `threads`: the torch threads a local model on
+    the CPU computes with here, set before anything loads (the CPUs the worker asked: run.pool.sizing), so that its
+    records are those of an in-process run with as many threads whatever the worker's environment or process
+    history (an OMP_NUM_THREADS its node inherited, a torch already started with another count)."""
 
-    def __init__(self, index: int, factories: dict[str, tuple[dict[str, Any], Callable[[], Backend]]] | None = None):
+    def __init__(self, index: int, factories: dict[str, tuple[dict[str, Any], Callable[[], Backend]]] | None = None,
+                 threads: int | None = None):
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        self.threads = threads
         self.index = index
         self.factories = dict(factories or {})
         self.cache = BackendCache()

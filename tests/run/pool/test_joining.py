@@ -56,7 +56,8 @@ def home(tmp_path, monkeypatch):
     process is left alone."""
     monkeypatch.setitem(sys.modules, "ray._private.authentication.authentication_token_setup", None)
     for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
-        monkeypatch.delenv(key, raising=False)
+        monkeypatch.setenv(key, "")  # recorded as it was (delenv of an absent variable records nothing to undo),
+        monkeypatch.delenv(key)      # so that what use_local_token sets for this process is unset afterwards
     monkeypatch.setenv("HOME", str(tmp_path))
     return tmp_path
 

@@ -1,0 +1,122 @@
+"""Small random models of every causal-LM family the installed transformers knows, for the engine's support sweep
+(tests/backends/hf/test_support_sweep.py, scripts/support_table.py).
+
+`small_config(model_type)` shrinks the family's default configuration by attribute name (widths, heads, layers,
+experts, windows, latent ranks), keeping one layer of every layer type it declares (twice, so that a pattern's
+alternation is exercised) and a sliding window shorter than the sweep's run prefix; `build(model_type)` makes the
+model from it with weights at a scale where log-probabilities differ (the default initialisation's 0.02 makes every
+next token nearly equally likely, so a wrong attention path would hardly show). A family that transformers itself
+cannot build or run at that size raises `Unbuildable` with the reason."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+VOCAB = 400  # the tests' tiny tokenizer's vocabulary (tiny_models.tiny_tokenizer)
+WINDOW = 24  # sliding windows: shorter than the sweep's run prefix, so every window cuts into it
+HIDDEN, HEADS, KV_HEADS, HEAD_DIM, INTERMEDIATE = 64, 4, 2, 16, 96
+
+# attribute name -> small value, for every attribute of that name the default configuration has as an integer
+SIZES = {
+    **dict.fromkeys(("hidden_size", "d_model", "n_embd", "embed_dim", "dim", "backbone_hidden_size",
+                     "attention_hidden_size", "hidden_size_per_layer_input", "embedding_size"), HIDDEN),
+    **dict.fromkeys(("num_attention_heads", "n_head", "n_heads", "num_heads", "decoder_attention_heads",
+                     "encoder_attention_heads", "swa_num_attention_heads", "linear_num_value_heads",
+                     "linear_num_heads", "index_n_heads", "mamba_n_heads"), HEADS),
+    **dict.fromkeys(("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num",
+                     "swa_num_key_value_heads", "linear_num_key_heads"), KV_HEADS),
+    **dict.fromkeys(("head_dim", "attention_head_dim", "kv_channels", "dim_head", "swa_head_dim", "qk_head_dim",
+                     "linear_key_head_dim", "linear_value_head_dim", "linear_head_dim", "v_head_dim",
+                     "index_head_dim", "mamba_d_head"), HEAD_DIM),
+    **dict.fromkeys(("intermediate_size", "ffn_dim", "n_inner", "decoder_ffn_dim", "encoder_ffn_dim",
+                     "ffn_hidden_size", "moe_intermediate_size", "shared_expert_intermediate_size",
+                     "expert_ffn_hidden_size", "dim_ff", "dff", "shared_intermediate_size",
+                     "dense_intermediate_size", "intermediate_size_mlp", "shared_experts_intermediate_size"),
+                    INTERMEDIATE),
+    **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"), 4),
+    **dict.fromkeys(("num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token"), 2),
+    **dict.fromkeys(("sliding_window", "sliding_window_size", "window_size", "local_attention_window_len",
+                     "attention_window", "local_attention"), WINDOW),
+    **dict.fromkeys(("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "model_max_length"), 512),
+    **dict.fromkeys(("kv_lora_rank", "q_lora_rank", "o_lora_rank"), 32),
+    **dict.fromkeys(("qk_rope_head_dim", "qk_nope_head_dim", "rotary_dim"), 8),
+    **dict.fromkeys(("state_size", "mamba_d_state", "ssm_state_size"), 8),
+    **dict.fromkeys(("mamba_expand",), 2),
+    **dict.fromkeys(("time_step_rank", "mamba_dt_rank", "gated_norm_rank", "laurel_rank", "loop_gate_rank"), 8),
+    **dict.fromkeys(("chunk_size", "mamba_chunk_size", "attention_chunk_size", "index_topk", "block_size"), 16),
+    **dict.fromkeys(("vocab_size", "unpadded_vocab_size", "vocab_size_per_layer_input"), VOCAB),
+}
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers")
+TOKENS = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
+
+
+class Unbuildable(Exception):
+    """transformers cannot build or run this family at a small size (the message says why)."""
+
+
+def _layer_plan(default: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """(layers, overrides): every declared layer type kept, each twice in its order of first appearance."""
+    types = default.get("layer_types")
+    if isinstance(types, list) and types and all(isinstance(t, str) for t in types):
+        kinds = list(dict.fromkeys(types))
+        plan = kinds * 2
+        return len(plan), {"layer_types": plan}
+    return 2, {}
+
+
+def small_config(model_type: str) -> Any:
+    """The family's default configuration at the sizes above (see the module docstring)."""
+    from transformers import CONFIG_MAPPING
+
+    cls = CONFIG_MAPPING[model_type]
+    try:
+        default = cls().to_dict()
+    except Exception as e:  # noqa: BLE001 - any failure of the family's own default is its reason
+        raise Unbuildable(f"its default configuration fails: {type(e).__name__}: {_first_line(e)}") from e
+    layers, over = _layer_plan(default)
+    for key, value in default.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            continue
+        if key in SIZES and value > SIZES[key]:
+            over[key] = SIZES[key]
+        elif key in LAYER_KEYS:
+            over[key] = layers
+        elif key in TOKENS:
+            over[key] = TOKENS[key]
+    try:
+        return cls(**over)
+    except Exception as e:  # noqa: BLE001
+        raise Unbuildable(f"its configuration at small sizes fails: {type(e).__name__}: {_first_line(e)}") from e
+
+
+def scale_weights(model: Any, seed: int = 0) -> None:
+    """Every matrix (embeddings, projections, convolutions) drawn from N(0, 1/fan_in), norms and biases as
+    initialised: activations of order one and next-token distributions far from uniform."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.ndim >= 2 and p.is_floating_point():
+                fan_in = math.prod(p.shape[1:])
+                p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float32) * fan_in ** -0.5)
+
+
+def build(model_type: str, seed: int = 0) -> Any:
+    """A small random fp32 model of `model_type` in eval mode (Unbuildable when transformers cannot make one)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    config = small_config(model_type)
+    torch.manual_seed(seed)
+    try:
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    except Exception as e:  # noqa: BLE001
+        raise Unbuildable(f"from_config fails: {type(e).__name__}: {_first_line(e)}") from e
+    scale_weights(model, seed)
+    return model.eval()
+
+
+def _first_line(e: BaseException, limit: int = 160) -> str:
+    text = (str(e).strip().splitlines() or [""])[0]
+    return text if len(text) <= limit else text[:limit] + "..."
