@@ -6,7 +6,10 @@ compared through it:
 - `host`: milliseconds to tokenise a fixed text set (every record of benchmarks/data/enem_long_pt.jsonl, its
   question and options, TEXT_COPIES times over; one batch call without any cache of ours) with the embedded Gemma
   tokenizer (best and median of HOST_REPEATS): the host's speed at the work the engine's host side does most;
-- `commit`: the checkout's commit (`git rev-parse HEAD`) and whether it had uncommitted changes.
+- `commit`: the checkout's commit (`git rev-parse HEAD`) and whether it had uncommitted changes;
+- `cpu`: the CPU (model name, its vector and matrix units, the kernels torch dispatches to, any instruction set
+  forced down through the environment: backends.hf.compute.cpu), since timings and the low digits of scores
+  depend on it.
 A part that cannot be measured (no git, no embedded tokenizer) is null with the reason, never a guess.
 """
 from __future__ import annotations
@@ -108,7 +111,9 @@ def reference(device: Any = "cpu", tokenizer: Any = None) -> dict[str, Any]:
     left aside and the embedded one loaded."""
     if tokenizer is not None and len(tokenizer) != EMBEDDED_VOCAB:
         tokenizer = None
-    return {"commit": commit(), "gemm": _measured(gemm, device), "host": _measured(host, tokenizer)}
+    from mcqa_toolkit.backends.hf.compute import cpu
+
+    return {"commit": commit(), "cpu": cpu(), "gemm": _measured(gemm, device), "host": _measured(host, tokenizer)}
 
 
 def line(ref: dict[str, Any]) -> str:
@@ -117,4 +122,6 @@ def line(ref: dict[str, Any]) -> str:
     sha = "unknown" if not c.get("sha") else c["sha"][:12] + ("+changes" if c["dirty"] else "")
     mm = f"{g['best']:.0f} GFLOP/s ({g['side']}^3 fp32 on {g['device']})" if "best" in g else g["error"]
     tok = f"{h['best_ms']:.1f} ms ({h['texts']} texts, {h['chars']:,} chars)" if "best_ms" in h else h["error"]
-    return f"machine reference: commit {sha}; torch.mm {mm}; tokenisation of the fixed text set {tok}"
+    cpu = ref.get("cpu") or {}
+    isa = f"{cpu.get('model')} ({cpu.get('capability')} kernels{', forced ' + str(cpu['forced']) if cpu.get('forced') else ''})"
+    return f"machine reference: commit {sha}; CPU {isa}; torch.mm {mm}; tokenisation of the fixed text set {tok}"

@@ -8,7 +8,9 @@ scoring: records compared, max |delta| of any option score, the share of records
 equality rule's verdict (records.compare_runs; n_forwarded_tokens left out where the choice changes what is
 forwarded, said in `ignored`).
 
-Choices: torch threads (1 instead of the baseline's); the engine's items-per-call budget (CUDA's 16 items, 32,768
+Choices: torch threads (1 instead of the baseline's); the process left on another thread count and with
+bf16-rounded fp32 products by other work (the baseline's backend scoring again: the engine pins its own); the
+engine's items-per-call budget (CUDA's 16 items, 32,768
 slots, 128 rows, run on this CPU); the rows per forward call (8 instead of 64: the engine's batch size); a resume
 after the run's process was SIGKILLed mid-run; a Ray worker (default resources, and one of 1 CPU) instead of
 in-process; a llama-cpp-python server's history (benchmarks/_server_history.py).
@@ -19,6 +21,7 @@ in-process; a llama-cpp-python server's history (benchmarks/_server_history.py).
     P=../shared/reference/enem_exams/pt-br; OPENBLAS_NUM_THREADS=1 python benchmarks/invariance.py --workload exam
         --dataset enem --data-path $P/ENEM_2021_*_CO_PROVA_*.csv --per-subject 4 --items 16 --shuffles 4
         --item-params ../shared/reference/enem_inep/ITENS_PROVA_2021.csv --json results/benchmarks/invariance_DATE.json
+    # the same on an AVX2 machine's kernels: ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 before the command
     # short prompts: the demo exam, 0-shot (where the issue saw 1 thread against 2 move the scores)
     OPENBLAS_NUM_THREADS=1 python benchmarks/invariance.py --workload exam --dataset demo --shots 0 --items 12
                                      --shuffles 2 --json results/benchmarks/invariance_demo_DATE.json
@@ -38,7 +41,7 @@ from typing import Any, Callable
 
 import torch
 
-from mcqa_toolkit.backends.hf import HFBackend
+from mcqa_toolkit.backends.hf import HFBackend, compute
 from mcqa_toolkit.backends.hf.engine import BUDGETS
 from mcqa_toolkit.records.compare_runs import score_delta
 from mcqa_toolkit.records.equality import record_differences
@@ -77,6 +80,21 @@ def in_process(lm, items, pool, st: Strategy, out: Path, threads: int | None = N
         run(items, HFBackend(lm, **engine), st, out, shot_pool=pool, dataset="enem-long", progress=False)
     finally:
         torch.set_num_threads(before)
+    return out
+
+
+def after_a_process_change(lm, items, pool, st: Strategy, out: Path, backend: HFBackend) -> Path:
+    """The baseline's backend (renewed) scoring again while the process is set to other threads and to bf16-rounded
+    fp32 products (torch.set_float32_matmul_precision("medium")), as other work in a notebook may leave it: the
+    engine pins its own (backends/hf/compute.py)."""
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1 if threads > 1 else 2)
+        torch.set_float32_matmul_precision("medium")
+        run(items, backend.renew(), st, out, shot_pool=pool, dataset="enem-long", progress=False)
+    finally:
+        torch.set_float32_matmul_precision("highest")
+        torch.set_num_threads(threads)
     return out
 
 
@@ -152,7 +170,9 @@ def main() -> None:
     engines: dict[str, Any] = {}
     for scoring in SCORINGS:
         st = strategy(args, scoring)
-        base = in_process(lm, evaluated, pool, st, root / scoring / "baseline")
+        backend = HFBackend(lm)
+        base = root / scoring / "baseline"
+        run(evaluated, backend, st, base, shot_pool=pool, dataset="enem-long", progress=False)
         engines[scoring] = RunDir(base).provenance()["model"]["engine"]  # the baseline's engine path and budget
         variants: list[tuple[str, str, str, Callable[[], Any], tuple[str, ...]]] = [
             ("torch threads", f"{threads}", "1", lambda: in_process(lm, evaluated, pool, st, root / scoring / "t1",
@@ -160,6 +180,9 @@ def main() -> None:
             ("items-per-call budget", f"CPU: {budget(BUDGETS['cpu'])}", f"CUDA: {budget(BUDGETS['cuda'])}",
              lambda: in_process(lm, evaluated, pool, st, root / scoring / "cuda", **engine_of(BUDGETS["cuda"])),
              ("n_forwarded_tokens",)),
+            ("process state left by other work", "as the engine was made",
+             "the process on another thread count with bf16-rounded fp32 products",
+             lambda: after_a_process_change(lm, evaluated, pool, st, root / scoring / "process", backend), ()),
             ("rows per forward call (batch size)", "64", "8",
              lambda: in_process(lm, evaluated, pool, st, root / scoring / "rows8", max_batch_rows=8),
              ("n_forwarded_tokens",)),
@@ -188,7 +211,7 @@ def main() -> None:
     name = args.workload if args.workload == "enem-long" else f"{args.dataset} {args.language}"
     result = {"date": datetime.date.today().isoformat(), "command": "python benchmarks/invariance.py "
               + " ".join(sys.argv[1:]).replace(str(args.json or "\0"), "JSON"),
-              "model": "gemma-3-270m fp32 cpu", "torch": torch.__version__, "threads": threads,
+              "model": "gemma-3-270m fp32 cpu", "torch": torch.__version__, "threads": threads, "cpu": compute.cpu(),
               "cpus": os.cpu_count(), "workload": {"name": name, "items": len(evaluated),
                                                    "shuffles": args.shuffles, "shots": args.shots},
               "load_1min": load, "baseline_engine": engines, "rows": rows}

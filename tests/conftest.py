@@ -112,7 +112,10 @@ def gemma():
 def tiny_model_dir(tmp_path_factory, tiny_gemma):
     """The tiny Gemma 3 saved as a local model directory: any code path taking a model name can load it."""
     d = tmp_path_factory.mktemp("tiny-gemma3")
+    config = tiny_gemma.model.config
+    before = dict(vars(config))
     tiny_gemma.model.save_pretrained(d)
+    vars(config).update(before)  # save_pretrained writes its architectures and dtype into the shared model's config
     tiny_gemma.tokenizer.save_pretrained(d)
     return d
 

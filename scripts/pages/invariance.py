@@ -9,6 +9,7 @@ from pages.blocks import REPO, read_json, rel, table
 RESULTS = REPO / "results" / "benchmarks"
 CAUSES = {
     "torch threads": "not ours: torch's CPU kernels may split a sum over the threads (below)",
+    "process state left by other work": "none: the engine pins its threads and IEEE fp32 products for each call",
     "items-per-call budget": "ours, not made exact: other items' prefixes and rows share the forward call (below)",
     "rows per forward call (batch size)": "ours, exact while a row's padded width stays the same (below)",
     "resume after SIGKILL mid-run": "none: the resumed items are computed as in the uninterrupted run",
@@ -37,9 +38,19 @@ def rows_of(path) -> list[list[str]]:
         else:  # the server probe names each row's workload after the variant's last "; "
             variant, _, workload = variant.rpartition("; ") if "; " in variant else (variant, "", "see the raw file")
         out.append([r["choice"], workload, r["scoring"], f"{r['baseline']} -> {variant}", str(r["records"]),
-                    _delta(r["max_abs_delta"]), same, rule, CAUSES.get(r["choice"], "not analysed"),
+                    _delta(r["max_abs_delta"]), same, rule, CAUSES.get(r["choice"], "not analysed"), _cpu(raw),
                     _measured_on(raw, r["scoring"]), f"`{rel(path)}`"])
     return out
+
+
+def _cpu(raw: dict) -> str:
+    """The CPU a file was measured on and the kernels torch used, with what the environment forced; or that the file
+    does not say."""
+    cpu = raw.get("cpu") or (raw.get("machine") or {}).get("cpu")
+    if not cpu:
+        return "not recorded"
+    forced = ", ".join(f"{k}={v}" for k, v in sorted(cpu.get("forced", {}).items()))
+    return f"{cpu.get('model')}; {cpu.get('capability')} kernels" + (f" (forced: {forced})" if forced else "")
 
 
 def _measured_on(raw: dict, scoring: str) -> str:
@@ -62,8 +73,8 @@ def invariance() -> str:
     if not rows:
         return "No raw file yet: run `benchmarks/invariance.py --json results/benchmarks/invariance_DATE.json`."
     return table(["execution choice", "workload", "scoring", "baseline -> variant", "records", "max \\|delta\\|",
-                  "same choice", "equal by the 1e-6 rule", "cause", "measured at; baseline engine", "raw file"],
-                 rows, "llllrrrllll")
+                  "same choice", "equal by the 1e-6 rule", "cause", "CPU", "measured at; baseline engine", "raw file"],
+                 rows, "llllrrrlllll")
 
 
 def blocks() -> dict[str, str]:
