@@ -24,7 +24,7 @@ for path in (HERE, REPO):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from pages import blocks, cluster, contamination, dif, enem, invariance, performance, readme  # noqa: E402
+from pages import blocks, cluster, contamination, dif, enem, invariance, performance, readme, support  # noqa: E402
 
 
 def _reliability() -> str:
@@ -43,6 +43,7 @@ PAGES: dict[str, tuple[Callable[[], dict[str, str]], dict[str, tuple[str, str]]]
     "docs/invariance.md": (invariance.blocks, {}),
     "docs/contamination.md": (contamination.blocks, {}),
     "docs/backends.md": (invariance.backends_blocks, {}),
+    "docs/support.md": (support.blocks, {}),
     "README.md": (readme.blocks, {}),
 }
 

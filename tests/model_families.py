@@ -34,7 +34,7 @@ SIZES = {
                      "dense_intermediate_size", "intermediate_size_mlp", "shared_experts_intermediate_size"),
                     INTERMEDIATE),
     **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts"), 4),
-    **dict.fromkeys(("num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token"), 2),
+    **dict.fromkeys(("num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token", "moe_top_k"), 2),
     **dict.fromkeys(("sliding_window", "sliding_window_size", "window_size", "local_attention_window_len",
                      "attention_window", "local_attention"), WINDOW),
     **dict.fromkeys(("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "model_max_length"), 512),
@@ -48,6 +48,8 @@ SIZES = {
 }
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers")
 TOKENS = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
+# families whose defaults need more than the sizes above to be consistent at a small size (found by building them)
+OVERRIDES: dict[str, dict[str, Any]] = {}
 
 
 class Unbuildable(Exception):
@@ -55,13 +57,52 @@ class Unbuildable(Exception):
 
 
 def _layer_plan(default: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """(layers, overrides): every declared layer type kept, each twice in its order of first appearance."""
-    types = default.get("layer_types")
-    if isinstance(types, list) and types and all(isinstance(t, str) for t in types):
-        kinds = list(dict.fromkeys(types))
-        plan = kinds * 2
-        return len(plan), {"layer_types": plan}
-    return 2, {}
+    """(layers, overrides): the layers kept of a long stack, chosen so that every per-layer list (layer types, MLP
+    types, ...: lists as long as the stack) keeps each of its kinds twice, in order; two layers without such lists."""
+    n = next((default[k] for k in LAYER_KEYS if isinstance(default.get(k), int)), None)
+    lists = {k: v for k, v in default.items() if isinstance(v, list) and n and len(v) == n and v
+             and all(isinstance(x, (str, int, bool)) for x in v)}
+    if not lists:
+        return 2, {}
+    keep: set[int] = set()
+    for values in lists.values():
+        seen: dict[Any, int] = {}
+        for i, x in enumerate(values):
+            if seen.get(x, 0) < 2:
+                seen[x] = seen.get(x, 0) + 1
+                keep.add(i)
+    index = sorted(keep)
+    return len(index), {k: [v[i] for i in index] for k, v in lists.items()}
+
+
+def _shrunk(default: dict[str, Any], top: bool = True) -> dict[str, Any]:
+    """The overrides that make a configuration (as a dict) small; nested sub-configurations (a composite's text and
+    vision towers) shrunk alike."""
+    layers, over = _layer_plan(default)
+    for key, value in default.items():
+        if isinstance(value, dict) and key.endswith("_config") and "model_type" in value:
+            over[key] = {**value, **_shrunk(value, top=False)}
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            continue
+        if key in SIZES and value > SIZES[key]:
+            over[key] = SIZES[key]
+        elif key in LAYER_KEYS:
+            over[key] = layers
+        elif key in TOKENS and top:
+            over[key] = TOKENS[key]
+    if "qk_rope_head_dim" in default and "head_dim" in default:  # latent attention: rotary on the rope part only
+        over["head_dim"] = over.get("qk_rope_head_dim", default["qk_rope_head_dim"])
+    for key in ("n_group", "num_expert_group", "topk_group"):  # expert groups: one group of the few experts
+        if isinstance(default.get(key), int):
+            over[key] = 1
+    for key in ("num_experts_per_tok", "moe_k"):  # a router with no top-k set, or more than the experts kept
+        if key in default and (default[key] is None or default[key] > 2):
+            over[key] = 2
+    for key in ("moe_layer_end_index", "max_window_layers"):
+        if isinstance(default.get(key), int):
+            over[key] = min(default[key], layers - 1)
+    return over
 
 
 def small_config(model_type: str) -> Any:
@@ -73,16 +114,7 @@ def small_config(model_type: str) -> Any:
         default = cls().to_dict()
     except Exception as e:  # noqa: BLE001 - any failure of the family's own default is its reason
         raise Unbuildable(f"its default configuration fails: {type(e).__name__}: {_first_line(e)}") from e
-    layers, over = _layer_plan(default)
-    for key, value in default.items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            continue
-        if key in SIZES and value > SIZES[key]:
-            over[key] = SIZES[key]
-        elif key in LAYER_KEYS:
-            over[key] = layers
-        elif key in TOKENS:
-            over[key] = TOKENS[key]
+    over = {**_shrunk(default), **OVERRIDES.get(model_type, {})}
     try:
         return cls(**over)
     except Exception as e:  # noqa: BLE001

@@ -12,12 +12,14 @@ HFBackend.generate (one prompt: on the run prefix's cache when the engine keeps 
 transformers' generate on each prompt alone. `sweep(model_type)` returns one row of the raw file."""
 from __future__ import annotations
 
+import datetime
 import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 from model_families import VOCAB, WINDOW, Unbuildable, build
+from paths import REPO
 
 EXACT = 1e-4  # the engine's equality bound in fp32 (README; tests/backends/hf/test_engine.py)
 RUN_TOKENS = WINDOW + 16
@@ -196,6 +198,7 @@ def sweep(model_type: str, tokenizer: Any) -> dict[str, Any]:
     row["checked"] = {p: measure_path(lm, work, reference, p, check=True) for p in PATHS}
     row["generation"] = generation(lm)
     row["seconds"] = round(time.perf_counter() - t0, 2)
+    row["verdict"] = verdict(row)
     return row
 
 
@@ -216,5 +219,35 @@ def verdict(row: dict[str, Any]) -> str:
     return "exact" if g["one_same"] and g["padded_same"] else "wrong"
 
 
-__all__ = ["EXACT", "PATHS", "engine_options", "generation", "kind", "measure_path", "plain_logprobs", "sweep",
-           "verdict", "workload"]
+def status(row: dict[str, Any]) -> str:
+    """What the committed table holds a family to: unbuildable, or its verdict with the path the self-check kept on
+    each engine path and whether generation starts from the run prefix's cache (deltas vary in their low digits
+    with the CPU's kernels; these do not)."""
+    if not row["built"]:
+        return "unbuildable"
+    kept = ", ".join(f"{p}: {row['checked'][p].get('kept', 'error')}" for p in PATHS)
+    return f"{verdict(row)}; kept {kept}; generation from the run prefix's cache: " \
+           f"{row['generation'].get('run_prefix_cache')}"
+
+
+def raw_file(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The sweep's raw file: every family's row with the versions, the CPU and the commit it was measured at."""
+    import subprocess
+
+    import torch
+    import transformers
+
+    from mcqa_toolkit.backends.hf import compute
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+    return {"date": datetime.date.today().isoformat(), "transformers": transformers.__version__,
+            "torch": torch.__version__, "cpu": compute.cpu(), "threads": torch.get_num_threads(),
+            "commit": {"sha": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain",
+                                                                                "--untracked-files=no"))},
+            "exact_bound": EXACT, "families": len(rows), "rows": [rows[k] for k in sorted(rows)]}
+
+
+__all__ = ["EXACT", "PATHS", "engine_options", "generation", "kind", "measure_path", "plain_logprobs", "raw_file",
+           "status", "sweep", "verdict", "workload"]

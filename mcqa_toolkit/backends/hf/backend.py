@@ -20,6 +20,7 @@ from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request
 from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_one, generate_padded
 from mcqa_toolkit.backends.hf.loading import LM
 from mcqa_toolkit.backends.hf.segments import TokenCache
+from mcqa_toolkit.backends.hf.selfcheck import padded_generation
 from mcqa_toolkit.backends.hf.tokens import (continuation_requests, encode, letter_requests, prompt_text,
                                              shared_prefix_ids)
 
@@ -123,8 +124,8 @@ class HFBackend:
 
     def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0,
                  stop: Sequence[str] = DEFAULT_STOP, seeds: Sequence[int] | None = None) -> list[Generation]:
-        """Greedy with several prompts: left-padded into one tensor; otherwise one by one (own seed, run-prefix
-        cache)."""
+        """Greedy with several prompts: left-padded into one tensor where that is exact on this model (selfcheck's
+        padded_generation); otherwise one by one (own seed, run-prefix cache where the engine keeps one)."""
         id_lists = [encode(self.lm, *prompt_text(self.lm, p), cache=self.tokens) for p in prompts]
         with self.engine.pinned():
             gens = self._generate(prompts, id_lists, max_new_tokens, temperature, stop, seeds)
@@ -134,7 +135,7 @@ class HFBackend:
     def _generate(self, prompts: Sequence[Any], id_lists: list[tuple[int, ...]], max_new_tokens: int,
                   temperature: float, stop: Sequence[str], seeds: Sequence[int] | None) -> list[Generation]:
         stats = self.engine.stats
-        if temperature == 0 and len(prompts) > 1:
+        if temperature == 0 and len(prompts) > 1 and padded_generation(self.engine):
             gens, forwarded, padded = generate_padded(self.lm, id_lists, max_new_tokens=max_new_tokens, stop=stop)
             stats.forwarded += forwarded
             stats.naive += sum(len(x) for x in id_lists)

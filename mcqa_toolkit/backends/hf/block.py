@@ -15,7 +15,7 @@ prompt), on one run prefix (instruction + few-shot block, whose cache the engine
    at most `max_batch_tokens` slots and `max_batch_rows` rows; each row sees its own item's cached slots
    (masks.rows_view, masks.tree_masks), so a call carries rows of several items.
 Without masks of ours (attention implementations that take none) a block is one item: rows are then plain causal
-sequences, which can only continue one contiguous cache.
+sequences, which can only continue one contiguous cache. `score_parts` runs both steps and the LM head (heads.py).
 """
 from __future__ import annotations
 
@@ -27,9 +27,15 @@ import numpy as np
 import torch
 from torch.profiler import record_function
 
+from mcqa_toolkit.backends.hf.budget import ROW_TOKENS
+from mcqa_toolkit.backends.hf.heads import head_logprobs
 from mcqa_toolkit.backends.hf.masks import layer_groups, row_arrays, rows_view, shared_cache, tree_masks, upload
-from mcqa_toolkit.backends.hf.packing import Row
+from mcqa_toolkit.backends.hf.packing import Row, plan_batches, plan_items
 from mcqa_toolkit.backends.hf.tree import plan_call
+
+
+class Unpackable(ValueError):
+    """The model's cache after its run prefix takes no masks of ours: the block's items go one at a time."""
 
 
 @dataclass
@@ -109,7 +115,7 @@ def open_block(engine: Any, run_cache: Any, run_len: int, prefixes: Sequence[Seq
             cache = shared_cache(cache, 1, keep_all=True)
     groups = layer_groups(lm.model, cache) if packed else None
     if n > 1 and groups is None:
-        raise ValueError("several items in one block need packed rows (masks of ours)")
+        raise Unpackable("several items in one block need packed rows (masks of ours)")
     if width and n == 1:
         engine.forward(upload([np.array([prefixes[0]])], lm.device)[0], cache)
     elif width:
@@ -218,3 +224,39 @@ def forward_block(engine: Any, block: BlockCache, batches: Sequence[list[Row]], 
     req, idx = np.concatenate(reqs), np.concatenate(index)
     order = np.argsort(req, kind="stable")  # a request's nodes are in one row, in path order
     return torch.cat(hidden), (idx[order], np.bincount(req, minlength=len(n_scored)))
+
+
+def score_parts(engine: Any, parts: list[Any]) -> list[list[np.ndarray]]:
+    """Items (parts.Part) on one run prefix: their prefixes in one call, their trie rows in budgeted calls, then one
+    LM-head pass over the scored positions of all of them; one item at a time where the model's cache takes no
+    masks of ours once it holds the run prefix (the engine then packs no more blocks)."""
+    try:
+        return _score_items(engine, parts)
+    except Unpackable:
+        if len(parts) == 1:
+            raise
+        engine._masks_ok = False
+        return [_score_items(engine, [p])[0] for p in parts]
+
+
+def _score_items(engine: Any, parts: list[Any]) -> list[list[np.ndarray]]:
+    run = parts[0].run
+    ends = [p.item_prefix_end for p in parts]
+    run_cache = engine._prefix_cache(run) if run else None
+    block = open_block(engine, run_cache, len(run), [p.reqs[0].tokens[len(run):e] for p, e in zip(parts, ends)],
+                       engine.packed)
+    with record_function("mcqa::plan"):
+        width = engine.row_tokens or ROW_TOKENS["tree" if engine.tree else "masks"]
+        rows = plan_items([[r.tokens[e: r.needed] for r in p.reqs] for p, e in zip(parts, ends)], width,
+                          packed=block.windows is not None)
+        batches = plan_batches(rows, engine.max_batch_tokens, engine.max_batch_rows)
+    reqs = [r for p in parts for r in p.reqs]
+    hidden, scored = forward_block(engine, block, batches, [r.n_scored for r in reqs])
+    with record_function("mcqa::head"):
+        values = head_logprobs(engine.lm.model, reqs, scored, hidden, engine.head_rows, engine.stats,
+                               engine.head_vocab, engine.linear_fn)
+    out, k = [], 0
+    for p in parts:
+        out.append(values[k: k + len(p.reqs)])
+        k += len(p.reqs)
+    return out

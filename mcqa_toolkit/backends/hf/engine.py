@@ -32,17 +32,18 @@ import torch
 from torch.profiler import record_function
 
 from mcqa_toolkit.backends.hf import compute
-from mcqa_toolkit.backends.hf.block import forward_block, open_block
+from mcqa_toolkit.backends.hf.block import score_parts
 from mcqa_toolkit.backends.hf.budget import ATTENTION, BUDGETS, ROW_TOKENS, Budget, device_budget
-from mcqa_toolkit.backends.hf.heads import head_logprobs, lm_head, request_logprobs
+from mcqa_toolkit.backends.hf.heads import lm_head, request_logprobs
 from mcqa_toolkit.backends.hf.kernels import LINEAR, onednn_available, onednn_linear, onednn_linears
 from mcqa_toolkit.backends.hf.loading import LM
 from mcqa_toolkit.backends.hf.masks import attention_kernels, group_names, layer_groups, upload
-from mcqa_toolkit.backends.hf.packing import plan_batches, plan_items, unique_tokens
+from mcqa_toolkit.backends.hf.packing import unique_tokens
 from mcqa_toolkit.backends.hf.parts import Part, chunks, make_part
+from mcqa_toolkit.backends.hf.plain import naive_scores, plain_scores, sequential_scores, takes
 from mcqa_toolkit.backends.hf.request import EngineStats, Request
 from mcqa_toolkit.backends.hf.static import StaticRows
-from mcqa_toolkit.backends.hf.tree import tree_implementation
+from mcqa_toolkit.backends.hf.tree import TreeNotUsed, tree_implementation
 
 __all__ = ["Budget", "BUDGETS", "device_budget", "EngineStats", "PrefixScorer", "Request", "lm_head", "naive_scores",
            "request_logprobs"]
@@ -71,14 +72,17 @@ class PrefixScorer:
     captured as CUDA graphs on CUDA (static.py; elsewhere the same static calls run eagerly; dense masks only);
     `threads` the torch threads every scoring call computes with (None: the process's when the engine is made),
     which with IEEE fp32 products is pinned for each call (compute.py: what ran before in the process never
-    changes the numbers). On a GPU, `max_batch_tokens` and `items_per_call` also bound memory: while a layer runs, each row of a call
+    changes the numbers); `check` the self-check on the model before anything is scored (selfcheck.py: a path
+    that is not exact on this model is refused, with a warning, for the next one down to the plain forward; its
+    verdict is in `settings()`). On a GPU, `max_batch_tokens` and `items_per_call` also bound memory: while a layer runs, each row of a call
     holds its own copy of its item's cached keys/values, and a block keeps each of its items' caches.
     """
 
     def __init__(self, lm: LM, max_batch_tokens: int | None = None, max_batch_rows: int | None = None,
                  max_prefixes: int = 8, row_tokens: int | None = None, head_rows: int | None = None, pack: bool = True,
                  items_per_call: int | None = None, graphs: bool = False, attention: str | None = None,
-                 linear: str | None = None, head_vocab: int | None = None, threads: int | None = None):
+                 linear: str | None = None, head_vocab: int | None = None, threads: int | None = None,
+                 check: bool = True):
         from transformers import DynamicCache  # local: keeps the import cost inside scoring
 
         budget = device_budget(lm.device, lm.model)
@@ -102,6 +106,49 @@ class PrefixScorer:
         self._prefixes: dict[tuple[int, ...], object] = {}   # insertion-ordered LRU
         self._masks_ok: bool | None = None
         self.static = StaticRows(self) if graphs else None
+        self.plain = self.sequential = False
+        # the model body's cache argument: `cache` where its forward takes it (transformers 5.24+, every state-space
+        # and hybrid family), else `past_key_values`
+        self._cache_arg = "cache" if takes(lm.model.base_model.forward, "cache") else "past_key_values"
+        self.verdict = None
+        if check:
+            from mcqa_toolkit.backends.hf import selfcheck
+
+            self.verdict = selfcheck.verdict(self)
+            self.take(self.verdict.path)
+
+    @property
+    def path(self) -> str:
+        """How the engine scores: "tree" (packed rows, tree attention), "masks" (packed rows under dense masks),
+        "unpacked" (one right-padded row per sequence on the shared caches), "sequential" (each sequence on a copy
+        of the run prefix's cache) or "plain" (no sharing); plain.py has the last two."""
+        if self.plain or self.sequential:
+            return "plain" if self.plain else "sequential"
+        return "tree" if self.tree else "masks" if self.packed else "unpacked"
+
+    @property
+    def prefix_cache(self) -> bool:
+        """Whether generation starts from the run prefix's cache (not on the plain path: nothing is shared)."""
+        return not self.plain
+
+    def take(self, path: str) -> None:
+        """Score with `path` (one the self-check kept)."""
+        if path not in ("tree", "masks", "unpacked", "sequential", "plain"):
+            raise ValueError(f"engine path {path!r}")
+        self.plain, self.sequential = path == "plain", path == "sequential"
+        self.pack = self.pack and path in ("tree", "masks")
+        if path == "masks":
+            self.attention = "masks"
+        if path != "masks":  # static shapes run dense masks only
+            self.static = None
+
+    def path_options(self) -> dict[str, Any]:
+        """The options that make another engine of this one's budget and kernels (the self-check's candidates)."""
+        return {"max_batch_tokens": self.max_batch_tokens, "max_batch_rows": self.max_batch_rows,
+                "max_prefixes": self.max_prefixes, "row_tokens": self.row_tokens, "head_rows": self.head_rows,
+                "pack": self.pack, "items_per_call": self.items_per_call, "graphs": self.static is not None,
+                "attention": self.attention, "linear": self.linear, "head_vocab": self.head_vocab,
+                "threads": self.threads}
 
     def settings(self) -> dict[str, Any]:
         """The budget and kernels in use, and how the budget was chosen (a run's provenance records them)."""
@@ -110,6 +157,7 @@ class PrefixScorer:
                 "linear": self.linear, "row_tokens": self.row_tokens or ROW_TOKENS["tree" if self.tree else "masks"],
                 "graphs": self.static is not None, "budget": self.budget.source,
                 "attn_implementation": getattr(self.lm.model.config, "_attn_implementation", None),
+                "path": self.path, "check": self.verdict.to_dict() if self.verdict else {"source": "off"},
                 **compute.describe(self.threads, self.lm.device, self.dtype)}
 
     def pinned(self) -> contextlib.AbstractContextManager:
@@ -167,6 +215,9 @@ class PrefixScorer:
             out = self.lm.model.base_model(input_ids=ids, position_ids=positions, attention_mask=placeholder,
                                            use_cache=False, mcqa_tree=plan).last_hidden_state
         self.stats.body_seconds += time.perf_counter() - t0
+        if plan.calls != len(plan.groups):
+            raise TreeNotUsed(f"{plan.calls} of the model's {len(plan.groups)} layers computed the engine's tree "
+                              "attention; the others attend their own way (attention='masks' scores this model)")
         return out
 
     def forward(self, ids: torch.Tensor, cache: Any, **kwargs: Any) -> torch.Tensor:
@@ -174,7 +225,7 @@ class PrefixScorer:
         self.stats.calls += 1
         t0 = time.perf_counter()
         with record_function("mcqa::body"), attention_kernels(ids.device):
-            out = self.lm.model.base_model(input_ids=ids, past_key_values=cache, use_cache=True,
+            out = self.lm.model.base_model(input_ids=ids, use_cache=True, **{self._cache_arg: cache},
                                            **kwargs).last_hidden_state
         self.stats.body_seconds += time.perf_counter() - t0
         return out
@@ -197,7 +248,7 @@ class PrefixScorer:
         """A private copy of the cache of `shared_prefix` if `ids` extends it (for generation), else None.
         The caller accounts for the tokens it forwards past the prefix."""
         run = tuple(shared_prefix)
-        if not run or len(ids) <= len(run) or tuple(ids[: len(run)]) != run:
+        if not self.prefix_cache or not run or len(ids) <= len(run) or tuple(ids[: len(run)]) != run:
             return None
         with self.pinned():
             return copy.deepcopy(self._prefix_cache(run))
@@ -222,8 +273,17 @@ class PrefixScorer:
         t0 = time.perf_counter()
         parts = [make_part(requests, shared_prefix) for requests, shared_prefix in items]
         results: list[list[np.ndarray]] = [[] for _ in parts]
-        for chunk in chunks(parts, self.packed, self.max_batch_tokens, self.max_batch_rows):
-            for i, values in zip(chunk, self._score_parts([parts[i] for i in chunk])):
+        if self.plain:
+            for i, part in enumerate(parts):
+                results[i] = plain_scores(self.lm, part.reqs)
+                self.stats.forwarded += sum(len(r.tokens) for r in part.reqs)
+            parts = [Part(p.reqs, p.order, ()) for p in parts]  # nothing shared: every token is forwarded
+        elif self.sequential:
+            for i, part in enumerate(parts):
+                results[i] = sequential_scores(self, part.reqs, part.run)
+        for chunk in ([] if self.plain or self.sequential else
+                      chunks(parts, self.packed, self.max_batch_tokens, self.max_batch_rows)):
+            for i, values in zip(chunk, score_parts(self, [parts[i] for i in chunk])):
                 results[i] = values
         for (requests, _), part in zip(items, parts):
             self.stats.naive += sum(len(r.tokens) for r in requests)
@@ -231,43 +291,3 @@ class PrefixScorer:
             self.stats.items += 1
         self.stats.seconds += time.perf_counter() - t0
         return [[values[k] for k in part.order] for values, part in zip(results, parts)]
-
-    def _score_parts(self, parts: list[Part]) -> list[list[np.ndarray]]:
-        """Items on one run prefix: their prefixes in one call, their trie rows in budgeted calls, then one LM-head
-        pass over the scored positions of all of them."""
-        run = parts[0].run
-        ends = [p.item_prefix_end for p in parts]
-        run_cache = self._prefix_cache(run) if run else None
-        block = open_block(self, run_cache, len(run), [p.reqs[0].tokens[len(run):e] for p, e in zip(parts, ends)],
-                           self.packed)
-        with record_function("mcqa::plan"):
-            width = self.row_tokens or ROW_TOKENS["tree" if self.tree else "masks"]
-            rows = plan_items([[r.tokens[e: r.needed] for r in p.reqs] for p, e in zip(parts, ends)], width,
-                              packed=block.windows is not None)
-            batches = plan_batches(rows, self.max_batch_tokens, self.max_batch_rows)
-        reqs = [r for p in parts for r in p.reqs]
-        hidden, scored = forward_block(self, block, batches, [r.n_scored for r in reqs])
-        with record_function("mcqa::head"):
-            values = head_logprobs(self.lm.model, reqs, scored, hidden, self.head_rows, self.stats, self.head_vocab,
-                                   self.linear_fn)
-        out, k = [], 0
-        for p in parts:
-            out.append(values[k: k + len(p.reqs)])
-            k += len(p.reqs)
-        return out
-
-
-@torch.inference_mode()
-def naive_scores(lm: LM, requests: Sequence[Request], full_logits: bool = True) -> list[np.ndarray]:
-    """Reference computation: each sequence forwarded alone through the model's own forward, no cache.
-
-    `full_logits=True` is the plain loop (logits at every position, as a generic evaluation loop computes);
-    False asks the model for the scored positions only (`logits_to_keep`), same numbers, much less LM-head work.
-    """
-    out = []
-    for r in requests:
-        ids = torch.tensor([r.tokens], device=lm.device)
-        keep = 0 if full_logits else len(r.tokens) - r.n_context + 1
-        logits = lm.model(input_ids=ids, use_cache=False, logits_to_keep=keep).logits[0]
-        out.append(request_logprobs(r, logits[-(len(r.tokens) - r.n_context + 1):]))
-    return out

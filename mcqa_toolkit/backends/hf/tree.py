@@ -21,8 +21,10 @@ weight 0. Pad slots see themselves only, as in masks.py.
 
 The model's own attention layers call this function (registered with transformers' AttentionInterface under
 `IMPLEMENTATION`, switched on for the call by `tree_implementation`); the call's `TreePlan` reaches it as a keyword
-argument (transformers passes the forward's extra keyword arguments down to the attention function), and the cache
-object the call gets returns the new keys only (`NewKeysOnly`): the cached keys are read from the plan. Kernels: on
+argument (transformers passes the forward's extra keyword arguments down to the attention function); the call has no
+cache object: the cached keys are read from the plan. A model whose attention layers do not go through the
+implementation switch (they call their own attention) would ignore the plan: each call counts the layers that used
+it (`TreePlan.calls`) and the engine refuses a call where not every layer did. Kernels: on
 CPU PyTorch's flash-attention kernel, which returns the log-sum-exp and takes a stride-0 (shared) key tensor; on
 other devices the same two parts in plain matrix products (exact, not tuned).
 """
@@ -77,21 +79,7 @@ class TreePlan:
     rows: int
     width: int
     linear: Callable = torch.nn.functional.linear     # the engine's matrix product (kernels.py) for the cached part
-
-
-class NewKeysOnly:
-    """The cache object of a tree call: every layer's update hands back the call's own keys and values, stores
-    nothing; the cached keys come from the TreePlan."""
-
-    def __init__(self, layers: int):
-        self.layers = [None] * layers
-
-    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
-               ) -> tuple[torch.Tensor, torch.Tensor]:
-        return key_states, value_states
-
-    def get_seq_length(self, *args: Any) -> int:
-        return 0
+    calls: int = 0                                    # attention layers that used the plan in this call
 
 
 def _additive(visible: np.ndarray, dtype: torch.dtype, device: Any) -> torch.Tensor:
@@ -222,7 +210,11 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
                    scaling: float | None = None, dropout: float = 0.0, **kwargs: Any) -> tuple[torch.Tensor, None]:
     """The attention function of a tree call (AttentionInterface signature): query (rows, heads, width, dim), key /
     value the call's own (rows, kv heads, width, dim); returns (rows, width, heads, dim)."""
-    plan: TreePlan = kwargs["mcqa_tree"]
+    plan: TreePlan | None = kwargs.get("mcqa_tree")
+    if plan is None:
+        raise TreeNotUsed(f"{type(module).__name__} does not pass the engine's tree plan to its attention function "
+                          "(attention='masks' scores this model)")
+    plan.calls += 1
     layer = module.layer_idx
     group = plan.groups[layer]
     rows, heads, width, dim = query.shape
@@ -264,6 +256,10 @@ def register() -> None:
     from transformers import AttentionInterface
 
     AttentionInterface.register(IMPLEMENTATION, tree_attention)
+
+
+class TreeNotUsed(RuntimeError):
+    """A model's attention layers did not all call tree_attention (they compute attention their own way)."""
 
 
 @contextlib.contextmanager

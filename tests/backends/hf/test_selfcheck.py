@@ -1,0 +1,108 @@
+"""The engine's self-check (backends/hf/selfcheck.py): a path that is not exact on a model is refused and routed
+around with a warning, on models no test lists (a deliberately broken attention path); the verdict is kept per model,
+weights and options, in the process and on disk; it can be turned off; recurrent models are scored exactly."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from mcqa_toolkit.backends.hf import selfcheck, tree, wrap
+from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request, naive_scores
+
+
+@pytest.fixture
+def verdicts(tmp_path, monkeypatch):
+    """Verdicts kept in a folder of the test's own, none in this process yet."""
+    monkeypatch.setattr(selfcheck, "cache_dir", lambda: tmp_path / "selfcheck")
+    monkeypatch.setattr(selfcheck, "_MEMO", {})
+    monkeypatch.setattr(selfcheck, "_PADDED", {})
+    return tmp_path / "selfcheck"
+
+
+def _requests(lm):
+    run, letters, options = selfcheck.probe(lm)
+    return run, [r for reqs in letters + options for r in reqs]
+
+
+def test_a_model_the_engine_serves_keeps_its_path_and_the_verdict_is_kept(tiny_lm, verdicts, monkeypatch):
+    engine = PrefixScorer(tiny_lm)
+    assert engine.path == "tree" and engine.verdict.path == "tree" and engine.verdict.source == "checked"
+    assert engine.verdict.deltas["tree"] <= selfcheck.FP32_BOUND and list(verdicts.glob("*.json"))
+    monkeypatch.setattr(selfcheck, "check", lambda e: pytest.fail("checked again"))
+    assert PrefixScorer(tiny_lm).verdict.source == "checked"  # this process's memo
+    monkeypatch.setattr(selfcheck, "_MEMO", {})
+    assert PrefixScorer(tiny_lm).verdict.source == "cached"   # from the disk, as a new process finds it
+    assert PrefixScorer(tiny_lm, check=False).verdict is None
+
+
+def test_a_broken_tree_attention_is_caught_and_routed_around_with_a_warning(tiny_gemma, verdicts, monkeypatch):
+    """Tree attention made slightly wrong (the cached part's scale off by 1%), as an unseen family's attention might
+    differ: the check refuses it, says so, and the engine scores with dense masks, equal to the naive path."""
+    real = tree.attend_cached
+    monkeypatch.setattr(tree, "attend_cached", lambda q, k, v, mask, scale, linear: real(q, k, v, mask, scale * 1.01,
+                                                                                         linear))
+    with pytest.warns(RuntimeWarning, match="tree path is refused .* it scores with the masks path"):
+        engine = PrefixScorer(tiny_gemma)
+    assert engine.path == "masks" and engine.verdict.deltas["tree"] > selfcheck.FP32_BOUND
+    run, reqs = _requests(tiny_gemma)
+    got = engine.score(reqs, run)
+    assert max(float(np.abs(a - b).max()) for a, b in zip(got, naive_scores(tiny_gemma, reqs))) < 1e-4
+
+
+def test_a_path_that_fails_is_refused_with_its_error(tiny_gemma, verdicts, monkeypatch):
+    """Dense masks and tree attention both failing on a model: the engine goes down to unpacked rows."""
+    from mcqa_toolkit.backends.hf import block
+
+    def broken(*a, **k):
+        raise KeyError("mcqa_tree")
+
+    monkeypatch.setattr(block, "plan_call", broken)
+    monkeypatch.setattr(block, "tree_masks", broken)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        engine = PrefixScorer(tiny_gemma)
+    assert engine.path == "unpacked" and engine.verdict.reasons["tree"].startswith("KeyError")
+    assert any("refused" in str(w.message) for w in caught)
+
+
+def test_new_weights_are_checked_again(tiny_tokenizer, verdicts):
+    from tiny_models import tiny_model
+
+    lm = wrap(tiny_model("llama", tiny_tokenizer), tiny_tokenizer)
+    first = selfcheck.key(PrefixScorer(lm, check=False))
+    with torch.no_grad():
+        next(lm.model.parameters()).mul_(1.5)
+    assert selfcheck.key(PrefixScorer(lm, check=False)) != first
+
+
+def test_a_recurrent_model_is_scored_exactly_with_its_run_prefix_shared_where_it_continues(tiny_tokenizer, verdicts):
+    """A small random Mamba: the engine's trie paths are refused, the run prefix's state is continued (sequential)
+    where that is exact, else every sequence is computed whole (plain); either way the naive path's numbers."""
+    from model_families import build
+
+    lm = wrap(build("mamba"), tiny_tokenizer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        engine = PrefixScorer(lm)
+    assert engine.path in ("sequential", "plain")
+    run, reqs = _requests(lm)
+    got = engine.score(reqs, run)
+    assert max(float(np.abs(a - b).max()) for a, b in zip(got, naive_scores(lm, reqs))) < 1e-4
+
+
+def test_left_padded_generation_is_checked_once_and_refused_where_positions_shift(tiny_lm, verdicts, monkeypatch):
+    engine = PrefixScorer(tiny_lm)
+    assert selfcheck.padded_generation(engine) is True
+    monkeypatch.setattr(selfcheck, "_padded_check", lambda e: pytest.fail("checked again"))
+    assert selfcheck.padded_generation(engine) is True
+    assert selfcheck.padded_generation(PrefixScorer(tiny_lm, check=False)) is True
+
+
+def test_the_probe_crosses_the_sliding_window_and_has_two_items(tiny_gemma):
+    run, letters, options = selfcheck.probe(tiny_gemma)
+    window = tiny_gemma.model.config.sliding_window
+    assert len(run) == window + 16 and len(letters) == len(options) == 2 and len(options[0]) == 3
+    assert all(isinstance(r, Request) and r.tokens[: len(run)] == run for reqs in letters + options for r in reqs)

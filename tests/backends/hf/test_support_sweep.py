@@ -1,0 +1,59 @@
+"""The engine's support sweep (tests/support_sweep.py) over every causal-LM family of the installed transformers: each
+family that transformers can build and run small is scored exactly as a user gets it (the self-check on), on every
+engine path, and generates the plain forward's tokens; its status is the committed raw file's
+(results/tests/support_sweep.json, which docs/support.md renders), so a change of support is seen and the table
+rendered again (`python scripts/support_table.py`). `MCQA_SUPPORT_OUT`: where to write the rows (that script)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import support_sweep
+from paths import REPO
+
+from mcqa_toolkit.backends.hf import selfcheck
+
+pytestmark = pytest.mark.slow
+RAW = REPO / "results" / "tests" / "support_sweep.json"
+
+
+def _families() -> list[str]:
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    """Every family's row, written to $MCQA_SUPPORT_OUT after the last test when that is set; the self-check's
+    verdicts kept apart from the user's cache (each family checked afresh)."""
+    collected: dict[str, dict] = {}
+    yield collected
+    out = os.environ.get("MCQA_SUPPORT_OUT")
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(support_sweep.raw_file(collected), f, indent=1)
+            f.write("\n")
+
+
+@pytest.fixture
+def fresh_verdicts(tmp_path, monkeypatch):
+    monkeypatch.setattr(selfcheck, "cache_dir", lambda: tmp_path / "selfcheck")
+    monkeypatch.setattr(selfcheck, "_MEMO", {})
+
+
+def _committed() -> dict[str, dict]:
+    return {r["family"]: r for r in json.loads(RAW.read_text())["rows"]} if RAW.exists() else {}
+
+
+@pytest.mark.parametrize("family", _families())
+def test_every_family_is_scored_exactly_as_a_user_gets_it(family, rows, tiny_tokenizer, fresh_verdicts):
+    row = support_sweep.sweep(family, tiny_tokenizer)
+    rows[family] = row
+    status = support_sweep.status(row)
+    assert support_sweep.verdict(row) in ("exact", "unbuildable"), json.dumps(row, indent=1)
+    committed = _committed().get(family)
+    assert committed is not None and support_sweep.status(committed) == status, (
+        f"{family}: {status}, the committed table says {committed and support_sweep.status(committed)}: run "
+        "`python scripts/support_table.py` and commit results/tests/support_sweep.json and docs/support.md")
