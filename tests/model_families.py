@@ -49,7 +49,12 @@ SIZES = {
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers")
 TOKENS = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
 # families whose defaults need more than the sizes above to be consistent at a small size (found by building them)
-OVERRIDES: dict[str, dict[str, Any]] = {}
+OVERRIDES: dict[str, dict[str, Any]] = {
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"] * 2, "num_hidden_layers": 4},  # no default layer types
+    "gemma3n_text": {"layer_types": ["sliding_attention", "full_attention"] * 2, "num_hidden_layers": 4,
+                     "num_kv_shared_layers": 2},  # layers sharing a cache need one of each type to share from
+    "dots1": {"n_routed_experts": 4},  # an MoE whose default leaves the expert count unset
+}
 
 
 class Unbuildable(Exception):
@@ -61,7 +66,7 @@ def _layer_plan(default: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     types, ...: lists as long as the stack) keeps each of its kinds twice, in order; two layers without such lists."""
     n = next((default[k] for k in LAYER_KEYS if isinstance(default.get(k), int)), None)
     lists = {k: v for k, v in default.items() if isinstance(v, list) and n and len(v) == n and v
-             and all(isinstance(x, (str, int, bool)) for x in v)}
+             and all(isinstance(x, (str, int, float, bool)) for x in v)}
     if not lists:
         return 2, {}
     keep: set[int] = set()
@@ -72,7 +77,12 @@ def _layer_plan(default: dict[str, Any]) -> tuple[int, dict[str, Any]]:
                 seen[x] = seen.get(x, 0) + 1
                 keep.add(i)
     index = sorted(keep)
-    return len(index), {k: [v[i] for i in index] for k, v in lists.items()}
+    over = {k: [v[i] for i in index] for k, v in lists.items()}
+    new = {old: i for i, old in enumerate(index)}
+    for k, v in default.items():  # per-layer settings keyed by layer index: the kept layers' under their new index
+        if isinstance(v, dict) and v and all(str(x).isdigit() and int(x) < n for x in v):
+            over[k] = {new[int(x)]: y for x, y in v.items() if int(x) in new}
+    return len(index), over
 
 
 def _shrunk(default: dict[str, Any], top: bool = True) -> dict[str, Any]:
@@ -89,10 +99,12 @@ def _shrunk(default: dict[str, Any], top: bool = True) -> dict[str, Any]:
             over[key] = SIZES[key]
         elif key in LAYER_KEYS:
             over[key] = layers
-        elif key in TOKENS and top:
+        elif key in TOKENS:
             over[key] = TOKENS[key]
     if "qk_rope_head_dim" in default and "head_dim" in default:  # latent attention: rotary on the rope part only
         over["head_dim"] = over.get("qk_rope_head_dim", default["qk_rope_head_dim"])
+    if "kv_lora_rank" in default and "num_key_value_heads" in default:  # latent attention: one key per query head
+        over["num_key_value_heads"] = over.get("num_attention_heads", default.get("num_attention_heads"))
     for key in ("n_group", "num_expert_group", "topk_group"):  # expert groups: one group of the few experts
         if isinstance(default.get(key), int):
             over[key] = 1
@@ -102,6 +114,13 @@ def _shrunk(default: dict[str, Any], top: bool = True) -> dict[str, Any]:
     for key in ("moe_layer_end_index", "max_window_layers"):
         if isinstance(default.get(key), int):
             over[key] = min(default[key], layers - 1)
+    for key, value in (("head_dim", HEAD_DIM), ("num_key_value_heads", KV_HEADS)):  # left to be derived, unset
+        if key in default and default[key] is None:
+            over[key] = value
+    hidden = over.get("hidden_size", default.get("hidden_size"))
+    for heads, dim, expand in (("num_heads", "head_dim", "expand"), ("mamba_n_heads", "mamba_d_head", "mamba_expand")):
+        if all(isinstance(default.get(k), int) for k in (heads, dim, expand)) and hidden:  # state heads fill expand x
+            over[heads] = over.get(expand, default[expand]) * hidden // over.get(dim, default[dim])  # the width
     return over
 
 

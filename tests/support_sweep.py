@@ -100,8 +100,10 @@ def _error(e: BaseException) -> str:
 
 
 def measure_path(lm: Any, work: dict[str, Any], reference: dict[str, list[np.ndarray]], path: str,
-                 check: bool) -> dict[str, Any]:
-    """One path's max |delta| per scoring (or the error it ended in); with `check`, the path the self-check kept."""
+                 check: bool, unchecked: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One path's max |delta| per scoring (or the error it ended in); with `check`, the path the self-check kept
+    and the differences its probe found (`unchecked`: this path's row with the check off, reused when the check
+    kept the path the engine takes without it: the same computation)."""
     from mcqa_toolkit.backends.hf.engine import PrefixScorer
 
     row: dict[str, Any] = {}
@@ -109,11 +111,15 @@ def measure_path(lm: Any, work: dict[str, Any], reference: dict[str, list[np.nda
         engine = PrefixScorer(lm, check=check, **engine_options(path))
         if check:
             row["kept"] = engine.path
+            row["probe"] = {k: v for k, v in engine.verdict.deltas.items()}
+            if unchecked is not None and unchecked.get("path") == engine.path and "error" not in unchecked:
+                return {**row, "letters": unchecked["letters"], "options": unchecked["options"]}
         for scoring in ("letters", "options"):
             flat = [r for reqs in _requests(work, scoring) for r in reqs]
             got = _scored(engine, work["run"], _requests(work, scoring))
             assert len(got) == len(flat)
             row[scoring] = _delta(got, reference[scoring])
+        row["path" if not check else "kept"] = engine.path  # as it scored (a block may have stepped down)
     except Exception as e:  # noqa: BLE001 - the row records what the engine ended in
         row["error"] = _error(e)
     return row
@@ -128,15 +134,18 @@ class TextPrompt:
     messages: None = None
 
 
-def generation_prompts(seed: int = 1) -> list[TextPrompt]:
-    """Two prompts of different lengths on one run prefix longer than the sliding windows, in words of the tiny
-    tokenizer's corpus (so that their texts encode as the tokenizer would encode any text)."""
+def generation_prompts(tokenizer: Any, seed: int = 1) -> list[TextPrompt]:
+    """Two prompts of different lengths on one run prefix of RUN_TOKENS tokens or more (longer than the sliding
+    windows), in words of the tiny tokenizer's corpus (so that their texts encode as the tokenizer would encode any
+    text)."""
     from tiny_models import CORPUS
 
     words = sorted({w for line in CORPUS for w in line.split()})
     rng = np.random.default_rng(seed)
-    run = " ".join(rng.choice(words, 3 * RUN_TOKENS // 2))
-    return [TextPrompt(f"{run} {' '.join(rng.choice(words, n))} Answer:", run) for n in (6, 11)]
+    run = str(rng.choice(words))
+    while len(tokenizer(run).input_ids) < RUN_TOKENS:
+        run += " " + str(rng.choice(words))
+    return [TextPrompt(f"{run} {' '.join(rng.choice(words, n))} Answer:", run) for n in (2, 5)]
 
 
 def generation(lm: Any) -> dict[str, Any]:
@@ -145,8 +154,9 @@ def generation(lm: Any) -> dict[str, Any]:
     import torch
 
     from mcqa_toolkit.backends.hf import HFBackend
+    from mcqa_toolkit.backends.hf.selfcheck import cached_generation
 
-    prompts = generation_prompts()
+    prompts = generation_prompts(lm.tokenizer)
     out: dict[str, Any] = {}
     try:
         plain = []
@@ -156,9 +166,12 @@ def generation(lm: Any) -> dict[str, Any]:
                 g = lm.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=6,
                                       do_sample=False, pad_token_id=lm.tokenizer.pad_token_id)
             plain.append(lm.tokenizer.decode(g[0, ids.shape[1]:], skip_special_tokens=True))
+    except Exception as e:  # noqa: BLE001 - transformers' own generate fails on the family: nothing to compare
+        return {"plain_error": _error(e)}
+    try:
         backend = HFBackend(lm)
         one = [backend.generate([p], max_new_tokens=6, stop=())[0].text for p in prompts]
-        out["run_prefix_cache"] = backend.engine.prefix_cache
+        out["run_prefix_cache"] = backend.engine.prefix_cache and cached_generation(backend.engine)
         out["one_same"] = one == plain
         out["padded_same"] = [g.text for g in backend.generate(prompts, max_new_tokens=6, stop=())] == plain
     except Exception as e:  # noqa: BLE001
@@ -166,13 +179,35 @@ def generation(lm: Any) -> dict[str, Any]:
     return out
 
 
+def causal(model: Any) -> bool:
+    """Whether a position's logits depend on the tokens before it only (a decoder), measured: changing the last
+    token of a sequence leaves every earlier position's logits as they were. An encoder loaded as a causal LM
+    (BERT's family without is_decoder) attends both ways, so no prefix of a prompt can be shared."""
+    import torch
+
+    ids = torch.tensor([list(range(30, 70))])
+    other = ids.clone()
+    other[0, -1] = 71
+    with torch.inference_mode():
+        a, b = (model(input_ids=x, use_cache=False).logits[0, :-1] for x in (ids, other))
+    return bool(torch.allclose(a, b, atol=1e-5))
+
+
 def kind(model: Any) -> str:
-    """attention, recurrent or hybrid: by the modules a model is made of (a recurrent state's mixer, convolution
-    or linear-attention layer beside or instead of attention layers)."""
+    """bidirectional (not `causal`), or attention, recurrent or hybrid: by the modules a model is made of (a
+    recurrent state's mixer, convolution or linear-attention layer beside or instead of attention layers)."""
+    if not causal(model):
+        return "bidirectional"
+    from transformers import DynamicCache
+
     names = {type(m).__name__.lower() for m in model.modules()}
-    recurrent = any(k in n for n in names for k in ("mamba", "mixer", "rwkv", "recurrent", "rglru", "deltanet",
-                                                     "linearattention", "lightning", "shortconv", "mlstm", "xlstm",
-                                                     "ssm", "gateddelta", "conv1d"))
+    recurrent = any(k in n for n in names for k in ("mamba", "rwkv", "recurrent", "rglru", "deltanet", "lightning",
+                                                     "linearattention", "shortconv", "mlstm", "xlstm", "ssm"))
+    try:  # the cache transformers builds for the model: a layer of state beside or instead of keys and values
+        layers = DynamicCache(config=model.config).layers
+        recurrent = recurrent or any("Linear" in type(x).__name__ for x in layers)
+    except Exception:  # noqa: BLE001 - a configuration the generic cache does not know: the modules decide
+        pass
     attention = any("attention" in n and "linear" not in n for n in names)
     return "hybrid" if recurrent and attention else ("recurrent" if recurrent else "attention")
 
@@ -188,14 +223,15 @@ def sweep(model_type: str, tokenizer: Any) -> dict[str, Any]:
         return {"family": model_type, "built": False, "reason": str(e)}
     lm = wrap(model, tokenizer, name=f"sweep-{model_type}")
     work = workload()
-    row: dict[str, Any] = {"family": model_type, "built": True, "class": type(model).__name__, "kind": kind(model)}
+    row: dict[str, Any] = {"family": model_type, "built": True, "class": type(model).__name__}
     try:
         reference = {s: plain_logprobs(model, [r for reqs in _requests(work, s) for r in reqs])
                      for s in ("letters", "options")}
+        row["kind"] = kind(model)
     except Exception as e:  # noqa: BLE001 - transformers' own forward fails: not a family we can score
         return {**row, "built": False, "reason": f"its own forward fails: {_error(e)}"}
     row["raw"] = {p: measure_path(lm, work, reference, p, check=False) for p in PATHS}
-    row["checked"] = {p: measure_path(lm, work, reference, p, check=True) for p in PATHS}
+    row["checked"] = {p: measure_path(lm, work, reference, p, check=True, unchecked=row["raw"][p]) for p in PATHS}
     row["generation"] = generation(lm)
     row["seconds"] = round(time.perf_counter() - t0, 2)
     row["verdict"] = verdict(row)
@@ -214,6 +250,8 @@ def verdict(row: dict[str, Any]) -> str:
         if max(r["letters"], r["options"]) > EXACT:
             return "wrong"
     g = row["generation"]
+    if "plain_error" in g:  # transformers' own generate fails on the family: the scores alone decide
+        return "exact"
     if "error" in g:
         return "error"
     return "exact" if g["one_same"] and g["padded_same"] else "wrong"
@@ -228,6 +266,13 @@ def status(row: dict[str, Any]) -> str:
     kept = ", ".join(f"{p}: {row['checked'][p].get('kept', 'error')}" for p in PATHS)
     return f"{verdict(row)}; kept {kept}; generation from the run prefix's cache: " \
            f"{row['generation'].get('run_prefix_cache')}"
+
+
+def near_the_bound(row: dict[str, Any]) -> bool:
+    """Whether the self-check's probe found a path within a factor 4 of the bound on this family: on another CPU's
+    kernels it may keep another path (the scores stay exact either way)."""
+    return row["built"] and any(d is not None and EXACT / 4 < d <= 4 * EXACT for p in PATHS
+                                for d in row["checked"][p].get("probe", {}).values())
 
 
 def raw_file(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -249,5 +294,5 @@ def raw_file(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "exact_bound": EXACT, "families": len(rows), "rows": [rows[k] for k in sorted(rows)]}
 
 
-__all__ = ["EXACT", "PATHS", "engine_options", "generation", "kind", "measure_path", "plain_logprobs", "raw_file",
+__all__ = ["EXACT", "PATHS", "engine_options", "generation", "kind", "measure_path", "near_the_bound", "plain_logprobs", "raw_file",
            "status", "sweep", "verdict", "workload"]

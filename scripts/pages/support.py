@@ -25,6 +25,8 @@ def _kept(r: dict, bound: float) -> str:
 
 
 def _generation(g: dict) -> str:
+    if "plain_error" in g:
+        return "transformers' own generate fails: " + g["plain_error"].split(":")[0]
     if "error" in g:
         return _error(g["error"])
     same = "same" if g["one_same"] and g["padded_same"] else \
@@ -45,7 +47,8 @@ def summary() -> str:
     built = [r for r in rows if r["built"]]
     attention = [r for r in built if r["kind"] == "attention"]
     shared = [r for r in attention if all(r["checked"][p].get("kept") in SHARING for p in PATHS)]
-    others = [r for r in built if r["kind"] != "attention"]
+    others = [r for r in built if r["kind"] in ("recurrent", "hybrid")]
+    both_ways = [r for r in built if r["kind"] == "bidirectional"]
     lines = [
         f"Measured on {raw['date']} at commit {(raw['commit']['sha'] or 'unknown')[:7]}"
         f"{' + uncommitted changes' if raw['commit']['dirty'] else ''} with transformers {raw['transformers']} and "
@@ -60,7 +63,10 @@ def summary() -> str:
         f"- attention-only families: {len(shared)} of {len(attention)} ({len(shared) / max(1, len(attention)):.0%})"
         " keep a path that shares prefixes on every engine path; recurrent and hybrid families: "
         f"{sum(all(r['checked'][p].get('kept') in SHARING for p in PATHS) for r in others)} of {len(others)} share "
-        "the run prefix, the others take the plain path;",
+        "the run prefix, the others take the plain path (their state does not continue exactly over several tokens "
+        f"in transformers); encoders loaded as causal LMs, attending both ways (a position's output depends on later tokens, so nothing "
+        f"can be shared): "
+        f"{len(both_ways)}, on the plain path;",
         f"- with the self-check off, what each path computes by itself: {sum(_raw_wrong(r, bound) for r in built)} "
         f"families wrong on at least one path, "
         f"{sum(any('error' in r['raw'][p] for p in PATHS) for r in built)} ending in an error on at least one.",

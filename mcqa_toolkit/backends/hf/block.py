@@ -29,7 +29,8 @@ from torch.profiler import record_function
 
 from mcqa_toolkit.backends.hf.budget import ROW_TOKENS
 from mcqa_toolkit.backends.hf.heads import head_logprobs
-from mcqa_toolkit.backends.hf.masks import layer_groups, row_arrays, rows_view, shared_cache, tree_masks, upload
+from mcqa_toolkit.backends.hf.masks import (layer_groups, row_arrays, rows_view, shared_cache, text_config, tree_masks,
+                                           upload)
 from mcqa_toolkit.backends.hf.packing import Row, plan_batches, plan_items
 from mcqa_toolkit.backends.hf.tree import plan_call
 
@@ -124,7 +125,7 @@ def open_block(engine: Any, run_cache: Any, run_len: int, prefixes: Sequence[Seq
             keys = [_slot_positions(k, run_len, [(0, 0)] * n_rows, [0] * n_rows, 0, k) for _, k in groups.values()]
             ids_t, pos_t, end_t, *keys_t = upload([ids, pos, end, *keys], lm.device)
             masks = tree_masks({g: w for g, (w, _) in groups.items()}, pos_t, end_t, dict(zip(groups, keys_t)),
-                               lm.model.config._attn_implementation, engine.dtype)
+                               text_config(lm.model)._attn_implementation, engine.dtype)
         engine.forward(ids_t, cache, attention_mask=masks, position_ids=pos_t)
         stats.padded += n_rows * width - sum(lengths)
     stats.forwarded += sum(lengths)
@@ -155,7 +156,7 @@ def _forward_rows(engine: Any, rows: list[Row], block: BlockCache) -> torch.Tens
             keys = {g: (k.expand(len(rows), -1) if items is None else k.index_select(0, items))
                     for g, k in block.keys.items()}
             extra = {"attention_mask": tree_masks(block.windows, positions, end, keys,
-                                                  lm.model.config._attn_implementation, engine.dtype),
+                                                  text_config(lm.model)._attn_implementation, engine.dtype),
                      "position_ids": positions}
     with record_function("mcqa::cache"):
         view = rows_view(block.cache, cache_rows)

@@ -37,7 +37,7 @@ from mcqa_toolkit.backends.hf.budget import ATTENTION, BUDGETS, ROW_TOKENS, Budg
 from mcqa_toolkit.backends.hf.heads import lm_head, request_logprobs
 from mcqa_toolkit.backends.hf.kernels import LINEAR, onednn_available, onednn_linear, onednn_linears
 from mcqa_toolkit.backends.hf.loading import LM
-from mcqa_toolkit.backends.hf.masks import attention_kernels, group_names, layer_groups, upload
+from mcqa_toolkit.backends.hf.masks import attention_kernels, group_names, layer_groups, text_config, upload
 from mcqa_toolkit.backends.hf.packing import unique_tokens
 from mcqa_toolkit.backends.hf.parts import Part, chunks, make_part
 from mcqa_toolkit.backends.hf.plain import naive_scores, plain_scores, sequential_scores, takes
@@ -109,7 +109,7 @@ class PrefixScorer:
         self.plain = self.sequential = False
         # the model body's cache argument: `cache` where its forward takes it (transformers 5.24+, every state-space
         # and hybrid family), else `past_key_values`
-        self._cache_arg = "cache" if takes(lm.model.base_model.forward, "cache") else "past_key_values"
+        self._cache_arg = "cache" if takes(lm.body.forward, "cache") else "past_key_values"
         self.verdict = None
         if check:
             from mcqa_toolkit.backends.hf import selfcheck
@@ -156,7 +156,7 @@ class PrefixScorer:
                 "max_batch_rows": self.max_batch_rows, "head_rows": self.head_rows, "attention": self.attention,
                 "linear": self.linear, "row_tokens": self.row_tokens or ROW_TOKENS["tree" if self.tree else "masks"],
                 "graphs": self.static is not None, "budget": self.budget.source,
-                "attn_implementation": getattr(self.lm.model.config, "_attn_implementation", None),
+                "attn_implementation": getattr(text_config(self.lm.model), "_attn_implementation", None),
                 "path": self.path, "check": self.verdict.to_dict() if self.verdict else {"source": "off"},
                 **compute.describe(self.threads, self.lm.device, self.dtype)}
 
@@ -198,7 +198,7 @@ class PrefixScorer:
         """Whether packed rows' calls use tree attention (tree.py): asked for, rows packed, not on static shapes
         (`graphs`: dense masks), and no attention feature it does not compute (logit soft-capping)."""
         return self.attention == "tree" and self.packed and self.static is None and \
-            getattr(self.lm.model.config, "attn_logit_softcapping", None) is None
+            getattr(text_config(self.lm.model), "attn_logit_softcapping", None) is None
 
     def groups(self, n_layers: int) -> list[str | None]:
         """The layer group of each of the model's `n_layers` layers (masks.group_names)."""
@@ -212,7 +212,7 @@ class PrefixScorer:
         placeholder = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=ids.device)
         t0 = time.perf_counter()
         with record_function("mcqa::body"), tree_implementation(self.lm.model):
-            out = self.lm.model.base_model(input_ids=ids, position_ids=positions, attention_mask=placeholder,
+            out = self.lm.body(input_ids=ids, position_ids=positions, attention_mask=placeholder,
                                            use_cache=False, mcqa_tree=plan).last_hidden_state
         self.stats.body_seconds += time.perf_counter() - t0
         if plan.calls != len(plan.groups):
@@ -225,7 +225,7 @@ class PrefixScorer:
         self.stats.calls += 1
         t0 = time.perf_counter()
         with record_function("mcqa::body"), attention_kernels(ids.device):
-            out = self.lm.model.base_model(input_ids=ids, use_cache=True, **{self._cache_arg: cache},
+            out = self.lm.body(input_ids=ids, use_cache=True, **{self._cache_arg: cache},
                                            **kwargs).last_hidden_state
         self.stats.body_seconds += time.perf_counter() - t0
         return out
@@ -244,12 +244,18 @@ class PrefixScorer:
         self._prefixes[ids] = cache
         return cache
 
-    def prefix_cache_for(self, ids: Sequence[int], shared_prefix: Sequence[int]) -> Any:
-        """A private copy of the cache of `shared_prefix` if `ids` extends it (for generation), else None.
-        The caller accounts for the tokens it forwards past the prefix."""
+    def prefix_cache_for(self, ids: Sequence[int], shared_prefix: Sequence[int], checked: bool = True) -> Any:
+        """A private copy of the cache of `shared_prefix` if `ids` extends it (for generation) and generation from it
+        is exact on this model (selfcheck.cached_generation, unless `checked` is False), else None. The caller
+        accounts for the tokens it forwards past the prefix."""
         run = tuple(shared_prefix)
         if not self.prefix_cache or not run or len(ids) <= len(run) or tuple(ids[: len(run)]) != run:
             return None
+        if checked:
+            from mcqa_toolkit.backends.hf.selfcheck import cached_generation
+
+            if not cached_generation(self):
+                return None
         with self.pinned():
             return copy.deepcopy(self._prefix_cache(run))
 

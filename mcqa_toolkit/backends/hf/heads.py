@@ -14,13 +14,13 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
-from mcqa_toolkit.backends.hf.masks import upload
+from mcqa_toolkit.backends.hf.masks import text_config, upload
 from mcqa_toolkit.backends.hf.request import EngineStats, Request
 
 
 def scale_logits(model: torch.nn.Module, logits: torch.Tensor) -> torch.Tensor:
     """What the model's own forward does to its head's output (soft-capping, Cohere / Granite scales)."""
-    cfg = model.config
+    cfg = text_config(model)
     cap = getattr(cfg, "final_logit_softcapping", None)
     if cap:
         logits = torch.tanh(logits / cap) * cap

@@ -67,6 +67,33 @@ class LM:
     def dtype(self) -> torch.dtype:
         return next(self.model.parameters()).dtype
 
+    @property
+    def body(self) -> torch.nn.Module:
+        """The text decoder the engine calls for hidden states: the model's own `get_decoder()`, followed down to
+        the module without an LM head (a composite's language model, an encoder-decoder's decoder), else its base
+        model (else the child holding the input embeddings)."""
+        embeddings = self.model.get_input_embeddings()
+
+        def holds_embeddings(module: Any) -> bool:  # a decoder, not a head some model also calls `decoder`
+            return isinstance(module, torch.nn.Module) and any(m is embeddings for m in module.modules())
+
+        body = self.model
+        for _ in range(4):
+            get = getattr(body, "get_decoder", None)
+            try:
+                inner = get() if get is not None else None
+            except (AttributeError, NotImplementedError, TypeError, ValueError):
+                inner = None
+            if inner is body or not holds_embeddings(inner):
+                break
+            body = inner
+        if body is self.model or hasattr(body, "lm_head"):
+            inner = body.base_model
+            if inner is body:  # a base_model_prefix that names no child: the child holding the input embeddings
+                inner = next((c for c in body.children() if holds_embeddings(c)), body)
+            body = inner
+        return body
+
     def provenance(self) -> dict[str, Any]:
         return {"model": self.name, "source": self.source, "weights_sha256": self.weights_sha256,
                 "dtype": str(self.dtype).replace("torch.", ""), "device": str(self.device),

@@ -49,6 +49,14 @@ def attention_kernels(device: torch.device) -> contextlib.AbstractContextManager
     return sdpa_kernel(CUDA_SDPA_BACKENDS) if device.type == "cuda" else contextlib.nullcontext()
 
 
+def text_config(model: Any) -> Any:
+    """The configuration the model's text layers read (a composite's text configuration; the model's own
+    otherwise): attention implementation, layer types, soft-capping."""
+    config = model.config
+    get = getattr(config, "get_text_config", None)
+    return get(decoder=True) if get is not None else config
+
+
 def cached(layer: Any) -> int:
     """Number of cached key slots a cache layer holds (0 before its first update)."""
     keys = getattr(layer, "keys", None)
@@ -64,7 +72,7 @@ def layer_groups(model: Any, cache: Any) -> dict[str | None, tuple[int | None, i
     """
     from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
-    config = model.config
+    config = text_config(model)
     if getattr(config, "_attn_implementation", None) not in MASKED_IMPLEMENTATIONS:
         return None
     types_ = getattr(config, "layer_types", None)
@@ -103,7 +111,7 @@ def _keep_all_update(layer: Any, key_states: torch.Tensor, value_states: torch.T
 
 def group_names(model: Any, n_layers: int) -> list[str | None]:
     """The layer group (as `layer_groups` names them) of each of the model's `n_layers` cache layers."""
-    types_ = getattr(model.config, "layer_types", None)
+    types_ = getattr(text_config(model), "layer_types", None)
     return list(types_) if types_ is not None and "sliding_attention" in types_ else [None] * n_layers
 
 

@@ -28,7 +28,8 @@ import numpy as np
 import torch
 from torch.profiler import record_function
 
-from mcqa_toolkit.backends.hf.masks import attention_kernels, cached, group_names, row_arrays, rows_view, tree_masks
+from mcqa_toolkit.backends.hf.masks import (attention_kernels, cached, group_names, row_arrays, rows_view, text_config,
+                                           tree_masks)
 from mcqa_toolkit.backends.hf.packing import Row
 
 WIDTH_STEP, SLOT_STEP, ROW_STEP = 64, 256, 16
@@ -125,13 +126,13 @@ class StaticRows:
         inputs = torch.zeros(3 * rows * width + 2 * rows, dtype=torch.long, device=lm.device)
         ids, pos, end = (inputs[k * rows * width: (k + 1) * rows * width].view(rows, width) for k in range(3))
         items, entries = inputs[3 * rows * width: 3 * rows * width + rows], inputs[3 * rows * width + rows:]
-        impl = lm.model.config._attn_implementation
+        impl = text_config(lm.model)._attn_implementation
 
         def run() -> torch.Tensor:
             with attention_kernels(lm.device):
                 keys = {g: k.index_select(0, items) for g, k in bucket.keys.items()}
                 masks = tree_masks(bucket.windows, pos, end, keys, impl, engine.dtype)
-                return lm.model.base_model(input_ids=ids, past_key_values=rows_view(bucket.cache, entries),
+                return lm.body(input_ids=ids, **{engine._cache_arg: rows_view(bucket.cache, entries)},
                                            use_cache=True, attention_mask=masks, position_ids=pos).last_hidden_state
         return _Call(inputs, rows, width, run=run)
 

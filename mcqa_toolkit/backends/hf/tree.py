@@ -22,8 +22,9 @@ weight 0. Pad slots see themselves only, as in masks.py.
 The model's own attention layers call this function (registered with transformers' AttentionInterface under
 `IMPLEMENTATION`, switched on for the call by `tree_implementation`); the call's `TreePlan` reaches it as a keyword
 argument (transformers passes the forward's extra keyword arguments down to the attention function); the call has no
-cache object: the cached keys are read from the plan. A model whose attention layers do not go through the
-implementation switch (they call their own attention) would ignore the plan: each call counts the layers that used
+cache object: the cached keys are read from the plan. Latent attention (DeepSeek V2/V3, Kimi: a module with
+`expand_kv`) caches its compressed latents: the cached part expands them per query head first, as the model's own
+attention does after reading its cache. A model whose attention layers do not go through the implementation switch (they call their own attention) would ignore the plan: each call counts the layers that used
 it (`TreePlan.calls`) and the engine refuses a call where not every layer did. Kernels: on
 CPU PyTorch's flash-attention kernel, which returns the log-sum-exp and takes a stride-0 (shared) key tensor; on
 other devices the same two parts in plain matrix products (exact, not tuned).
@@ -229,8 +230,10 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
         q = by_position if part.rows is None else by_position.index_select(0, part.rows)
         e = part.entry
         mask = None if part.mask is None else part.mask[0, 0]
-        o, lse = attend_cached(q, cache_layer.keys[e, :, part.lo: part.hi], cache_layer.values[e, :, part.lo: part.hi],
-                               mask, scale, plan.linear)
+        keys, values = cache_layer.keys[e, :, part.lo: part.hi], cache_layer.values[e, :, part.lo: part.hi]
+        if hasattr(module, "expand_kv"):  # latent attention caches its compressed latents: expanded per query head
+            keys, values = (x[0] for x in module.expand_kv(keys[None], values[None]))
+        o, lse = attend_cached(q, keys, values, mask, scale, plan.linear)
         if part.rows is None:
             out_a, lse_a = o, lse
         else:
@@ -266,8 +269,10 @@ class TreeNotUsed(RuntimeError):
 def tree_implementation(model: Any) -> Iterator[None]:
     """The model's attention layers call `tree_attention` for the duration of the block (its configured
     implementation is put back afterwards, whatever happens)."""
+    from mcqa_toolkit.backends.hf.masks import text_config
+
     register()
-    config = model.config
+    config = text_config(model)
     before = config._attn_implementation
     config._attn_implementation = IMPLEMENTATION
     try:

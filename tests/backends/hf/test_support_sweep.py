@@ -54,6 +54,9 @@ def test_every_family_is_scored_exactly_as_a_user_gets_it(family, rows, tiny_tok
     status = support_sweep.status(row)
     assert support_sweep.verdict(row) in ("exact", "unbuildable"), json.dumps(row, indent=1)
     committed = _committed().get(family)
-    assert committed is not None and support_sweep.status(committed) == status, (
-        f"{family}: {status}, the committed table says {committed and support_sweep.status(committed)}: run "
+    assert committed is not None, f"{family} is not in the committed table: run `python scripts/support_table.py`"
+    if support_sweep.near_the_bound(row) or support_sweep.near_the_bound(committed):
+        return  # a path within a factor 4 of the bound may be kept or refused by another CPU's kernels
+    assert support_sweep.status(committed) == status, (
+        f"{family}: {status}, the committed table says {support_sweep.status(committed)}: run "
         "`python scripts/support_table.py` and commit results/tests/support_sweep.json and docs/support.md")
