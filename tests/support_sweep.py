@@ -154,7 +154,7 @@ def generation(lm: Any) -> dict[str, Any]:
     import torch
 
     from mcqa_toolkit.backends.hf import HFBackend
-    from mcqa_toolkit.backends.hf.selfcheck import cached_generation
+    from mcqa_toolkit.backends.hf.gencheck import cached_generation
 
     prompts = generation_prompts(lm.tokenizer)
     out: dict[str, Any] = {}

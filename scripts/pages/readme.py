@@ -80,5 +80,19 @@ def demo() -> str:
             f"{raw['commit'][:7]}, {raw['date']}, 1-minute load {machine['load_1min_before']} before; `{rel(path)}`).")
 
 
+def support() -> str:
+    """What the equality claim covers: the support sweep's families (results/tests/support_sweep.json)."""
+    path = REPO / "results" / "tests" / "support_sweep.json"
+    if not path.exists():
+        return "Which model families it scores exactly: `docs/support.md`."
+    raw = read_json(path)
+    built = [r for r in raw["rows"] if r["built"]]
+    exact = sum(r["verdict"] == "exact" for r in built)
+    return (f"The engine checks itself on every model it is given and steps aside where its path is not exact: of "
+            f"the {raw['families']} causal-LM model types of transformers {raw['transformers']}, {len(built)} build "
+            f"at a small size and {exact} of them score within {raw['exact_bound']:g} of the plain forward on every "
+            f"engine path, with the same greedy tokens (`docs/support.md`).")
+
+
 def blocks() -> dict[str, str]:
-    return {"readme-engine": engine(), "readme-enem": enem(), "readme-demo": demo()}
+    return {"readme-engine": engine(), "readme-enem": enem(), "readme-demo": demo(), "readme-support": support()}

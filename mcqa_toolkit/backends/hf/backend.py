@@ -20,7 +20,7 @@ from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request
 from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_one, generate_padded
 from mcqa_toolkit.backends.hf.loading import LM
 from mcqa_toolkit.backends.hf.segments import TokenCache
-from mcqa_toolkit.backends.hf.selfcheck import padded_generation
+from mcqa_toolkit.backends.hf.gencheck import padded_generation
 from mcqa_toolkit.backends.hf.tokens import (continuation_requests, encode, letter_requests, prompt_text,
                                              shared_prefix_ids)
 

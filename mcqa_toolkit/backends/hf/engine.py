@@ -246,13 +246,13 @@ class PrefixScorer:
 
     def prefix_cache_for(self, ids: Sequence[int], shared_prefix: Sequence[int], checked: bool = True) -> Any:
         """A private copy of the cache of `shared_prefix` if `ids` extends it (for generation) and generation from it
-        is exact on this model (selfcheck.cached_generation, unless `checked` is False), else None. The caller
+        is exact on this model (gencheck.cached_generation, unless `checked` is False), else None. The caller
         accounts for the tokens it forwards past the prefix."""
         run = tuple(shared_prefix)
         if not self.prefix_cache or not run or len(ids) <= len(run) or tuple(ids[: len(run)]) != run:
             return None
         if checked:
-            from mcqa_toolkit.backends.hf.selfcheck import cached_generation
+            from mcqa_toolkit.backends.hf.gencheck import cached_generation
 
             if not cached_generation(self):
                 return None

@@ -127,6 +127,11 @@ def torch_threads() -> int:
     return torch.get_num_threads()
 
 
+def set_torch_threads(threads: int) -> None:
+    """Make this process's torch compute with `threads` threads (a Ray worker matching the in-process run)."""
+    torch.set_num_threads(threads)
+
+
 def _resolve_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -63,9 +63,9 @@ class PoolWorker:
     def __init__(self, index: int, factories: dict[str, tuple[dict[str, Any], Callable[[], Backend]]] | None = None,
                  threads: int | None = None):
         if threads:
-            import torch
+            from mcqa_toolkit.backends.hf.loading import set_torch_threads
 
-            torch.set_num_threads(threads)
+            set_torch_threads(threads)
         self.threads = threads
         self.index = index
         self.factories = dict(factories or {})

@@ -26,8 +26,7 @@ def _families() -> list[str]:
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
-    """Every family's row, written to $MCQA_SUPPORT_OUT after the last test when that is set; the self-check's
-    verdicts kept apart from the user's cache (each family checked afresh)."""
+    """Every family's row, written to $MCQA_SUPPORT_OUT after the last test when that is set."""
     collected: dict[str, dict] = {}
     yield collected
     out = os.environ.get("MCQA_SUPPORT_OUT")
@@ -39,8 +38,16 @@ def rows(tmp_path_factory):
 
 @pytest.fixture
 def fresh_verdicts(tmp_path, monkeypatch):
+    """Each family checked afresh (verdicts kept apart from the user's cache), on one torch thread (small models:
+    two threads beside the other test worker's only wait on each other), the process's count put back after."""
+    import torch
+
     monkeypatch.setattr(selfcheck, "cache_dir", lambda: tmp_path / "selfcheck")
     monkeypatch.setattr(selfcheck, "_MEMO", {})
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def _committed() -> dict[str, dict]:
