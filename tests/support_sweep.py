@@ -24,6 +24,7 @@ from paths import REPO
 EXACT = 1e-4  # the engine's equality bound in fp32 (README; tests/backends/hf/test_engine.py)
 RUN_TOKENS = WINDOW + 16
 PATHS = ("cpu", "cuda", "unpacked")
+THREADS = 1  # torch threads per family (small models: two threads beside the other test worker's only wait)
 CANDIDATES = (10, 11, 12, 13, 14)
 CUE = (20, 21)
 
@@ -288,7 +289,7 @@ def raw_file(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
         return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
 
     return {"date": datetime.date.today().isoformat(), "transformers": transformers.__version__,
-            "torch": torch.__version__, "cpu": compute.cpu(), "threads": torch.get_num_threads(),
+            "torch": torch.__version__, "cpu": compute.cpu(), "threads": THREADS,
             "commit": {"sha": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain",
                                                                                 "--untracked-files=no"))},
             "exact_bound": EXACT, "families": len(rows), "rows": [rows[k] for k in sorted(rows)]}

@@ -38,14 +38,14 @@ def rows(tmp_path_factory):
 
 @pytest.fixture
 def fresh_verdicts(tmp_path, monkeypatch):
-    """Each family checked afresh (verdicts kept apart from the user's cache), on one torch thread (small models:
-    two threads beside the other test worker's only wait on each other), the process's count put back after."""
+    """Each family checked afresh (verdicts kept apart from the user's cache), on support_sweep.THREADS torch
+    threads, the process's count put back after."""
     import torch
 
     monkeypatch.setattr(selfcheck, "cache_dir", lambda: tmp_path / "selfcheck")
     monkeypatch.setattr(selfcheck, "_MEMO", {})
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(support_sweep.THREADS)
     yield
     torch.set_num_threads(threads)
 
