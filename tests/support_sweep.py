@@ -295,5 +295,5 @@ def raw_file(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "exact_bound": EXACT, "families": len(rows), "rows": [rows[k] for k in sorted(rows)]}
 
 
-__all__ = ["EXACT", "PATHS", "engine_options", "generation", "kind", "measure_path", "near_the_bound", "plain_logprobs", "raw_file",
-           "status", "sweep", "verdict", "workload"]
+__all__ = ["EXACT", "PATHS", "THREADS", "engine_options", "generation", "kind", "measure_path", "near_the_bound",
+           "plain_logprobs", "raw_file", "status", "sweep", "verdict", "workload"]

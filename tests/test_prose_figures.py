@@ -93,11 +93,46 @@ def _peak_used(raw: dict) -> str:
     return f"{raw['args']['peak_tflops']:.0f} TFLOP/s"
 
 
+def _sci(x: float) -> str:
+    """x as the prose writes a small difference: two significant digits in e-notation (9.5e-6)."""
+    mantissa, exponent = f"{x:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _threads_row(raw: dict) -> str:
+    row = next(r for r in raw["rows"] if r["choice"] == "torch threads" and r["scoring"] == "letters")
+    return _sci(row["max_abs_delta"])
+
+
+def _probe_delta(raw: dict) -> str:
+    return _sci(raw["rows"]["cpu"]["deltas"]["tree"])
+
+
+def _least_wrong(raw: dict) -> str:
+    """The smallest max |delta| of any engine path the sweep found beyond its exact bound (self-check off)."""
+    wrong = [max(v[k] for k in ("letters", "options") if isinstance(v.get(k), (int, float)))
+             for r in raw["rows"] for v in (r.get("raw") or {}).values() if isinstance(v, dict)
+             and any(isinstance(v.get(k), (int, float)) for k in ("letters", "options"))]
+    return _sci(min(w for w in wrong if w > raw["exact_bound"]))
+
+
+SELFCHECK_COST = "results/benchmarks/engine5_2026-12-02/selfcheck_cost.json"
 # (page, figure, times on the page) -> (raw file, the figure as the raw file gives it)
 SOURCED: dict[tuple[str, str, int], tuple[str, Callable[[Any], str]]] = {
     ("docs/backends.md", "11.5x", 1): ("results/benchmarks/vs_vllm_2026-11-25.json", _prefix_cache_gain),
     ("docs/performance.md", "790 TFLOP/s", 1): ("results/benchmarks/h100_2026-11-24/speed_gemma-3-1b.json",
                                                 _peak_used),
+    ("docs/invariance.md", "9.5e-6", 1): ("results/benchmarks/invariance_2026-12-02_avx512.json", _threads_row),
+    ("docs/invariance.md", "2.1e-5", 1): ("results/benchmarks/invariance_2026-12-02_avx2_forced.json", _threads_row),
+    ("docs/support.md", "5.8e-5", 1): (SELFCHECK_COST, _probe_delta),
+    ("docs/support.md", "1.2e-4", 1): ("results/benchmarks/engine5_2026-12-02/selfcheck_cost_avx2_forced.json",
+                                       _probe_delta),
+    ("docs/support.md", "8.8e-3", 1): ("results/tests/support_sweep.json", _least_wrong),
+    ("docs/support.md", "2.94 s", 1): (SELFCHECK_COST, lambda r: f"{r['rows']['cpu']['first_seconds']:.2f} s"),
+    ("docs/support.md", "2.0%", 1): (SELFCHECK_COST,
+                                     lambda r: f"{r['rows']['cpu']['first_seconds'] / r['exam_run']['seconds']:.1%}"),
+    ("docs/support.md", "143.6 s", 1): (SELFCHECK_COST, lambda r: f"{r['exam_run']['seconds']:.1f} s"),
+    ("docs/support.md", "2.5 ms", 1): (SELFCHECK_COST, lambda r: f"{r['rows']['cpu']['later_seconds'] * 1e3:.1f} ms"),
 }
 
 TESTED_1E4 = ("the engine's tolerance against the naive path, asserted by tests/backends/hf/test_block.py",
@@ -128,6 +163,11 @@ SETTINGS: dict[tuple[str, str, int], tuple[str, Callable[[], bool] | None]] = {
     ("docs/interop.md", "5%", 1): ("measure.pride's default `share`",
                                    lambda: _code("mcqa_toolkit.measure.pride", "pride.share") == 0.05),
     ("docs/invariance.md", "1e-4", 4): TESTED_1E4,
+    ("README.md", "1e-4", 1): TESTED_1E4,
+    ("README.md", "1e-3", 1): ("the self-check's fp32 bound (backends.hf.selfcheck.FP32_BOUND), a setting",
+                               lambda: _code("mcqa_toolkit.backends.hf.selfcheck", "FP32_BOUND") == 1e-3),
+    ("docs/support.md", "1e-3", 1): ("the self-check's fp32 bound (backends.hf.selfcheck.FP32_BOUND), a setting",
+                                     lambda: _code("mcqa_toolkit.backends.hf.selfcheck", "FP32_BOUND") == 1e-3),
     ("docs/performance.md", "1e-4", 1): TESTED_1E4,
     ("docs/testing.md", "1e-4", 1): ("the GPU tier's fp32 tolerance (tests/backends/hf/test_gpu.py)",
                                      lambda: _text_has("tests/backends/hf/test_gpu.py", "1e-4")),

@@ -108,7 +108,8 @@ class HFBackend:
         reqs = [Request(ids, n_context) for ids, n_context, _ in split]
         contexts = [r.context for r in requests]
         groups = _by_item([None if isinstance(c, str) else getattr(c, "item_id", None) for c in contexts])
-        shared = [() if isinstance(contexts[g[0]], str) else shared_prefix_ids(self.lm, contexts[g[0]], cache=self.tokens)
+        shared = [() if isinstance(contexts[g[0]], str)
+                  else shared_prefix_ids(self.lm, contexts[g[0]], cache=self.tokens)
                   for g in groups]
         logps = self._score(reqs, groups, shared)
         return [ContinuationLogprobs(lp, text, r.n_context) for lp, (_, _, text), r in zip(logps, split, reqs)]

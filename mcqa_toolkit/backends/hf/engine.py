@@ -74,8 +74,8 @@ class PrefixScorer:
     which with IEEE fp32 products is pinned for each call (compute.py: what ran before in the process never
     changes the numbers); `check` the self-check on the model before anything is scored (selfcheck.py: a path
     that is not exact on this model is refused, with a warning, for the next one down to the plain forward; its
-    verdict is in `settings()`). On a GPU, `max_batch_tokens` and `items_per_call` also bound memory: while a layer runs, each row of a call
-    holds its own copy of its item's cached keys/values, and a block keeps each of its items' caches.
+    verdict is in `settings()`). On a GPU, `max_batch_tokens` and `items_per_call` also bound memory: while a layer
+    runs, each row of a call holds its own copy of its item's cached keys/values; a block keeps its items' caches.
     """
 
     def __init__(self, lm: LM, max_batch_tokens: int | None = None, max_batch_rows: int | None = None,

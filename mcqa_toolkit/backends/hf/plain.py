@@ -1,7 +1,8 @@
 """The plain path: every distinct sequence through the model's own forward from its first token, no cache of ours.
 
-`plain_scores` is what the engine scores with on a model where its self-check (selfcheck.py) refused every path that shares prefixes
-(a family whose attention or recurrent state the engine cannot continue exactly), and the reference of that check.
+`plain_scores` is what the engine scores with on a model where its self-check (selfcheck.py) refused every path that
+shares prefixes (a family whose attention or recurrent state the engine cannot continue exactly); `forward_logits`,
+one sequence's forward, is that check's reference.
 Sequences of one length go through one call of at most PLAIN_TOKENS tokens (no padding, no mask: each row is
 computed as it would be alone, up to the rounding of a wider matrix product); logits are asked for the scored
 positions only where the model's forward takes `logits_to_keep`. `sequential_scores` is the path between: each

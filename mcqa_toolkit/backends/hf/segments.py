@@ -83,7 +83,8 @@ def newline_followers(tokenizer: Any) -> frozenset[str] | None:
         return None
     bos = tokenizer("", add_special_tokens=True).input_ids
     for probe in ("a", "Resposta: (A)", "\n\nx"):  # the post-processor only prepends
-        if tokenizer(probe, add_special_tokens=True).input_ids != bos + tokenizer(probe, add_special_tokens=False).input_ids:
+        plain = tokenizer(probe, add_special_tokens=False).input_ids
+        if tokenizer(probe, add_special_tokens=True).input_ids != bos + plain:
             return None
     entries = [e for e in backend.get_vocab(with_added_tokens=True) if "\n" in e] + \
         [a.content for a in added if "\n" in a.content]

@@ -24,10 +24,11 @@ The model's own attention layers call this function (registered with transformer
 argument (transformers passes the forward's extra keyword arguments down to the attention function); the call has no
 cache object: the cached keys are read from the plan. Latent attention (DeepSeek V2/V3, Kimi: a module with
 `expand_kv`) caches its compressed latents: the cached part expands them per query head first, as the model's own
-attention does after reading its cache. A model whose attention layers do not go through the implementation switch (they call their own attention) would ignore the plan: each call counts the layers that used
-it (`TreePlan.calls`) and the engine refuses a call where not every layer did. Kernels: on
-CPU PyTorch's flash-attention kernel, which returns the log-sum-exp and takes a stride-0 (shared) key tensor; on
-other devices the same two parts in plain matrix products (exact, not tuned).
+attention does after reading its cache. A model whose attention layers do not go through the implementation switch
+(they call their own attention) would ignore the plan: each call counts the layers that used it (`TreePlan.calls`)
+and the engine refuses a call where not every layer did. Kernels: on CPU PyTorch's flash-attention kernel, which
+returns the log-sum-exp and takes a stride-0 (shared) key tensor; on other devices the same two parts in plain
+matrix products (exact, not tuned).
 """
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ class _RowBlock:
 class TreePlan:
     """Everything the layers of one packed-rows call need, built once per call (`plan_call`)."""
 
-    cache: Any                                        # the block's cache: layer l's keys (entries, kv heads, slots, dim)
+    cache: Any                                       # the block's cache: layer l's keys (entries, kv heads, slots, dim)
     groups: list[str | None]                          # layer index -> layer group
     cached: dict[str | None, list[_CachedPart]]       # per group, per item
     blocks: list[_RowBlock]

@@ -107,5 +107,6 @@ def test_the_probe_crosses_the_sliding_window_and_has_two_items(tiny_gemma):
     window = tiny_gemma.model.config.sliding_window
     assert len(run) == window + 16 and len(letters) == len(options) == 2
     assert [len(reqs) for reqs in options] == [2, 1]  # item A in two option orders, item B in one
-    assert all(o.tokens[: len(letter.tokens)] == letter.tokens for a, b in zip(letters, options) for letter, o in zip(a, b))
+    assert all(o.tokens[: len(letter.tokens)] == letter.tokens
+               for a, b in zip(letters, options) for letter, o in zip(a, b))
     assert all(isinstance(r, Request) and r.tokens[: len(run)] == run for reqs in letters + options for r in reqs)

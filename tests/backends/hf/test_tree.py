@@ -1,8 +1,8 @@
 """Tree attention (backends/hf/tree.py) must equal the naive computation (max |delta log-prob| <= 1e-4, fp32) on
 both tiny architectures (Gemma 3's sliding layers with a 16-token window, Llama's full attention): one item with
 rows split many ways, query blocks of 4 (many blocks per row, ancestors gathered) and the cached part in small
-chunks, several items per block, the CPU flash kernel and the plain matrix-product path other devices take; it computes fewer (query, key) pairs than
-the dense masks on a deep trie; the model's attention implementation is back after every call."""
+chunks, several items per block, the CPU flash kernel and the plain matrix-product path other devices take; it
+computes fewer (query, key) pairs than the dense masks on a deep trie; the model's attention implementation is back after every call."""
 import numpy as np
 import pytest
 import torch
