@@ -12,8 +12,9 @@ from typing import Any
 import torch
 
 from mcqa_toolkit.backends.hf import selfcheck
+from mcqa_toolkit.backends.hf.generation import pad_id
 
-_PADDED: dict[str, bool] = {}  # the generation checks' results in this process (`_lazy`)
+_CHECKED: dict[str, bool] = {}  # the generation checks' results in this process (`_lazy`)
 
 
 def _lazy(engine: Any, what: str, run: Any, warning: str) -> bool:
@@ -22,8 +23,8 @@ def _lazy(engine: Any, what: str, run: Any, warning: str) -> bool:
     if engine.verdict is None:
         return True
     k = f"{selfcheck.key(engine)}.{what}"
-    if k in _PADDED:
-        return _PADDED[k]
+    if k in _CHECKED:
+        return _CHECKED[k]
     path = selfcheck.cache_dir() / f"{k}.json"
     try:
         ok = bool(json.loads(path.read_text())["exact"])
@@ -33,7 +34,7 @@ def _lazy(engine: Any, what: str, run: Any, warning: str) -> bool:
         if not ok:
             warnings.warn(f"{engine.lm.name} ({type(engine.lm.model).__name__}): {warning} ({delta:.2g} off)",
                           RuntimeWarning, stacklevel=5)
-    _PADDED[k] = ok
+    _CHECKED[k] = ok
     return ok
 
 
@@ -48,20 +49,16 @@ def cached_generation(engine: Any) -> bool:
 def _cached_check(engine: Any) -> tuple[bool, float]:
     lm = engine.lm
     run, letters, _ = selfcheck.probe(lm)
-    ids = torch.tensor([letters[0][0].tokens], device=lm.device)
-    pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else lm.tokenizer.eos_token_id or 0
+    ids = list(letters[0][0].tokens)
+    pad = pad_id(lm.tokenizer) or 0
     scores = []
     with torch.inference_mode(), engine.pinned():
-        for cache in (None, engine.prefix_cache_for(ids[0].tolist(), run, checked=False)):
+        for cache in (None, engine.prefix_cache_for(ids, run, checked=False)):
             kw = {} if cache is None else {"past_key_values": cache}
             try:
-                out = lm.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=3,
-                                        min_new_tokens=3, do_sample=False, temperature=None, top_p=None,
-                                        top_k=None, pad_token_id=pad, output_scores=True,
-                                        return_dict_in_generate=True, **kw)
+                scores.append(_generated(lm, [ids], [[1] * len(ids)], pad, **kw)[0])
             except Exception:  # noqa: BLE001 - generate fails from the cache (or at all): no cache for generation
                 return False, float("inf")
-            scores.append(torch.stack([s[0].float().log_softmax(-1) for s in out.scores]))
     if scores[0].shape != scores[1].shape:
         return False, float("inf")
     finite = torch.isfinite(scores[0]) & torch.isfinite(scores[1])
@@ -87,7 +84,7 @@ def _padded_check(engine: Any) -> tuple[bool, float]:
     _, letters, _ = selfcheck.probe(lm)
     prompts = [letters[0][0].tokens, letters[1][0].tokens[:-3]]
     width = max(map(len, prompts))
-    pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else lm.tokenizer.eos_token_id or 0
+    pad = pad_id(lm.tokenizer) or 0
     rows = [([pad] * (width - len(p)) + list(p), [0] * (width - len(p)) + [1] * len(p)) for p in prompts]
     with torch.inference_mode(), engine.pinned():
         try:
@@ -101,11 +98,13 @@ def _padded_check(engine: Any) -> tuple[bool, float]:
     return delta <= selfcheck.bound(engine.dtype), delta
 
 
-def _generated(lm: Any, ids: list[list[int]], mask: list[list[int]], pad: int, steps: int = 3) -> list[torch.Tensor]:
-    """Per row, the (steps, vocabulary) log-probs of greedy generation by transformers' generate."""
+def _generated(lm: Any, ids: list[list[int]], mask: list[list[int]], pad: int, steps: int = 3,
+               **kw: Any) -> list[torch.Tensor]:
+    """Per row, the (steps, vocabulary) log-probs of greedy generation by transformers' generate (`kw`: a
+    `past_key_values` to start from)."""
     out = lm.model.generate(input_ids=torch.tensor(ids, device=lm.device),
                             attention_mask=torch.tensor(mask, device=lm.device), max_new_tokens=steps,
                             min_new_tokens=steps, do_sample=False, temperature=None, top_p=None, top_k=None,
-                            pad_token_id=pad, output_scores=True, return_dict_in_generate=True)
+                            pad_token_id=pad, output_scores=True, return_dict_in_generate=True, **kw)
     scores = torch.stack([s.float().log_softmax(-1) for s in out.scores], 1)
     return list(scores)

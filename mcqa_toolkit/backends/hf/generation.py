@@ -46,7 +46,8 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
     return text, hit
 
 
-def _pad_id(tok: Any) -> int:
+def pad_id(tok: Any) -> int:
+    """The token generation pads with: the tokenizer's pad token, else its end of sequence."""
     return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
 
 
@@ -70,7 +71,7 @@ def generate_one(lm: LM, ids: Sequence[int], *, max_new_tokens: int = 16, temper
     """Continuation of `ids`, and the number of tokens forwarded. `cache` is a private KV cache holding
     `ids[:cached]` (the run prefix), so those tokens are not encoded again."""
     tok = lm.tokenizer
-    kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": _pad_id(tok)}
+    kwargs: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": pad_id(tok)}
     if temperature > 0:
         kwargs.update(do_sample=True, temperature=float(temperature), top_k=0, top_p=1.0)
         torch.manual_seed(seed)
@@ -83,7 +84,7 @@ def generate_one(lm: LM, ids: Sequence[int], *, max_new_tokens: int = 16, temper
     input_ids = torch.tensor([list(ids)], device=lm.device)
     out = lm.model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
     row = out[0, len(ids):]
-    n_new = _new_tokens(row, _pad_id(tok)) if _pad_id(tok) != tok.eos_token_id else len(row)
+    n_new = _new_tokens(row, pad_id(tok)) if pad_id(tok) != tok.eos_token_id else len(row)
     text, reason = _finish(tok, row, n_new, max_new_tokens, stop)
     forwarded = len(ids) - (cached if cache is not None else 0) + max(n_new - 1, 0)
     return Generation(text, len(ids), n_new, reason), forwarded
@@ -100,7 +101,7 @@ def generate_padded(lm: LM, id_lists: Sequence[Sequence[int]], *, max_new_tokens
     stop strings. Which prompts share the tensor changes float rounding slightly, so the runner keeps its blocks fixed.
     """
     tok = lm.tokenizer
-    pad = _pad_id(tok)
+    pad = pad_id(tok)
     width = max(len(x) for x in id_lists)
     ids = torch.full((len(id_lists), width), pad, dtype=torch.long)
     mask = torch.zeros_like(ids)

@@ -35,10 +35,10 @@ from mcqa_toolkit.backends.hf.heads import request_logprobs
 from mcqa_toolkit.backends.hf.request import Request
 
 PATHS = ("tree", "masks", "unpacked", "sequential", "plain")  # from the most sharing to none: a refused one steps down
-# A path is refused beyond these. In fp32, ten times the engine's tested equality bound (1e-4): other kernels and
-# matrix shapes round the embedded Gemma-3-270M's probe by up to 1.2e-4 (oneDNN's products against the plain
-# forward's), while every wrong path the support sweep found is 8.8e-3 off or more (docs/support.md). In bf16 / fp16
-# rounding alone moves log-probs by a few 1e-2 on real models.
+# A path is refused beyond these. In fp32, ten times the engine's tested equality bound (1e-4): kernels round a long
+# probe past that (the embedded Gemma-3-270M's, 540 tokens: 1.2e-4 with the ISA forced to AVX2,
+# results/benchmarks/engine5_2026-12-02/), while every wrong path the support sweep found is 8.8e-3 off or more.
+# In bf16 / fp16 rounding alone moves log-probs by a few 1e-2 on real models.
 FP32_BOUND = 1e-3
 HALF_BOUND = 0.1
 PROBE_MAX_TOKENS = 2048    # the probe's run prefix crosses a sliding window up to this length

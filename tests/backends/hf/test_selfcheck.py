@@ -18,7 +18,7 @@ def verdicts(tmp_path, monkeypatch):
     """Verdicts kept in a folder of the test's own, none in this process yet."""
     monkeypatch.setattr(selfcheck, "cache_dir", lambda: tmp_path / "selfcheck")
     monkeypatch.setattr(selfcheck, "_MEMO", {})
-    monkeypatch.setattr(gencheck, "_PADDED", {})
+    monkeypatch.setattr(gencheck, "_CHECKED", {})
     return tmp_path / "selfcheck"
 
 
