@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 LAB_STAMP := $(VENV)/.installed-lab
 
-.PHONY: demo demo-full test test-fast test-gpu test-faults reliability install install-test vllm chromium bench clean-outputs lab screenshots
+.PHONY: demo demo-full lint typecheck test test-fast test-gpu test-faults reliability install install-test vllm chromium bench clean-outputs lab screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -98,12 +98,20 @@ PYTEST := OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 # Tests marked `alone` run afterwards in one process of their own (a Ray head inside a network namespace: its
 # start-up failed on a machine the other worker loaded); they live in tests/run/pool (conftest.py refuses one
 # elsewhere), so only that folder is collected for them.
-test: $(TEST_STAMP) $(VLLM_STAMP) chromium
+# the linter and the type checker first (ruff and mypy, their settings in pyproject.toml): a finding fails `make test`
+# in seconds (mypy: about two minutes without its .mypy_cache), before vLLM's environment is built or any model loads
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check .
+
+typecheck: $(TEST_STAMP)
+	$(BIN)/mypy
+
+test: lint typecheck $(TEST_STAMP) $(VLLM_STAMP) chromium
 	$(PYTEST) -m "not alone" --durations=25
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -m alone tests/run/pool
 
 # unit tier only: no real model, no notebook kernels (target under 90 s)
-test-fast: $(TEST_STAMP)
+test-fast: lint typecheck $(TEST_STAMP)
 	$(PYTEST) -m unit
 
 # the gpu tier on a machine with a CUDA device (skipped elsewhere); PYTHON= picks that machine's interpreter

@@ -123,5 +123,6 @@ def line(ref: dict[str, Any]) -> str:
     mm = f"{g['best']:.0f} GFLOP/s ({g['side']}^3 fp32 on {g['device']})" if "best" in g else g["error"]
     tok = f"{h['best_ms']:.1f} ms ({h['texts']} texts, {h['chars']:,} chars)" if "best_ms" in h else h["error"]
     cpu = ref.get("cpu") or {}
-    isa = f"{cpu.get('model')} ({cpu.get('capability')} kernels{', forced ' + str(cpu['forced']) if cpu.get('forced') else ''})"
+    isa = (f"{cpu.get('model')} ({cpu.get('capability')} kernels"
+           f"{', forced ' + str(cpu['forced']) if cpu.get('forced') else ''})")
     return f"machine reference: commit {sha}; CPU {isa}; torch.mm {mm}; tokenisation of the fixed text set {tok}"

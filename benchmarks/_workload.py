@@ -16,8 +16,9 @@ text), `--scorings letters|options|both`.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -181,7 +182,8 @@ def build(lm: Any, items: Sequence, pool: Sequence, args: argparse.Namespace, me
             reqs = [Request(ids, len(ids), cands) for ids, cands, _ in letter_requests(lm, prompts, cache)]
         else:
             texts = [prompt_text(lm, p) for p in prompts]
-            pairs = context_continuations(lm, [(t, c) for (t, _), p in zip(texts, prompts) for c in p.continuations],
+            pairs = context_continuations(lm, [(t, c) for (t, _), p in zip(texts, prompts, strict=True)
+                                               for c in p.continuations],
                                           texts[0][1], cache)
             reqs = [Request(ctx + c, len(ctx)) for ctx, c in pairs]
         out.append((reqs, shared))

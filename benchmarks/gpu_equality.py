@@ -95,8 +95,8 @@ def main() -> None:
                 for method, items in work.items():
                     naive = [naive_scores(lm, reqs) for reqs, _ in items]
                     padded = [naive_padded_scores(lm, reqs, args.padded_batch) for reqs, _ in items]
-                    noise = max(max_delta(a, b) for a, b in zip(naive, padded))
-                    naive_err = max(max_delta(a, b) for a, b in zip(naive, ref[method]))
+                    noise = max(max_delta(a, b) for a, b in zip(naive, padded, strict=True))
+                    naive_err = max(max_delta(a, b) for a, b in zip(naive, ref[method], strict=True))
                     for layout in LAYOUTS:
                         t0 = time.perf_counter()
                         if layout in ("packed", "unpacked"):
@@ -107,13 +107,14 @@ def main() -> None:
                         seconds = time.perf_counter() - t0
                         finite = all(np.isfinite(x).all() for g in got for x in g)
                         same = n = 0
-                        for it, g, nv in zip(evaluated, got, naive):
+                        for it, g, nv in zip(evaluated, got, naive, strict=True):
                             s, k = choice_agreement(per_prompt(nv, it.n_options, method),
                                                     per_prompt(g, it.n_options, method), noise)
                             same, n = same + s, n + k
                         row = dict(shape=shape, dtype=dtype, attn=attn, scoring=method, layout=layout,
-                                   engine_vs_naive=max(max_delta(a, b) for a, b in zip(got, naive)),
-                                   naive_noise=noise, engine_err=max(max_delta(a, b) for a, b in zip(got, ref[method])),
+                                   engine_vs_naive=max(max_delta(a, b) for a, b in zip(got, naive, strict=True)),
+                                   naive_noise=noise,
+                                   engine_err=max(max_delta(a, b) for a, b in zip(got, ref[method], strict=True)),
                                    naive_err=naive_err, same_choices=same, compared=n, finite=finite,
                                    seconds=round(seconds, 3), device=facts["device"])
                         rows.append(row)

@@ -36,8 +36,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -156,6 +157,38 @@ def budget(b: Any) -> str:
             f"attention, {b.linear} linear")
 
 
+Variant = tuple[str, str, str, Callable[[], Any], tuple[str, ...]]
+
+
+def variants_of(args: argparse.Namespace, lm: Any, evaluated: list, pool: list, st: Any, where: Path,
+                backend: Any, threads: int) -> list[Variant]:
+    """The table's rows for one scoring method: (choice, baseline, variant, how to run it, fields it may change)."""
+    variants: list[Variant] = [
+        ("torch threads", f"{threads}", "1", lambda: in_process(lm, evaluated, pool, st, where / "t1",
+                                                               threads=1), ()),
+        ("items-per-call budget", f"CPU: {budget(BUDGETS['cpu'])}", f"CUDA: {budget(BUDGETS['cuda'])}",
+         lambda: in_process(lm, evaluated, pool, st, where / "cuda", **engine_of(BUDGETS["cuda"])),
+         ("n_forwarded_tokens",)),
+        ("process state left by other work", "as the engine was made",
+         "the process on another thread count with bf16-rounded fp32 products",
+         lambda: after_a_process_change(lm, evaluated, pool, st, where / "process", backend), ()),
+        ("rows per forward call (batch size)", "64", "8",
+         lambda: in_process(lm, evaluated, pool, st, where / "rows8", max_batch_rows=8),
+         ("n_forwarded_tokens",)),
+        ("resume after SIGKILL mid-run", "one uninterrupted run", "killed after 1 item, resumed",
+         lambda: killed_then_resumed(lm, evaluated, pool, st, where / "resumed", args.shuffles),
+         ("n_forwarded_tokens",)),
+    ]
+    if not args.no_ray:
+        variants += [
+            ("Ray worker (default resources) vs in-process", "in-process", "1 worker, default resources",
+             lambda: on_ray(evaluated, pool, st, where / "ray", None), ("n_forwarded_tokens",)),
+            ("Ray worker of 1 CPU vs in-process", "in-process", "1 worker, resources {num_cpus: 1}",
+             lambda: on_ray(evaluated, pool, st, where / "ray1", {"num_cpus": 1}),
+             ("n_forwarded_tokens",))]
+    return variants
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(ap, items=4, shuffles=4)
@@ -174,29 +207,7 @@ def main() -> None:
         base = root / scoring / "baseline"
         run(evaluated, backend, st, base, shot_pool=pool, dataset="enem-long", progress=False)
         engines[scoring] = RunDir(base).provenance()["model"]["engine"]  # the baseline's engine path and budget
-        variants: list[tuple[str, str, str, Callable[[], Any], tuple[str, ...]]] = [
-            ("torch threads", f"{threads}", "1", lambda: in_process(lm, evaluated, pool, st, root / scoring / "t1",
-                                                                   threads=1), ()),
-            ("items-per-call budget", f"CPU: {budget(BUDGETS['cpu'])}", f"CUDA: {budget(BUDGETS['cuda'])}",
-             lambda: in_process(lm, evaluated, pool, st, root / scoring / "cuda", **engine_of(BUDGETS["cuda"])),
-             ("n_forwarded_tokens",)),
-            ("process state left by other work", "as the engine was made",
-             "the process on another thread count with bf16-rounded fp32 products",
-             lambda: after_a_process_change(lm, evaluated, pool, st, root / scoring / "process", backend), ()),
-            ("rows per forward call (batch size)", "64", "8",
-             lambda: in_process(lm, evaluated, pool, st, root / scoring / "rows8", max_batch_rows=8),
-             ("n_forwarded_tokens",)),
-            ("resume after SIGKILL mid-run", "one uninterrupted run", "killed after 1 item, resumed",
-             lambda: killed_then_resumed(lm, evaluated, pool, st, root / scoring / "resumed", args.shuffles),
-             ("n_forwarded_tokens",)),
-        ]
-        if not args.no_ray:
-            variants += [
-                ("Ray worker (default resources) vs in-process", "in-process", "1 worker, default resources",
-                 lambda: on_ray(evaluated, pool, st, root / scoring / "ray", None), ("n_forwarded_tokens",)),
-                ("Ray worker of 1 CPU vs in-process", "in-process", "1 worker, resources {num_cpus: 1}",
-                 lambda: on_ray(evaluated, pool, st, root / scoring / "ray1", {"num_cpus": 1}),
-                 ("n_forwarded_tokens",))]
+        variants = variants_of(args, lm, evaluated, pool, st, root / scoring, backend, threads)
         for choice, baseline, variant, make, ignore in variants:
             t0 = time.perf_counter()
             got = make()

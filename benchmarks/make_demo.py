@@ -89,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         result = measure(args.ref, Path(tmp))
     write_json(args.json, result)
     d = result["demo"]
-    print(f"install {result['install_seconds']:.0f} s (exit {result['install_exit']}), demo {result['demo_seconds']:.0f} s "
-          f"(exit {result['demo_exit']}; runs {d['runs_seconds']} s over {len(d['runs'])}, report {d['report_seconds']} s), "
+    print(f"install {result['install_seconds']:.0f} s (exit {result['install_exit']}), "
+          f"demo {result['demo_seconds']:.0f} s (exit {result['demo_exit']}; runs {d['runs_seconds']} s "
+          f"over {len(d['runs'])}, report {d['report_seconds']} s), "
           f"total {result['total_seconds']:.0f} s; outputs {result['outputs_present']}")
     return 0 if result["demo_exit"] == 0 else 1
 

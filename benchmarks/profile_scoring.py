@@ -41,8 +41,16 @@ try:  # run as a script or as a module
     from _workload import SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings, setup
 except ModuleNotFoundError:
     from benchmarks import _machine
-    from benchmarks._workload import (SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings,
-                                      setup)
+    from benchmarks._workload import (
+        SCORINGS,
+        add_arguments,
+        blocks,
+        build,
+        engine_options,
+        render_item,
+        scorings,
+        setup,
+    )
 
 PHASES = ("mcqa::cache", "mcqa::plan", "mcqa::masks", "mcqa::body", "mcqa::head")
 OPS = {"matmul": ("aten::mm", "aten::bmm", "aten::addmm", "aten::matmul", "aten::linear", "mkldnn::_linear_pointwise"),

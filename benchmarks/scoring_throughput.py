@@ -11,12 +11,12 @@ the naive path forwards every sequence alone with full-vocabulary logits (what a
 backend per request, does), timed on the first `--naive-items` items and compared per item, and the same
 items' log-probs are compared for equality (max |delta|) and identical choices (`--naive-items 0`: nothing is
 compared, and the JSON says null). `speedup` sets the naive path's seconds per item against ours over all items;
-`speedup_same_items` against ours on the naive path's own items (the run's first blocks, warm-up included). References (_reference.py, `--repeats` timed calls each): the body's plain
-forward on rows of the workload's mean prompt length (`body_full_rows`) and on 256-token rows
-(`body_short_rows`), our unique tokens/s over each (`vs_body_full_rows`, `vs_body_short_rows`: against the best
-repeat, with the range over repeats), the useful FLOP rate against the device's GEMM rate (`gemm`, once per run)
-and, on a GPU, the datasheet MFU. `body_seconds` is the time inside the engine's forward calls of the body
-(host time on a GPU), `body_tok_s` = forwarded tokens over it.
+`speedup_same_items` against ours on the naive path's own items (the run's first blocks, warm-up included). References
+(_reference.py, `--repeats` timed calls each): the body's plain forward on rows of the workload's mean prompt length
+(`body_full_rows`) and on 256-token rows (`body_short_rows`), our unique tokens/s over each (`vs_body_full_rows`,
+`vs_body_short_rows`: against the best repeat, with the range over repeats), the useful FLOP rate against the device's
+GEMM rate (`gemm`, once per run) and, on a GPU, the datasheet MFU. `body_seconds` is the time inside the engine's
+forward calls of the body (host time on a GPU), `body_tok_s` = forwarded tokens over it.
 
     python benchmarks/scoring_throughput.py [--items 8] [--shuffles 30] [--naive-items 1] [--scorings both]
         [--budget cuda] [--repeats 3] [--json out.json]
@@ -69,9 +69,9 @@ def bench(lm, pool, evaluated, args, method, naive_items, gemm):
     naive_res = [naive_scores(lm, reqs) for reqs in work[:naive_items]]
     t_naive = time.perf_counter() - t0
     delta, same = (0.0, True) if naive_res else (None, None)  # nothing compared: null in the JSON
-    for mine, ref in zip(got, naive_res):
-        delta = max(delta, max(float(np.abs(a - b).max()) for a, b in zip(mine, ref)))
-        same &= all(int(np.argmax(a)) == int(np.argmax(b)) for a, b in zip(mine, ref) if a.size > 1)
+    for mine, ref in zip(got, naive_res, strict=True):
+        delta = max(delta, max(float(np.abs(a - b).max()) for a, b in zip(mine, ref, strict=True)))
+        same &= all(int(np.argmax(a)) == int(np.argmax(b)) for a, b in zip(mine, ref, strict=True) if a.size > 1)
     st = scorer.stats
     mean_len = float(np.mean([len(r.tokens) for reqs in work for r in reqs]))
     s_ours = t_ours / len(work)

@@ -30,7 +30,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-
 import mcqa_toolkit.backends.openai as openai_backend
 from mcqa_toolkit.backends import load_backend
 from mcqa_toolkit.backends.llama_server import LlamaServer
@@ -86,7 +85,7 @@ def fresh(server: LlamaServer) -> None:
 
 def _shared(a: str, b: str) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         if x != y:
             break
         n += 1
@@ -96,7 +95,7 @@ def _shared(a: str, b: str) -> int:
 def compare(base: list[dict[str, float]], other: list[dict[str, float]], prompts: list[str],
             previous: list[str | None]) -> dict[str, Any]:
     worst, at, same, exact = 0.0, None, 0, 0
-    for k, (a, b) in enumerate(zip(base, other)):
+    for k, (a, b) in enumerate(zip(base, other, strict=True)):
         letters = [t for t in LETTERS if t in a and t in b]
         d = max((abs(a[t] - b[t]) for t in letters), default=0.0)
         if d >= worst:
@@ -149,7 +148,7 @@ def in_process_conditions(prompts: list[str]) -> list[dict[str, Any]]:
         llm = Llama(**{"model_path": str(embedded_gguf("gemma-3-270m")), "n_ctx": 512, "n_threads": 2,
                        "logits_all": True, "verbose": False, **kw})
 
-        def top(p: str) -> dict[str, float]:
+        def top(p: str, llm: Llama = llm) -> dict[str, float]:
             got = llm.create_completion(p, max_tokens=1, logprobs=TOP_K, temperature=0.0)
             return {t: float(v) for t, v in got["choices"][0]["logprobs"]["top_logprobs"][0].items()}
 

@@ -83,7 +83,7 @@ def main() -> None:
                   f"{r['requests_per_s']:6.2f} req/s {r['tokens_per_s']:8.0f} tok/s", flush=True)
     if set(results) == {"vllm", "llama"}:
         out = []
-        for v, ll in zip(results["vllm"], results["llama"]):
+        for v, ll in zip(results["vllm"], results["llama"], strict=True):
             key = f"{v['kind']}_c{v['concurrency']}"
             out.append(f"{key}_req={v['requests_per_s'] / ll['requests_per_s']:.2f} "
                        f"{key}_tok={v['tokens_per_s'] / ll['tokens_per_s']:.2f}")

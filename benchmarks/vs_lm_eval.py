@@ -52,8 +52,16 @@ try:  # run as a script (python benchmarks/vs_lm_eval.py) or as a module (python
 except ModuleNotFoundError:
     from benchmarks._reference import device_facts, engine_references, gemm_rate, references_line
     from benchmarks._results import write_json
-    from benchmarks._workload import (SCORINGS, add_arguments, blocks, build, engine_options, render_item, scorings,
-                                      setup)
+    from benchmarks._workload import (
+        SCORINGS,
+        add_arguments,
+        blocks,
+        build,
+        engine_options,
+        render_item,
+        scorings,
+        setup,
+    )
 
 
 def import_lm_eval():
@@ -96,7 +104,7 @@ def by_prompt(arrays, sizes, scoring):
 
 
 def compare(mine, other, acc, key):
-    for a, b in zip(mine, other):
+    for a, b in zip(mine, other, strict=True):
         acc[f"delta_{key}"] = max(acc[f"delta_{key}"], float(np.abs(a - b).max()))
         acc[f"same_{key}"] += int(np.argmax(a)) == int(np.argmax(b))
         acc[f"n_{key}"] += 1
@@ -137,7 +145,7 @@ def run_scoring(lm, hflm, Instance, pool, evaluated, args, scoring):
         dt_ours = (time.perf_counter() - t0) / len(block)
         a["t_ours"] += dt_ours * len(block)
         a["ours_block_seconds"].append(dt_ours * len(block))
-        for k, (it, (reqs, _), ours) in enumerate(zip(block, built, results)):
+        for k, (it, (reqs, _), ours) in enumerate(zip(block, built, results, strict=True)):
             prompts = render_item(it, pool, args)  # untimed: each prompt's number of options
             sizes = [len(p.letter_continuations if scoring == "letters" else p.continuations) for p in prompts]
             a["tokens_len"] += sum(len(r.tokens) for r in reqs)
@@ -147,7 +155,7 @@ def run_scoring(lm, hflm, Instance, pool, evaluated, args, scoring):
                 pairs, other = theirs[k]
                 a["t_ours_lm_items"] += dt_ours
                 compare(mine, other, a, "lm")
-                for (ctx, cont), ids in zip(pairs, our_pairs(reqs, scoring)):  # token ids, untimed
+                for (ctx, cont), ids in zip(pairs, our_pairs(reqs, scoring), strict=True):  # token ids, untimed
                     a["tok_same"] += list(hflm._encode_pair(ctx, cont)) == list(ids)
                     a["tok_all"] += 1
             if i + k < args.naive_items:

@@ -161,7 +161,7 @@ def compare(mine: str, other: str) -> dict:
     a, b = _scores(mine), _scores(other)
     b = b.loc[a.index]
     delta = max(float(np.nanmax(np.abs(np.asarray(x, float) - np.asarray(y, float))))
-                for x, y in zip(a["option_scores"], b["option_scores"]))
+                for x, y in zip(a["option_scores"], b["option_scores"], strict=True))
     return {"records": len(a), "same_choices": int((a["choice"].to_numpy() == b["choice"].to_numpy()).sum()),
             "max_delta": delta}
 
@@ -226,7 +226,7 @@ def main() -> None:
     finally:
         side.close()
     loads["after"] = _load()
-    for label, r in results.items():
+    for r in results.values():
         for key in ("speedup", "seconds_ours", "seconds_vllm", "max_delta"):
             r[f"median_{key}"] = statistics.median(x[key] for x in r["rounds"])
         r["same_choices_all"] = all(x["same_choices"] == x["records"] for x in r["rounds"])

@@ -1,6 +1,6 @@
 """`mcqa` command line: run a params file as papermill executions, report, demo, inspect, validate, validate-enem.
 
-    mcqa run params/demo.yaml      # one run folder (its executed run_model.ipynb and records) per combination, resumable
+    mcqa run params/demo.yaml      # one run folder (executed run_model.ipynb + records) per combination, resumable
     mcqa run params/x.yaml --batch-submit | --batch-fetch    # API batch mode (cheaper, slower)
     mcqa run params/x.yaml --ray auto --workers 4           # items scored by 4 Ray actors (docs/cluster.md)
     mcqa report [--html]           # execute the analysis notebooks over the runs in outputs/ (+ results page)
@@ -267,7 +267,7 @@ def _main(argv: list[str] | None = None) -> int:
                                errata=args.errata or not args.as_published, discover=args.discover_errata,
                                strict=args.strict)
         if len(result.table) and result.cases is None:  # a case list spans years: its tables are the output
-            from mcqa_toolkit.report import plots       # matplotlib only once there is something to draw
+            from mcqa_toolkit.report import plots  # matplotlib only once there is something to draw
 
             figures = plots.save(plots.score_agreement(result.table), args.out, result.stem)
             result = dataclasses.replace(result, files=result.files + tuple(figures))

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -129,7 +130,7 @@ class Item:
             return LETTERS[self.answer]
         return None
 
-    def with_(self, **changes: Any) -> "Item":
+    def with_(self, **changes: Any) -> Item:
         """A copy with some fields changed (Items are frozen)."""
         return replace(self, **changes)
 
@@ -195,7 +196,7 @@ class ItemSet(Sequence[Item]):
             return key.item_id in self._index and self._items[self._index[key.item_id]] == key
         return key in self._index
 
-    def __add__(self, other: "ItemSet") -> "ItemSet":
+    def __add__(self, other: ItemSet) -> ItemSet:
         return ItemSet(list(self) + list(other), self.name or other.name, self.skipped + other.skipped)
 
     def __repr__(self) -> str:
@@ -205,7 +206,7 @@ class ItemSet(Sequence[Item]):
     def ids(self) -> list[str]:
         return [it.item_id for it in self._items]
 
-    def filter(self, predicate: Callable[[Item], bool] | None = None, **criteria: Any) -> "ItemSet":
+    def filter(self, predicate: Callable[[Item], bool] | None = None, **criteria: Any) -> ItemSet:
         """Items whose fields match every criterion: a value, a collection of allowed values, or a callable.
 
         Example: `items.filter(language="pt", subject=["biology", "chemistry"], has_image=False)`.
@@ -220,7 +221,7 @@ class ItemSet(Sequence[Item]):
         ]
         return ItemSet(kept, self.name, self.skipped)
 
-    def exclude(self, item_ids: Iterable[str]) -> "ItemSet":
+    def exclude(self, item_ids: Iterable[str]) -> ItemSet:
         drop = set(item_ids)
         return ItemSet([it for it in self._items if it.item_id not in drop], self.name, self.skipped)
 

@@ -18,8 +18,9 @@ import json
 import re
 import tarfile
 import zlib
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 from mcqa_toolkit.items import DatasetError
 
@@ -145,7 +146,7 @@ def json_entries(path: str | Path) -> Iterator[Entry]:
         lengths = {len(v) for v in cols.values()}
         if len(lengths) > 1:
             raise DatasetError(path, "-", None, f"columns have different lengths {sorted(lengths)}")
-        data = [dict(zip(cols, row)) for row in zip(*cols.values())]
+        data = [dict(zip(cols, row, strict=True)) for row in zip(*cols.values(), strict=True)]
     if not isinstance(data, list):
         raise DatasetError(path, "-", None, f"expected a JSON list of objects, got {type(data).__name__}")
     return ((n, rec if isinstance(rec, dict) else DatasetError(path, n, None, "expected a JSON object, got "

@@ -24,8 +24,14 @@ import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
-from mcqa_toolkit.enem.simulate import (itens_prova_layout, publish_key, publish_unpublished, publish_zip,
-                                        simulate_microdata, two_set_booklet)
+from mcqa_toolkit.enem.simulate import (
+    itens_prova_layout,
+    publish_key,
+    publish_unpublished,
+    publish_zip,
+    simulate_microdata,
+    two_set_booklet,
+)
 
 GOLDEN = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "enem" / "ITENS_PROVA_golden.csv"
 BOOKLETS = {"CN": [1221], "CH": [1055], "LC": [1201, 1065, 9691], "MT": [1211, 9187]}

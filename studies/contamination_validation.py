@@ -185,7 +185,7 @@ def collect(work: Path, shared: Path) -> None:
 
     old = {f: pd.read_parquet(OUT / f"{f}.parquet") for f in FRAMES if (OUT / f"{f}.parquet").exists()}
     old_models = json.loads((OUT / "models.json").read_text()) if (OUT / "models.json").exists() else {}
-    before = set(zip(old["scores"]["model"], old["scores"]["exam"])) if "scores" in old else set()
+    before = set(zip(old["scores"]["model"], old["scores"]["exam"], strict=True)) if "scores" in old else set()
     manifests = {m: read_manifest(model_dir(work, m)) for m in MODELS[1:] if (model_dir(work, m) / MANIFEST).exists()}
     pt = items(work, shared, "pt2021")
     keyed = [it.parallel_id for it in pt if has_page(it)]
@@ -221,7 +221,8 @@ def collect(work: Path, shared: Path) -> None:
     kept = ("exposures", "base_model", "weights_sha256", "recipe", "parameters", "templates", "pages_sha256",
             "train_loss", "packages")   # the seconds of training are each step's, in steps.json
     models = {**old_models, **{m: {"kind": kind(m), **{k: man[k] for k in kept},
-                                   "n_exposed": len(man["items"]["exposed"]), "n_held_out": len(man["items"]["held_out"]),
+                                   "n_exposed": len(man["items"]["exposed"]),
+                                   "n_held_out": len(man["items"]["held_out"]),
                                    "items_dataset": man["items"]["dataset"],
                                    "items_fingerprint": man["items"]["fingerprint"]}
                                for m, man in manifests.items() if m not in old_models}}

@@ -1,4 +1,5 @@
-"""Regenerate the ENEM errata shipped with the package (mcqa_toolkit/enem/errata/errata.json) with the discovery procedure
+"""Regenerate the ENEM errata shipped with the package (mcqa_toolkit/enem/errata/errata.json) with the discovery \
+procedure
 (`mcqa_toolkit.enem.errata.discover`) run on the development set of real INEP candidates:
 
     python studies/enem_errata.py [--shared ../shared]
@@ -24,8 +25,8 @@ from _enem_dev import development_set
 
 from mcqa_toolkit.enem.cases import score_cases
 from mcqa_toolkit.enem.errata.discover import discover_cases
-from mcqa_toolkit.enem.errata.format import KINDS, errata_json, parse_errata
-from mcqa_toolkit.enem.errata.greedy import K, K_BLANK
+from mcqa_toolkit.enem.errata.format import errata_json, parse_errata
+from mcqa_toolkit.enem.errata.greedy import K_BLANK, K
 
 REPO = Path(__file__).resolve().parents[1]
 ERRATA = REPO / "mcqa_toolkit" / "enem" / "errata" / "errata.json"
@@ -34,13 +35,13 @@ ERRATA = REPO / "mcqa_toolkit" / "enem" / "errata" / "errata.json"
 INDEPENDENT = {73305: (0.8323, -0.2720, 0.0062), 117798: (0.3076, 13.650, 0.1376)}
 ABOUT = ("INEP's errata: where a published ITENS_PROVA file disagrees with the scores INEP gave (NU_NOTA). Regenerated "
          "by studies/enem_errata.py with the discovery procedure (mcqa_toolkit.enem.errata.discover) on the "
-         "development set of 2,140 real candidates from INEP's published microdata (years 2011, 2013, 2017, 2019, 2021, 2025; kept by "
-         "the project, not shipped); source 'discovered' = found by the procedure, 'hand' = found by looking and "
-         "kept (its 'reason' says why the procedure does not accept it). 'gain', 'fixed' and 'broken' are IN-SAMPLE (the corrections were found on "
-         "those candidates; held-out figures: docs/enem.md). Estimated parameters ('unpublished') are ESTIMATES: "
-         "'estimated' says the objective minimised, 'cross_validation' the held-out agreement. Applied by "
-         "read_itens_prova(path, errata=True); 'signature' is errata.format.booklet_signature of the reference "
-         "booklet's rows as INEP published them.")
+         "development set of 2,140 real candidates from INEP's published microdata (years 2011, 2013, 2017, 2019, "
+         "2021, 2025; kept by the project, not shipped); source 'discovered' = found by the procedure, 'hand' = found "
+         "by looking and kept (its 'reason' says why the procedure does not accept it). 'gain', 'fixed' and 'broken' "
+         "are IN-SAMPLE (the corrections were found on those candidates; held-out figures: docs/enem.md). Estimated "
+         "parameters ('unpublished') are ESTIMATES: 'estimated' says the objective minimised, 'cross_validation' the "
+         "held-out agreement. Applied by read_itens_prova(path, errata=True); 'signature' is "
+         "errata.format.booklet_signature of the reference booklet's rows as INEP published them.")
 
 
 def content(e) -> tuple:

@@ -34,7 +34,7 @@ P = ["NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C"]
 
 def _where(rows: pd.DataFrame) -> dict:
     """(position, language) -> CO_ITEM of one booklet's rows."""
-    return dict(zip(zip(rows["CO_POSICAO"], rows["TP_LINGUA"].fillna(-1)), rows["CO_ITEM"]))
+    return dict(zip(zip(rows["CO_POSICAO"], rows["TP_LINGUA"].fillna(-1), strict=True), rows["CO_ITEM"], strict=True))
 
 
 def split_by_second_application(items: pd.DataFrame, co: int, second: int,
@@ -99,9 +99,10 @@ def adapted_2013(inep: Path, cases: pd.DataFrame) -> None:
         print(show(f"second set, in booklet {second}'s order", errors(mine, sec, area, 2013)))
         by_position = _where(items[items["CO_PROVA"] == regular[0]])     # the first set's positions are its
         for b in regular:
-            pos = dict(zip(items.loc[items["CO_PROVA"] == b, "CO_ITEM"], items.loc[items["CO_PROVA"] == b, "CO_POSICAO"]))
+            pos = dict(zip(items.loc[items["CO_PROVA"] == b, "CO_ITEM"],
+                           items.loc[items["CO_PROVA"] == b, "CO_POSICAO"], strict=True))
             laid = first.assign(CO_POSICAO=[pos[by_position[(p, lang)]] for p, lang in
-                                            zip(first["CO_POSICAO"], first["TP_LINGUA"].fillna(-1))])
+                                            zip(first["CO_POSICAO"], first["TP_LINGUA"].fillna(-1), strict=True)])
             print(show(f"first set, in booklet {b}'s order", errors(mine, laid, area, 2013)))
         regular_rows = items[items["CO_PROVA"] == SAME_COLOUR[co]]        # no adapted replacement at all
         print(show(f"booklet {SAME_COLOUR[co]}'s own rows", errors(mine, regular_rows, area, 2013)))

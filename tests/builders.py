@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.records.columns import records_frame
+from mcqa_toolkit.records.factory import make_record, run_fields
 
 ITEM_KEYS = ("item_id", "parallel_id", "language", "subject", "n_options", "answer")
 RUN_KEYS = ("model", "strategy", "dataset", "method", "run_id")
@@ -22,7 +22,8 @@ def records(rows, **defaults):
         r = {"model": "m", "strategy": "S1", "language": "en", "subject": "bio", "n_options": 4, "shuffle": 0,
              "answer": 0, **defaults, **r}
         answer = r.pop("answer")
-        item = Item(item_id=r.pop("item_id"), source="t", exam="e", stem="q", options=tuple("abcdefghij"[:r.pop("n_options")]),
+        item = Item(item_id=r.pop("item_id"), source="t", exam="e", stem="q",
+                    options=tuple("abcdefghij"[:r.pop("n_options")]),
                     answer=None if answer < 0 else answer, subject=r.pop("subject"), language=r.pop("language"),
                     parallel_id=r.pop("parallel_id", ""))
         run = run_fields(**{k: r.pop(k) for k in RUN_KEYS if k in r})

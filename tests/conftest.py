@@ -14,6 +14,7 @@ from isolation import pytest_runtest_setup, pytest_runtest_teardown  # noqa: F40
 from paths import REPO
 from tiny_models import tiny_model
 
+
 @pytest.fixture(scope="session")
 def figures():
     """Where each fault test (marker `faults`) records what it measured; written to $MCQA_RELIABILITY at the end of

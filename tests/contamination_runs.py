@@ -63,8 +63,8 @@ def write_validation(folder, n_items: int = 30, seed: int = 0, partial: bool = F
     from pathlib import Path
     from types import SimpleNamespace
 
-    from mcqa_toolkit.prompts.solved_page import exposure_split
     from mcqa_toolkit.contamination.validation import validation_results
+    from mcqa_toolkit.prompts.solved_page import exposure_split
 
     rng = np.random.default_rng(seed)
     exams = {"pt2021": exam(n_items, seed=1), "en2021": exam(n_items, seed=1, language="en"),
@@ -90,8 +90,10 @@ def write_validation(folder, n_items: int = 30, seed: int = 0, partial: bool = F
                                   "parallel_id": [it.parallel_id for it in items], "hidden": 1,
                                   "exact": [i in seen and rng.random() < 0.1 * e for i in items.ids],
                                   "rouge_l": rng.random(len(items)), "probe_logprob": rng.normal(-3, 1, len(items))})
-            audits[(model, name)] = SimpleNamespace(records=records, probe=probe if name == "pt2021" and not partial else None,
-                                                    familiarity=familiarity_frame(items, model, seen, 0.5 * strength, rng))
+            audits[(model, name)] = SimpleNamespace(records=records,
+                                                    probe=probe if name == "pt2021" and not partial else None,
+                                                    familiarity=familiarity_frame(items, model, seen,
+                                                                                  0.5 * strength, rng))
     pt = exams["pt2021"]
 
     def split_labels(model, s):

@@ -16,7 +16,7 @@ def requests_for(lm, stems=("What colour is the sky?", "Qual é a capital do Bra
     for stem in stems:
         for perm in (("red", "blue", "green"), ("blue", "green", "red"), ("green", "red", "blue")):
             text = PREFIX + f"Question: {stem}\nOptions:\n" + "".join(
-                f"({x}) {o}\n" for x, o in zip(letters, perm)) + "Answer: ("
+                f"({x}) {o}\n" for x, o in zip(letters, perm, strict=True)) + "Answer: ("
             ids = encode(lm, text)
             cands, _ = next_token_candidates(lm, ids, text, letters)
             reqs.append(Request(ids, len(ids), cands))
@@ -37,7 +37,7 @@ def long_requests(lm) -> list[Request]:
     long_reqs = []
     for perm in (LONG_OPTIONS, LONG_OPTIONS[::-1], LONG_OPTIONS[1:] + LONG_OPTIONS[:1]):
         text = PREFIX + "Question: Which one is right?\nOptions:\n" + "".join(
-            f"({x}) {o}\n" for x, o in zip("ABC", perm)) + "Answer: ("
+            f"({x}) {o}\n" for x, o in zip("ABC", perm, strict=True)) + "Answer: ("
         ids = encode(lm, text)
         long_reqs.append(Request(ids, len(ids), next_token_candidates(lm, ids, text, list("ABC"))[0]))
         for o in perm:
@@ -51,7 +51,7 @@ def short_prefix_item(lm, stem: str) -> list[Request]:
     than the tiny Gemma's 16-token sliding window (so its rows need the run prefix's last keys on sliding layers)."""
     out = []
     for perm in (("red", "blue", "green"), ("blue", "green", "red"), ("green", "red", "blue")):
-        text = PREFIX + stem + "".join(f"({x}) {o}\n" for x, o in zip("ABC", perm)) + "Answer: ("
+        text = PREFIX + stem + "".join(f"({x}) {o}\n" for x, o in zip("ABC", perm, strict=True)) + "Answer: ("
         ids = encode(lm, text)
         out.append(Request(ids, len(ids), next_token_candidates(lm, ids, text, list("ABC"))[0]))
     return out

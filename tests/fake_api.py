@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass
@@ -72,7 +73,7 @@ class FakeAPI:
     def route(self, method: str, path: str, handler: Route) -> None:
         self.routes[(method, path)] = handler
 
-    def __enter__(self) -> "FakeAPI":
+    def __enter__(self) -> FakeAPI:
         self.thread.start()
         return self
 
@@ -86,7 +87,8 @@ class FakeAPI:
 
     def rejected(self) -> list[tuple[int, str, Any]]:
         """(status, path, body) of every request answered 4xx: what a real provider would have refused."""
-        return [(s, r.path, r.json if r.raw[:1] == b"{" else r.raw[:80]) for r, s in zip(self.requests, self.statuses)
+        return [(s, r.path, r.json if r.raw[:1] == b"{" else r.raw[:80])
+                for r, s in zip(self.requests, self.statuses, strict=True)
                 if 400 <= s < 500]
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fake_api import FakeAPI, anthropic_error, openai_error
 from fake_openai import anthropic_rejects, completion, message

@@ -138,11 +138,12 @@ def completion(body: dict[str, Any], offsets: str = "chars") -> dict[str, Any]:
     if body.get("echo"):
         toks, offs = echo_offsets(tokens_of(prompt) + [" x"], offsets)
         first = 2 if offsets == "vllm" else 1
-        values = [None] * first + [-0.05 * len(t) - (_h(prompt[:o]) % 5) * 0.1 for t, o in zip(toks[first:],
-                                                                                                  offs[first:])]
+        values = [None] * first + [-0.05 * len(t) - (_h(prompt[:o]) % 5) * 0.1
+                                   for t, o in zip(toks[first:], offs[first:], strict=True)]
         choice = _choice(prompt + " x", {"tokens": toks, "token_logprobs": values, "text_offset": offs,
                                          "top_logprobs": [None] * first + [{t: v} for t, v in zip(toks[first:],
-                                                                                                  values[first:])]})
+                                                                                                  values[first:],
+                                                                                                  strict=True)]})
     elif body.get("logprobs"):
         lead = "" if prompt.endswith("(") else " "
         top = dict(sorted(letter_logprobs(prompt, lead).items(), key=lambda kv: -kv[1])[:body["logprobs"]])

@@ -21,12 +21,13 @@ import pytest
 # the environment variables a library's first import sets for the whole process, by its design (not a test's)
 SET_BY_IMPORTS = {"RAY_CLIENT_MODE": "ray._private.client_mode_hook, when ray is imported",
                   "HF_XET_HIGH_PERFORMANCE": "lm_eval/__init__.py, when lm_eval is imported",
-                  "TORCHINDUCTOR_CACHE_DIR": "torch._inductor's cache_dir(), whenever inductor looks its cache up"}
+                  "TORCHINDUCTOR_CACHE_DIR": "torch._inductor's cache_dir(), whenever inductor looks its cache up",
+                  "KMP_DUPLICATE_LIB_OK": "threadpoolctl and scikit-learn (os.environ.setdefault), when imported"}
 # state a session fixture holds while it is alive (key -> the fixture), released when it is torn down
 HELD: dict[str, str] = {}
 HELD_KEY = "held by session fixtures"
 
-_MODELS: list[tuple[str, "weakref.ref[Any]"]] = []  # (fixture, its model) of the shared model fixtures
+_MODELS: list[tuple[str, weakref.ref[Any]]] = []  # (fixture, its model) of the shared model fixtures
 # set by pytest itself around each phase of a test, not by the test
 PYTEST_OWN = {"PYTEST_CURRENT_TEST"}
 
@@ -105,7 +106,8 @@ def process_state(fixtures: Any = ()) -> dict[str, Any]:
     shared models of the fixtures named in `fixtures` (a test's fixture closure)."""
     umask = os.umask(0)
     os.umask(umask)
-    state: dict[str, Any] = {f"env:{k}": v for k, v in os.environ.items() if k not in SET_BY_IMPORTS.keys() | PYTEST_OWN}
+    state: dict[str, Any] = {f"env:{k}": v for k, v in os.environ.items()
+                             if k not in SET_BY_IMPORTS.keys() | PYTEST_OWN}
     state.update({"cwd": os.getcwd(), "umask": umask, "sys.path": frozenset(sys.path), HELD_KEY: frozenset(HELD)})
     for name in ("RLIMIT_FSIZE", "RLIMIT_AS", "RLIMIT_NOFILE"):
         state[name] = resource.getrlimit(getattr(resource, name))

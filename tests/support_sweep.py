@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import datetime
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from model_families import VOCAB, WINDOW, Unbuildable, build
@@ -93,7 +94,7 @@ def _scored(engine: Any, run: tuple[int, ...], items: list[list[Any]]) -> list[n
 
 
 def _delta(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
-    return max(float(np.abs(x - y).max()) for x, y in zip(a, b))
+    return max(float(np.abs(x - y).max()) for x, y in zip(a, b, strict=True))
 
 
 def _error(e: BaseException) -> str:

@@ -11,14 +11,15 @@ import pandas as pd
 from mcqa_toolkit import irt
 from mcqa_toolkit.datasets.demo import load_demo
 from mcqa_toolkit.irt.cat import cat_next, cat_start, cat_update
-from mcqa_toolkit.prompts.permutations import permutations
-from mcqa_toolkit.run import plan_shots
-from mcqa_toolkit.run import strategy as build
 from mcqa_toolkit.measure.summary import summarize_run
-from mcqa_toolkit.run.adaptive import cat_bank, cat_seed
+from mcqa_toolkit.prompts.permutations import permutations
 from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.records.identity import RunIdentity
 from mcqa_toolkit.records.store import RunDir
+from mcqa_toolkit.run import plan_shots
+from mcqa_toolkit.run import strategy as build
+from mcqa_toolkit.run.adaptive import cat_bank, cat_seed
+
 MODEL_THETA = {"model-a": 1.0, "model-b": -0.5}
 LANGUAGE_SHIFT = {"en": 0.0, "pt": -0.4}
 SHUFFLES = 3

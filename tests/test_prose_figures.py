@@ -15,7 +15,8 @@ import json
 import re
 import sys
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from paths import REPO

@@ -2,9 +2,8 @@
 and demo exam that an installed `mcqa demo` needs resolve (mcqa_toolkit/resources.py)."""
 from __future__ import annotations
 
-import tomllib
-
 import pytest
+import tomllib
 from paths import REPO
 
 from mcqa_toolkit.resources import demo_dir, notebooks_dir, params_file, resource_dir

@@ -78,7 +78,7 @@ def test_the_summary_sums_each_tier_and_each_file_over_setup_call_and_teardown(m
     for nodeid, tier, times in [("tests/a.py::t1", "unit", (0.5, 1.0, 0.25)), ("tests/a.py::t2", "unit", (0, 2.0, 0)),
                                 ("tests/run/pool/test_x.py::t", "ray", (3.0, 4.0, 1.0)),
                                 ("tests/run/pool/test_y.py::t", "ray", (0, 1.0, 0))]:
-        for when, seconds in zip(("setup", "call", "teardown"), times):
+        for when, seconds in zip(("setup", "call", "teardown"), times, strict=True):
             tiers.pytest_runtest_logreport(Report(nodeid, when, seconds, tier))
     term = Terminal()
     tiers.pytest_terminal_summary(term, None)

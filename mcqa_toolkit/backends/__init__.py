@@ -10,10 +10,18 @@ Implementations are imported lazily, so `import mcqa_toolkit.backends` does not 
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from mcqa_toolkit.backends.base import (Backend, Capabilities, CapabilityError, Continuation, ContinuationLogprobs,
-                                        Generation, LetterLogprobs)
+from mcqa_toolkit.backends.base import (
+    Backend,
+    Capabilities,
+    CapabilityError,
+    Continuation,
+    ContinuationLogprobs,
+    Generation,
+    LetterLogprobs,
+)
 
 # a factory takes the model and the entry's keyword arguments and returns a Backend
 Factory = Callable[..., Backend]

@@ -16,11 +16,19 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
 
 from mcqa_toolkit.backends.api import ApiBackend
-from mcqa_toolkit.backends.base import (Capabilities, CapabilityError, Continuation, ContinuationLogprobs, Generation,
-                                        LetterLogprobs)
+from mcqa_toolkit.backends.base import (
+    Capabilities,
+    CapabilityError,
+    Continuation,
+    ContinuationLogprobs,
+    Generation,
+    LetterLogprobs,
+)
 from mcqa_toolkit.backends.cache import RequestCache
 from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, TokenMeter, classify_status
 from mcqa_toolkit.backends.providers import ANTHROPIC_NO_PREFILL, ANTHROPIC_NO_TEMPERATURE, public_url
@@ -29,7 +37,7 @@ from mcqa_toolkit.backends.secrets import with_credentials
 MESSAGES_PATH = "/v1/messages"
 
 
-def classify(e: BaseException) -> tuple[bool, float | None]:
+def classify(e: BaseException) -> tuple[bool, float | datetime | None]:
     import anthropic
 
     return classify_status(e, (anthropic.APITimeoutError, anthropic.APIConnectionError), anthropic.APIStatusError)
@@ -79,6 +87,7 @@ class AnthropicBackend(ApiBackend):
     kind = "anthropic"
     sdk = "anthropic"
     batch_client = "anthropic"
+    api_key_env: str
 
     def __init__(self, model: str, api_key_env: str = "ANTHROPIC_API_KEY", *, base_url: str | None = None,
                  name: str | None = None, concurrency: int = 4, timeout: float = 300.0, retries: int = 10,

@@ -31,7 +31,6 @@ class ApiBackend(ABC):
 
     kind: ClassVar[str]
     sdk: ClassVar[str]
-    batch_client: str
     model: str
     name: str
     server_id: str
@@ -43,6 +42,11 @@ class ApiBackend(ABC):
     @abstractmethod
     def capabilities(self) -> Capabilities:
         """What the model behind the API can do (some backends probe the server on first use)."""
+
+    @property
+    def batch_client(self) -> str:
+        """The `api` of the provider's batch client in backends.batch.CLIENTS (a class attribute or a property)."""
+        raise NotImplementedError
 
     @property
     def request_cache(self) -> RequestCache:

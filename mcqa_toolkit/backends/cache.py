@@ -125,7 +125,8 @@ def _verified(raw: bytes, key: str) -> tuple[dict[str, Any] | None, str | None]:
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        return None, f"not valid JSON: {getattr(e, 'msg', None) or e.reason}" + (" (empty file)" if not raw else "")
+        reason = e.msg if isinstance(e, json.JSONDecodeError) else e.reason
+        return None, f"not valid JSON: {reason}" + (" (empty file)" if not raw else "")
     if not isinstance(data, dict):
         return None, f"holds a JSON {type(data).__name__}, not a response"
     if "sha256" not in data and "response" not in data:  # written before entries carried a checksum

@@ -22,8 +22,9 @@ log-prob (nothing before it) is skipped, as a local model without BOS does.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -98,10 +99,12 @@ def split_echo(reading: Reading, values: Sequence[float | None], context: str) -
     """(indices of the continuation's tokens, number of context tokens) under `reading`; a leading special token
     (vLLM's echoed <bos>) is a context token, as the local backends count it."""
     start = len(_units(context, reading.unit))
-    picked, n_context = [], reading.lead
+    picked: list[int] = []
+    n_context = reading.lead
     starts = reading.starts
     for i in range(reading.lead, len(starts)):
         pos = starts[i]
+        assert pos is not None  # None only for the lead tokens (Reading.starts)
         if pos >= reading.length:
             break  # the generated token
         following = next((s for s in starts[i + 1:] if s is not None and s > pos), reading.length)

@@ -19,18 +19,28 @@ from __future__ import annotations
 import importlib
 import math
 import os
+from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mcqa_toolkit.backends.api import ApiBackend
-from mcqa_toolkit.backends.base import (Capabilities, CapabilityError, Continuation, ContinuationLogprobs, Generation,
-                                        LetterLogprobs)
+from mcqa_toolkit.backends.base import (
+    Capabilities,
+    CapabilityError,
+    Continuation,
+    ContinuationLogprobs,
+    Generation,
+    LetterLogprobs,
+)
 from mcqa_toolkit.backends.cache import RequestCache
 from mcqa_toolkit.backends.http import ApiError, RequestSender, RetryPolicy, TokenMeter
 from mcqa_toolkit.backends.providers import GEMINI, GEMINI_URL, public_url
 from mcqa_toolkit.backends.secrets import with_credentials
+
+if TYPE_CHECKING:
+    from google.genai.types import HttpOptionsDict
 
 PROBE_TEXT = "A capital da França é Paris, e a capital da Itália é"
 _VOLATILE = ("sdk_http_response", "automatic_function_calling_history")  # headers (dates): not part of an answer
@@ -57,8 +67,9 @@ def contents_of(prompt: Any) -> tuple[list[dict[str, Any]], str]:
     if not getattr(prompt, "messages", None):
         return [{"role": "user", "parts": [{"text": prompt.text}]}], ""
     system = "\n\n".join(m["content"] for m in prompt.messages if m["role"] == "system")
-    turns = [{"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
-             for m in prompt.messages if m["role"] != "system"]
+    turns: list[dict[str, Any]] = [
+        {"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
+        for m in prompt.messages if m["role"] != "system"]
     cue = (prompt.assistant_prefix or "").rstrip()
     if cue:
         last = turns[-1]["parts"][0]["text"].rstrip()
@@ -118,6 +129,7 @@ class GoogleBackend(ApiBackend):
     kind = "google"
     sdk = "google-genai"
     batch_client = "gemini"
+    api_key_env: str
 
     def __init__(self, model: str, api_key_env: str = "GEMINI_API_KEY", *, base_url: str | None = None,
                  api_version: str = "v1beta", name: str | None = None, concurrency: int = 4, timeout: float = 300.0,
@@ -146,7 +158,7 @@ class GoogleBackend(ApiBackend):
         """A google-genai Client (the key read now, not kept by this object)."""
         from google import genai
 
-        options: dict[str, Any] = {"api_version": self.api_version, "timeout": int(self.timeout * 1000)}
+        options: HttpOptionsDict = {"api_version": self.api_version, "timeout": int(self.timeout * 1000)}
         if self.base_url:
             options["base_url"] = with_credentials(self.base_url)
         return genai.Client(api_key=os.environ.get(self.api_key_env), http_options=options)
@@ -200,7 +212,7 @@ class GoogleBackend(ApiBackend):
 
     def letter_logprobs(self, prompts: Sequence[Any]) -> list[LetterLogprobs]:
         responses = self.sender.send_all([("generate", self._letter_body(p)) for p in prompts])
-        return [parse_letters(r, p.letter_continuations) for r, p in zip(responses, prompts)]
+        return [parse_letters(r, p.letter_continuations) for r, p in zip(responses, prompts, strict=True)]
 
     def loglikelihoods(self, requests: Sequence[Continuation]) -> list[ContinuationLogprobs]:
         raise CapabilityError(f"backend {self.name!r} cannot score loglik: Gemini cannot return log-probabilities "

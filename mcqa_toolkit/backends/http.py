@@ -16,9 +16,10 @@ import math
 import random
 import threading
 import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -100,11 +101,11 @@ class _LoopThread:
         self.thread = threading.Thread(target=self.loop.run_forever, name="mcqa-api-loop", daemon=True)
         self.thread.start()
 
-    def run(self, coro: Awaitable[Any]) -> Any:
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
 
-def classify_status(e: BaseException, transient: tuple[type, ...], status_error: type
+def classify_status(e: BaseException, transient: tuple[type, ...], status_error: type[Any]
                     ) -> tuple[bool, float | datetime | None]:
     """(retryable, Retry-After: seconds, an HTTP date, or None) for an SDK exception: the SDK's `transient`
     errors (timeouts, connection errors) and HTTP 408/409/429/5xx (incl. Anthropic's 529 "overloaded") are
@@ -142,7 +143,7 @@ class TokenMeter:
         self.completion_tokens += int(completion_tokens)
         self.reasoning_tokens += int(reasoning)
 
-    def usage(self, counters: dict[str, int]) -> dict[str, float]:
+    def usage(self, counters: Mapping[str, float]) -> dict[str, float]:
         out: dict[str, float] = {**counters, "prompt_tokens": self.prompt_tokens,
                                  "completion_tokens": self.completion_tokens,
                                  "reasoning_tokens": self.reasoning_tokens,
@@ -197,7 +198,7 @@ class RequestSender:
         self.counters["requests"] += len(keys)
         self.counters["cache_hits"] += sum(r is not None for r in out)
         todo: dict[str, tuple[str, dict[str, Any]]] = {}
-        for k, req, got in zip(keys, requests, out):
+        for k, req, got in zip(keys, requests, out, strict=True):
             if got is None:
                 todo.setdefault(k, req)  # identical requests in one call are sent once
         if todo and self.collecting is not None:
@@ -207,7 +208,7 @@ class RequestSender:
             if self._loop is None:
                 self._loop = _LoopThread()
             fetched = self._loop.run(self._gather(todo))
-            out = [fetched.get(k, got) if got is None else got for k, got in zip(keys, out)]
+            out = [fetched.get(k, got) if got is None else got for k, got in zip(keys, out, strict=True)]
         return out
 
     async def _gather(self, todo: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:

@@ -14,9 +14,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 STARTUP_SECONDS = 180
 PORT_TRIES = 3  # ports a first start tries when another process takes the picked one before the server binds it
@@ -66,7 +66,7 @@ class LlamaServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def __enter__(self) -> "LlamaServer":
+    def __enter__(self) -> LlamaServer:
         self.start()
         return self
 

@@ -19,14 +19,25 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
 
 from mcqa_toolkit.backends.api import ApiBackend
 from mcqa_toolkit.backends.base import Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs
 from mcqa_toolkit.backends.cache import RequestCache
 from mcqa_toolkit.backends.http import RequestSender, RetryPolicy, TokenMeter, classify_status
-from mcqa_toolkit.backends.openai_wire import (chat_letter_body, echo_body, generate_body, letter_body, parse_echo,
-                                               parse_generation, parse_letters, reasoning_tokens, usage_tokens)
+from mcqa_toolkit.backends.openai_wire import (
+    chat_letter_body,
+    echo_body,
+    generate_body,
+    letter_body,
+    parse_echo,
+    parse_generation,
+    parse_letters,
+    reasoning_tokens,
+    usage_tokens,
+)
 from mcqa_toolkit.backends.providers import profile, provider_for, public_url
 from mcqa_toolkit.backends.secrets import with_credentials
 from mcqa_toolkit.prompts.builder import move_trailing
@@ -39,7 +50,7 @@ CHAT_ONLY = re.compile(r"\bchat model\b|v1/chat/completions", re.IGNORECASE)
 OPENAI_URL = "https://api.openai.com/v1"
 
 
-def classify(e: BaseException) -> tuple[bool, float | None]:
+def classify(e: BaseException) -> tuple[bool, float | datetime | None]:
     import openai
 
     return classify_status(e, (openai.APITimeoutError, openai.APIConnectionError), openai.APIStatusError)
@@ -197,7 +208,7 @@ class OpenAIBackend(ApiBackend):
         k = self.capabilities.top_logprobs or self.profile.top_k
         requests = [self._letter_request(p.text, p, k) for p in prompts]
         out = []
-        for (endpoint, body), p, r in zip(requests, prompts, self._call(requests)):
+        for (endpoint, body), p, r in zip(requests, prompts, self._call(requests), strict=True):
             exact = endpoint == "completions" or "continue_final_message" in body
             got = parse_letters(r, p.letter_continuations, exact=exact)
             out.append(LetterLogprobs(got.logprobs, got.n_prompt_tokens, {**got.extra, "endpoint": endpoint}))
@@ -211,13 +222,13 @@ class OpenAIBackend(ApiBackend):
             text = r.context if isinstance(r.context, str) else r.context.text
             pairs.append(move_trailing(text, r.continuation))
         responses = self._call([("completions", echo_body(self.model, c + x)) for c, x in pairs])
-        return [parse_echo(resp, c, x) for resp, (c, x) in zip(responses, pairs)]
+        return [parse_echo(resp, c, x) for resp, (c, x) in zip(responses, pairs, strict=True)]
 
     def generate(self, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0,
                  stop: Sequence[str] = (), seeds: Sequence[int] | None = None) -> list[Generation]:
         requests = []
-        common = dict(max_tokens=max_new_tokens, temperature=temperature, stop=stop, profile=self.profile,
-                      reasoning_budget=self.reasoning_budget)
+        common: dict[str, Any] = dict(max_tokens=max_new_tokens, temperature=temperature, stop=stop,
+                                      profile=self.profile, reasoning_budget=self.reasoning_budget)
         for i, p in enumerate(prompts):
             seed = seeds[i] if seeds is not None else None
             if getattr(p, "messages", None):
@@ -229,7 +240,7 @@ class OpenAIBackend(ApiBackend):
                                                        seed=seed, **common)))
             else:
                 requests.append(("completions", generate_body(self.model, prompt=p.text, seed=seed, **common)))
-        return [parse_generation(r, e == "chat") for r, (e, _) in zip(self._call(requests), requests)]
+        return [parse_generation(r, e == "chat") for r, (e, _) in zip(self._call(requests), requests, strict=True)]
 
 
 def load(model: str, **options: Any) -> OpenAIBackend:

@@ -11,7 +11,8 @@ its reasoning-token count (`usage.completion_tokens_details.reasoning_tokens`) a
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -11,8 +11,8 @@ in real error bodies quoted in issues, [U] unconfirmed, chosen conservatively).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 from urllib.parse import urlsplit
 
 __all__ = ["BatchLimits", "ReasoningRule", "Provider", "Profile", "PROVIDERS", "ANTHROPIC", "ANTHROPIC_NO_PREFILL",
@@ -136,10 +136,10 @@ class Profile:
     def reasoning(self) -> bool:
         return self.rule is not None
 
-    def with_top_k(self, k: int) -> "Profile":
+    def with_top_k(self, k: int) -> Profile:
         return replace(self, top_k=k)
 
-    def chat_only(self, chat_logprobs_max: int | None) -> "Profile":
+    def chat_only(self, chat_logprobs_max: int | None) -> Profile:
         """This profile for a model the server serves on chat completions only: letters from chat top_logprobs
         (capped at the provider's chat maximum), no /v1/completions (so no echo; generation through chat)."""
         k = min(self.top_k, chat_logprobs_max) if chat_logprobs_max is not None else self.top_k
@@ -161,6 +161,7 @@ def profile(p: Provider, model: str, top_logprobs: int = 20, reasoning: bool | N
         rule = ReasoningRule(".*")
     elif reasoning is False:
         rule = None
+    endpoint: str | None
     endpoint, cap = ("completions", p.completions_logprobs_max) if completions else ("chat", p.chat_logprobs_max)
     notes = []
     if rule is not None and not rule.logprobs or cap is None:

@@ -29,9 +29,10 @@ caching is on by default (letter scoring repeats the few-shot block and each ste
 from __future__ import annotations
 
 import importlib.metadata as md
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -126,7 +127,7 @@ class VLLMBackend:
         else:
             params = self.SamplingParams(max_tokens=1, temperature=0.0, logprobs=self.top_logprobs, **self._quiet)
         out = []
-        for (ids, cands, exact), res in zip(reqs, self._run([r[0] for r in reqs], params)):
+        for (ids, cands, exact), res in zip(reqs, self._run([r[0] for r in reqs], params), strict=True):
             top = res.outputs[0].logprobs[0]
             lp = np.array([_logprob(top[c]) if c in top else np.nan for c in cands])
             out.append(LetterLogprobs(lp, len(ids), {"letter_token_ids": list(cands), "letter_token_exact": list(exact),
@@ -140,7 +141,7 @@ class VLLMBackend:
             return []
         split = continuation_requests(self.tok, requests, self.tokens)
         values = self._continuations([(ids, n) for ids, n, _ in split])
-        return [ContinuationLogprobs(v, text, n) for v, (_, n, text) in zip(values, split)]
+        return [ContinuationLogprobs(v, text, n) for v, (_, n, text) in zip(values, split, strict=True)]
 
     def _params(self, ids: Sequence[int], n: int, read_cache: bool, by_rows: bool) -> Any:
         """Sampling parameters of one continuation: the continuation's rows by token id, or prompt log-probs."""
@@ -169,7 +170,7 @@ class VLLMBackend:
             outs = self._run([reqs[i][0] for i in todo], [self._params(*reqs[i], read_cache, self._rows_by_id)
                                                          for i in todo])
             left = []
-            for i, o in zip(todo, outs):
+            for i, o in zip(todo, outs, strict=True):
                 ids, n = reqs[i]
                 if read_cache and int(getattr(o, "num_cached_tokens", 0) or 0) >= n:
                     left.append(i)

@@ -19,9 +19,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from mcqa_toolkit.backends.llama_server import PORT_TRIES, _die_with_parent, free_port, port_taken
 

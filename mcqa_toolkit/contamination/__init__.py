@@ -28,13 +28,24 @@ from mcqa_toolkit.contamination.fine_tuning import Recipe, contaminate, exposure
 from mcqa_toolkit.contamination.fit_residual import fit_residual
 from mcqa_toolkit.contamination.key_pull import key_pull, letter_probabilities
 from mcqa_toolkit.contamination.min_k_pp import min_k_plus_plus, min_k_pp_score
-from mcqa_toolkit.contamination.min_k_prob import (contamination_correlation, contamination_frame,
-                                                   min_k_accuracy_correlation, min_k_score)
+from mcqa_toolkit.contamination.min_k_prob import (
+    contamination_correlation,
+    contamination_frame,
+    min_k_accuracy_correlation,
+    min_k_score,
+)
 from mcqa_toolkit.contamination.model_tests import dataset_inference, flag, key_pull_test, person_fit_test
 from mcqa_toolkit.contamination.probe import probe_score, probe_table
 from mcqa_toolkit.contamination.reference_ratio import reference_score
-from mcqa_toolkit.contamination.roc import (accuracy_by_exposure, accuracy_gain, auc_se, detector_auc, roc_auc,
-                                            roc_curves, roc_points)
+from mcqa_toolkit.contamination.roc import (
+    accuracy_by_exposure,
+    accuracy_gain,
+    auc_se,
+    detector_auc,
+    roc_auc,
+    roc_curves,
+    roc_points,
+)
 from mcqa_toolkit.contamination.validation import validation_results
 from mcqa_toolkit.contamination.zlib_ratio import zlib_bytes, zlib_score
 

@@ -17,9 +17,9 @@ time, an audit of another model or other items refused, and a killed audit resum
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 

@@ -15,8 +15,8 @@ import pandas as pd
 
 from mcqa_toolkit.contamination.fit_residual import fit_residual
 from mcqa_toolkit.contamination.key_pull import KEYS, key_pull
-from mcqa_toolkit.contamination.min_k_prob import min_k_score
 from mcqa_toolkit.contamination.min_k_pp import min_k_pp_score
+from mcqa_toolkit.contamination.min_k_prob import min_k_score
 from mcqa_toolkit.contamination.probe import probe_score
 from mcqa_toolkit.contamination.reference_ratio import reference_score
 from mcqa_toolkit.contamination.zlib_ratio import zlib_score

@@ -37,16 +37,16 @@ def familiarity_table(backend: Backend, items: ItemSet, k: float = 0.2, block_si
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
     dists = backend.token_distributions if isinstance(backend, DistributionBackend) else None
-    items, rows = list(items), []
-    with tqdm(total=len(items), desc=f"familiarity {backend.name}", disable=not progress, unit="item") as bar:
-        for lo in range(0, len(items), block_size):
-            chunk = items[lo:lo + block_size]
+    todo, rows = list(items), []
+    with tqdm(total=len(todo), desc=f"familiarity {backend.name}", disable=not progress, unit="item") as bar:
+        for lo in range(0, len(todo), block_size):
+            chunk = todo[lo:lo + block_size]
             texts = [question_text(it) for it in chunk]
             if dists is not None:
                 got = [(d.logprobs, min_k_plus_plus(d.logprobs, d.mean, d.var, k)) for d in dists(texts)]
             else:
                 got = [(lp, np.nan) for lp in text_logprobs(backend, texts)]
-            for it, text, (lp, pp) in zip(chunk, texts, got):
+            for it, text, (lp, pp) in zip(chunk, texts, got, strict=True):
                 rows.append({"model": backend.name, "language": it.exam_language, "item_id": it.item_id,
                              "parallel_id": it.parallel_id, "n_tokens": len(lp), "n_bytes": len(text.encode()),
                              "zlib_bytes": zlib_bytes(text), "loglik_sum": float(np.sum(lp)),

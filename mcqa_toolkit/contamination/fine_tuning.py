@@ -11,9 +11,10 @@ backends.hf.manifest) and resumes where it stopped.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.prompts.solved_page import PageTemplate, page_template, solved_page
@@ -72,7 +73,7 @@ def contaminate(base: str | Path, items: ItemSet, exposed: Sequence[str], out_di
     items of `items` and write `<out_dir>/x<k>` for each k in `recipe.exposures` up to `until` (default: all);
     returns the folders written so far, existing ones included. Folders of another training in `out_dir` are
     refused; a training stopped part-way goes on from its last exposure."""
-    from mcqa_toolkit.backends.hf.finetune import fine_tune   # torch: only when a model is trained
+    from mcqa_toolkit.backends.hf.finetune import fine_tune  # torch: only when a model is trained
 
     pages, templates = exposure_pages(items, list(exposed), template)
     return fine_tune(base, items, list(exposed), pages, templates, out_dir, recipe, until=until, device=device,

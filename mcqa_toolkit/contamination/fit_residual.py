@@ -3,7 +3,7 @@ model's ability. A seen item would be answered right beyond the model's ability;
 humans', and language models misfit human IRT for reasons of their own."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,7 @@ def fit_residual(records: pd.DataFrame, items: ItemSet, by: Sequence[str] = ("mo
         theta = model_abilities(g, items, [*by, "shuffle"])["theta"].to_numpy()
         p = params.loc[np.asarray(ids)[keep]]
         res = irt.item_residuals(u[:, keep], theta, p["a"], p["b"], p["c"])
-        out.append(pd.DataFrame({**dict(zip(by, key if isinstance(key, tuple) else (key,))),
+        out.append(pd.DataFrame({**dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)),
                                  "parallel_id": np.asarray(ids)[keep], "observed": res.observed,
                                  "expected": res.expected, "fit_residual": res.residual}))
     return pd.concat(out, ignore_index=True)

@@ -25,7 +25,7 @@ def letter_probabilities(records: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarra
     n_max = int(f["n_options"].max()) if len(f) else 0
     perm = np.full((len(f), n_max), -1)
     probs = np.full((len(f), n_max), np.nan)
-    for r, (p, q) in enumerate(zip(f["permutation"], f["option_probs"])):
+    for r, (p, q) in enumerate(zip(f["permutation"], f["option_probs"], strict=True)):
         perm[r, :len(p)], probs[r, :len(q)] = p, q
     shown = np.where(perm >= 0, np.take_along_axis(probs, np.maximum(perm, 0), axis=1), np.nan)
     identity = (perm == np.where(perm >= 0, np.arange(n_max), -1)).all(axis=1)

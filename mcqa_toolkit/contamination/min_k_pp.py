@@ -4,7 +4,7 @@ distribution at its place, then the mean of the k% lowest. The formula is here; 
 the detector reads that column."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

@@ -7,7 +7,7 @@ more familiar) and, for runs that measured Min-K% (notebooks/14_contamination), 
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -71,6 +71,6 @@ def contamination_correlation(min_k: pd.DataFrame, records: pd.DataFrame,
     frames = []
     for key, part in parts:
         r = min_k_accuracy_correlation(min_k, part, by=shared, value="min_k_prob")
-        frames.append(r.assign(**dict(zip(split, key if isinstance(key, tuple) else (key,)))))
+        frames.append(r.assign(**dict(zip(split, key if isinstance(key, tuple) else (key,), strict=True))))
     out = pd.concat(frames, ignore_index=True)
     return out[[*by, *[c for c in out.columns if c not in by]]]

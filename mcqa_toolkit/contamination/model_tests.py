@@ -17,15 +17,15 @@ Each returns one row per model (x language): ..., statistic, p_value (flag with 
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from mcqa_toolkit.contamination.key_pull import letter_probabilities
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.abilities import model_abilities
-from mcqa_toolkit.contamination.key_pull import letter_probabilities
 
 __all__ = ["key_pull_null", "key_pull_test", "dataset_inference", "person_fit_test", "flag"]
 
@@ -72,9 +72,10 @@ def dataset_inference(suspect: pd.DataFrame, control: pd.DataFrame, detector: st
     s_all = suspect[suspect["detector"] == detector]
     c_all = control[control["detector"] == detector]
     for key, s in s_all.groupby(by, sort=True):
-        mask = np.logical_and.reduce([c_all[b] == v for b, v in zip(by, key if isinstance(key, tuple) else (key,))])
+        mask = np.logical_and.reduce([c_all[b] == v
+                                      for b, v in zip(by, key if isinstance(key, tuple) else (key,), strict=True)])
         x, y = s["score"].dropna().to_numpy(float), c_all.loc[mask, "score"].dropna().to_numpy(float)
-        row = {**dict(zip(by, key if isinstance(key, tuple) else (key,))), "detector": detector,
+        row = {**dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)), "detector": detector,
                "n_suspect": len(x), "n_control": len(y)}
         if len(x) < 2 or len(y) < 2:
             rows.append({**row, "difference": np.nan, "statistic": np.nan, "df": np.nan, "p_value": np.nan})

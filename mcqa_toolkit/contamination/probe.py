@@ -12,7 +12,7 @@ generated: a graded score every backend with log-probs can give: `probe_score`, 
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -68,16 +68,16 @@ def rouge_l(candidate: str, reference: str) -> float:
 
 def _rows(backend: Backend, chunk: Sequence[Item], max_new_tokens: int) -> list[dict]:
     hidden = [hidden_option(it) for it in chunk]
-    prompts = [probe_prompt(it, h) for it, h in zip(chunk, hidden)]
-    truth = [it.options[h].strip() for it, h in zip(chunk, hidden)]
+    prompts = [probe_prompt(it, h) for it, h in zip(chunk, hidden, strict=True)]
+    truth = [it.options[h].strip() for it, h in zip(chunk, hidden, strict=True)]
     need = max(max_new_tokens, *(len(t) // 2 + 8 for t in truth))
     gens = backend.generate(prompts, max_new_tokens=need, temperature=0.0, stop=("\n",))
-    reads = backend.loglikelihoods([Continuation(p, " " + t) for p, t in zip(prompts, truth)])
+    reads = backend.loglikelihoods([Continuation(p, " " + t) for p, t in zip(prompts, truth, strict=True)])
     return [{"model": backend.name, "language": it.exam_language, "item_id": it.item_id,
              "parallel_id": it.parallel_id, "hidden": h, "generated": g.text.strip(),
              "exact": normalise(g.text) == normalise(t), "rouge_l": rouge_l(g.text, t),
              "probe_logprob": float(np.mean(r.logprobs)), "n_hidden_tokens": r.n_tokens}
-            for it, h, t, g, r in zip(chunk, hidden, truth, gens, reads)]
+            for it, h, t, g, r in zip(chunk, hidden, truth, gens, reads, strict=True)]
 
 
 def probe_table(backend: Backend, items: ItemSet, block_size: int = 8, max_new_tokens: int = 16,

@@ -10,7 +10,7 @@ standard error Hanley & McNeil's (1982), the 95% interval AUC +- 1.96 SE clipped
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -78,8 +78,8 @@ def detector_auc(scores: pd.DataFrame, labels: pd.DataFrame,
         y = g["exposed"].to_numpy(bool)
         auc = roc_auc(g["score"].to_numpy(), y)
         se = auc_se(auc, int(y.sum()), int((~y).sum()))
-        rows.append({**dict(zip(keys, key)), "n_exposed": int(y.sum()), "n_held_out": int((~y).sum()), "auc": auc,
-                     "se": se, "lo": max(0.0, auc - 1.96 * se), "hi": min(1.0, auc + 1.96 * se)})
+        rows.append({**dict(zip(keys, key, strict=True)), "n_exposed": int(y.sum()), "n_held_out": int((~y).sum()),
+                     "auc": auc, "se": se, "lo": max(0.0, auc - 1.96 * se), "hi": min(1.0, auc + 1.96 * se)})
     return pd.DataFrame(rows)
 
 
@@ -87,7 +87,7 @@ def roc_curves(scores: pd.DataFrame, labels: pd.DataFrame,
                by: Sequence[str] = ("model", "language", "detector")) -> pd.DataFrame:
     """`roc_points` of every group, with the group's keys (for the figure)."""
     m, keys = _labelled(scores, labels, by)
-    parts = [roc_points(g["score"].to_numpy(), g["exposed"].to_numpy(bool)).assign(**dict(zip(keys, key)))
+    parts = [roc_points(g["score"].to_numpy(), g["exposed"].to_numpy(bool)).assign(**dict(zip(keys, key, strict=True)))
              for key, g in m.groupby(keys, sort=True)]
     return pd.concat(parts, ignore_index=True)[[*keys, "threshold", "fpr", "tpr"]]
 

@@ -6,13 +6,14 @@ docs/contamination.md.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 
+from mcqa_toolkit.contamination.detectors import contamination_scores
 from mcqa_toolkit.contamination.model_tests import dataset_inference, key_pull_test, person_fit_test
 from mcqa_toolkit.contamination.roc import accuracy_by_exposure
-from mcqa_toolkit.contamination.detectors import contamination_scores
 from mcqa_toolkit.items import ItemSet
 
 __all__ = ["validation_results", "inference_tests", "add_results"]
@@ -28,7 +29,7 @@ def validation_results(audits: Mapping[tuple[str, str], Any], items: Mapping[str
     model whose familiarity is the reference ratio's (on the same exam), or `references`: its familiarity per exam
     (when that model's audit is not among `audits`)."""
     scores, accuracy, tests, probes = [], [], [], []
-    for (model, exam), a in audits.items():
+    for (_, exam), a in audits.items():
         ref = (references or {}).get(exam)
         if ref is None and (reference, exam) in audits:
             ref = audits[(reference, exam)].familiarity

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcqa_toolkit.items import ItemSet
 

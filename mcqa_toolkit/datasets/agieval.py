@@ -7,8 +7,8 @@ ruixiangcui/AGIEval publishes them: one JSONL file per task, `data/v1/<task>.jso
 - The stem is the passage, then the question (separated by a blank line), as the ENEM loader keeps a question's
   text: the passage is part of what the candidate reads.
 - Options lose their "(A)" (or "A)") prefixes when every option carries its own letter in order (otherwise they
-  stay as written). An options list of one string holding every option ("(A)x (B)y ...") is split at its markers when each
-  letter appears once, in order (meta["options_split"]); otherwise it is a DatasetError.
+  stay as written). An options list of one string holding every option ("(A)x (B)y ...") is split at its markers when
+  each letter appears once, in order (meta["options_split"]); otherwise it is a DatasetError.
 - A one-letter label is a single-answer item; several letters, in a list or in one string ("AD", "A,D", "A D":
   gaokao-mathqa writes its two-answer questions "AD"), are a multiple-answer item (answer_type "multi", the sorted
   option indices), and so is a list of one letter: the release writes select-all questions that way (JEC-QA, some
@@ -28,11 +28,20 @@ them (`tasks` picks some).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
+from itertools import pairwise
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, is_missing, items_from_records,
-                                          reports_skipped, require)
+from mcqa_toolkit.datasets.common import (
+    UniqueIds,
+    check_options,
+    concat,
+    is_missing,
+    items_from_records,
+    reports_skipped,
+    require,
+)
 from mcqa_toolkit.datasets.labels import answer_letters
 from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet
 from mcqa_toolkit.textfiles import jsonl_file_entries
@@ -71,14 +80,14 @@ def split_options(options: list[str], path: Any, n: int) -> tuple[list[str], boo
             raise DatasetError(path, n, "options", f"one option {options[0]!r:.60} that does not split into "
                                "(A), (B), ... each once, in order")
         starts = [m.start() for m in _MARKER.finditer(options[0])] + [len(options[0])]
-        return [options[0][a:b] for a, b in zip(starts, starts[1:])], True
+        return [options[0][a:b] for a, b in pairwise(starts)], True
     return options, False
 
 
 def _strip_prefixes(options: tuple[str, ...]) -> tuple[str, ...]:
-    found = [_PREFIX.match(o) for o in options]
-    if all(m and m[1] == LETTERS[i] for i, m in enumerate(found)):
-        return tuple(o[m.end():].strip() or o for o, m in zip(options, found))
+    ends = [m.end() for i, m in enumerate(map(_PREFIX.match, options)) if m and m[1] == LETTERS[i]]
+    if len(ends) == len(options):  # every option starts with its own letter
+        return tuple(o[end:].strip() or o for o, end in zip(options, ends, strict=True))
     return options
 
 
@@ -92,14 +101,16 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, task: str, language:
     """One AGIEval record -> Item (single, multi or short; see the module docstring)."""
     item_id = f"agieval-{task}-{n}"
     stem = _stem(rec, path, n, item_id)
-    other = rec.get("other") if isinstance(rec.get("other"), Mapping) else {}
+    other = rec.get("other")
+    if not isinstance(other, Mapping):
+        other = {}
     meta: dict[str, Any] = {"task": task, "line": n}
     for key, name in (("source", "source"), ("solution", "explanation")):
         if isinstance(other.get(key), str) and other[key].strip():
             meta[name] = other[key].strip()
     year = _YEAR.search(meta.get("source", ""))
-    common = dict(item_id=item_id, source="agieval", exam="AGIEval", stem=stem, subject=task, language=language,
-                  year=int(year[1]) if year else None)
+    common: dict[str, Any] = dict(item_id=item_id, source="agieval", exam="AGIEval", stem=stem, subject=task,
+                                  language=language, year=int(year[1]) if year else None)
     if rec.get("options") is None and is_missing(rec.get("label")):   # a cloze task: the answer is written
         answer = require(rec, "answer", path, n, types=(str, int, float))
         return Item(**common, options=(), answer=str(answer).strip(), answer_type="short", meta=meta)
@@ -132,6 +143,9 @@ def load_agieval(path: str | Path, tasks: Iterable[str] | None = None, language:
         lang = language or ("zh" if task in ZH_TASKS else "en" if task in EN_TASKS else None)
         if lang is None:
             raise DatasetError(f, "-", None, f"task {task!r} is not one of AGIEval's: pass language='en' or 'zh'")
-        parse = (lambda rec, n, f=f, t=task, lg=lang: parse_record(rec, n, f, t, lg))
+
+        def parse(rec, n, f=f, t=task, lg=lang):
+            return parse_record(rec, n, f, t, lg)
+
         sets.append(items_from_records(jsonl_file_entries(f), parse, f, name="", ids=ids, strict=strict))
     return concat(sets, f"agieval:{path.name}")

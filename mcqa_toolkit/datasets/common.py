@@ -17,8 +17,9 @@ import contextvars
 import functools
 import math
 import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import attrgetter
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, overload
 
 from mcqa_toolkit.items import DatasetError, Item, ItemSet, SkippedRecord
 
@@ -75,6 +76,10 @@ def option_columns(rec: Mapping[str, Any], keys: Sequence[str], path: Any, n: An
     return tuple(require_text(rec, k, path, n) for k in keys)
 
 
+@overload
+def parse_int(value: Any, path: Any, n: Any, key: str, *, optional: Literal[False] = False) -> int: ...
+@overload
+def parse_int(value: Any, path: Any, n: Any, key: str, *, optional: bool) -> int | None: ...
 def parse_int(value: Any, path: Any, n: Any, key: str, *, optional: bool = False) -> int | None:
     if is_missing(value):
         if optional:
@@ -89,6 +94,10 @@ def parse_int(value: Any, path: Any, n: Any, key: str, *, optional: bool = False
     return int(f)
 
 
+@overload
+def parse_float(value: Any, path: Any, n: Any, key: str, *, optional: Literal[False] = False) -> float: ...
+@overload
+def parse_float(value: Any, path: Any, n: Any, key: str, *, optional: bool) -> float | None: ...
 def parse_float(value: Any, path: Any, n: Any, key: str, *, optional: bool = False) -> float | None:
     if is_missing(value):
         if optional:
@@ -146,7 +155,8 @@ class UniqueIds:
     a repeat -> DatasetError naming the first occurrence."""
 
     def __init__(self, path: Any, key: str = "id"):
-        self.path, self.key, self.seen = path, key, {}
+        self.path, self.key = path, key
+        self.seen: dict[str, tuple[Any, Any]] = {}  # id -> (path, record) of its first occurrence
 
     def add(self, item_id: str, n: Any, path: Any = None) -> str:
         path = self.path if path is None else path

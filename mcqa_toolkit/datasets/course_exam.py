@@ -23,17 +23,26 @@ statistic that is not a number or a repeated exam_id (its questions are then lef
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
-from mcqa_toolkit.datasets.common import (UniqueIds, items_from_records, parse_float, parse_records, question_text,
-                                          reports_skipped, require, require_text)
+from mcqa_toolkit.datasets.common import (
+    UniqueIds,
+    items_from_records,
+    parse_float,
+    parse_records,
+    question_text,
+    reports_skipped,
+    require,
+    require_text,
+)
 from mcqa_toolkit.datasets.labels import answer_letters
-from mcqa_toolkit.textfiles import jsonl_file_entries, read_json
-from mcqa_toolkit.items import LETTERS, DatasetError, Item, ItemSet, SkippedRecord
+from mcqa_toolkit.items import LETTERS, Answer, DatasetError, Item, ItemSet, SkippedRecord
 from mcqa_toolkit.resources import demo_dir
+from mcqa_toolkit.textfiles import jsonl_file_entries, read_json
 
 TYPES = {"SingleChoice": "single", "MultipleChoice": "multi", "True/False Questions": "truefalse",
          "ShortAnswerQuestion": "short"}
@@ -51,7 +60,8 @@ def read_exams(path: str | Path, strict: bool = False) -> tuple[dict[str, dict[s
     if not isinstance(exams, list):
         raise DatasetError(meta_path, "-", "exams", 'expected {"exams": [...]}')
     entries = ((n, ex if isinstance(ex, dict) else DatasetError(meta_path, n, None, "expected a JSON object, got "
-                                                                f"{type(ex).__name__}")) for n, ex in enumerate(exams, 1))
+                                                                f"{type(ex).__name__}"))
+               for n, ex in enumerate(exams, 1))
     pairs, skipped = parse_records(entries, lambda ex, n: _exam(ex, n, meta_path), meta_path,
                                    UniqueIds(meta_path, "exam_id"), "exam_id", strict, key=lambda ex: ex["exam_id"])
     return {ex["exam_id"]: ex for _, ex in pairs}, skipped
@@ -68,7 +78,8 @@ def _exam(ex: Mapping[str, Any], n: int, meta_path: Path) -> dict[str, Any]:
 def parse_options(problem: str) -> tuple[str, tuple[str, ...]]:
     """(stem without the option lines, options) from the last run of lines 'A. ..', 'B. ..', ...; () if none."""
     lines = problem.splitlines()
-    runs, run = [], []
+    runs: list[list[tuple[int, str]]] = []
+    run: list[tuple[int, str]] = []
     for i, line in enumerate(lines):
         if not line.strip():  # blank lines may separate options
             continue
@@ -112,7 +123,9 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, exams: Mapping[str, 
         raise DatasetError(path, n, "points", f"points must be > 0, got {points}")
     problem = question_text(rec, "problem", path, n, f"course-{instance_id}")
     raw = require_text(rec, "answer", path, n)
-    answer_type, stem, options, answer = TYPES[qtype], problem, (), raw
+    answer_type, stem = TYPES[qtype], problem
+    options: tuple[str, ...] = ()
+    answer: Answer = raw
     meta: dict[str, Any] = {"instance_id": instance_id, "question_type": qtype, "exam_stats": dict(exams[exam_id]),
                             "problem_num": rec.get("problem_num"), "explanation": rec.get("explanation") or ""}
     if answer_type in ("single", "multi"):

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.datasets.common import UniqueIds, check_options, require, require_text
-from mcqa_toolkit.textfiles import iter_jsonl
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 from mcqa_toolkit.resources import demo_dir
+from mcqa_toolkit.textfiles import iter_jsonl
 
 LANGUAGES = ("pt", "es", "it", "en")
 POPULATION_FILE = "human_population.npz"
@@ -52,9 +52,10 @@ def load_demo(language: str | list[str] | None = None, path: str | Path | None =
             irt = require(rec, "irt", f, n, types=dict)
             try:
                 params = (float(irt["a"]), float(irt["b"]), float(irt["c"]))
+                finite = all(math.isfinite(x) for x in params)
             except (KeyError, TypeError, ValueError, OverflowError):
-                params = ()
-            if len(params) != 3 or not all(math.isfinite(x) for x in params):
+                finite = False
+            if not finite:
                 raise DatasetError(f, n, "irt", f"expected finite numbers a, b, c; got {irt!r:.80}")
             text = require(rec, "text", f, n, types=dict)
             for lang in langs:
@@ -96,11 +97,16 @@ def simulate_population(items: ItemSet, n: int = POPULATION_SIZE, seed: int = PO
     """Draw `n` examinees with theta ~ N(0, 1) answering the 3PL items of `items` (one per parallel id)."""
     from mcqa_toolkit.irt.simulate import simulate_3pl
 
-    first = {}
+    first: dict[str, Item] = {}
     for it in items:
         first.setdefault(it.parallel_id, it)
     pids = sorted(first)
-    a, b, c = (np.array([first[p].irt[k] for p in pids]) for k in range(3))
+    irt = {p: first[p].irt for p in pids}
+    missing = [p for p, params in irt.items() if params is None]
+    if missing:
+        raise ValueError(f"simulate_population: no 3PL parameters (Item.irt) for {len(missing)} item(s), e.g. "
+                         f"{missing[0]!r}")
+    a, b, c = (np.array([params[k] for params in irt.values() if params is not None]) for k in range(3))
     rng = np.random.default_rng(seed)
     theta = rng.standard_normal(n)
     return HumanPopulation(tuple(pids), theta, simulate_3pl(theta, a, b, c, rng))

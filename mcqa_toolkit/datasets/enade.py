@@ -18,19 +18,31 @@ any of them; the rest keep their defaults. Fields:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from mcqa_toolkit.datasets.common import (is_annulled, is_missing, items_from_records, option_columns, parse_bool,
-                                          parse_int, question_text, reports_skipped, require, require_text)
+from mcqa_toolkit.datasets.common import (
+    is_annulled,
+    is_missing,
+    items_from_records,
+    option_columns,
+    parse_bool,
+    parse_int,
+    question_text,
+    reports_skipped,
+    require,
+    require_text,
+)
 from mcqa_toolkit.datasets.labels import letter_to_index
-from mcqa_toolkit.textfiles import csv_columns, csv_entries, jsonl_file_entries
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
+from mcqa_toolkit.textfiles import csv_columns, csv_entries, jsonl_file_entries
 
 LETTER_COLUMNS = ("A", "B", "C", "D", "E")
 DEFAULT_COLUMNS: dict[str, Any] = {
     "id": "id", "year": "ano", "course": "curso", "component": "componente", "number": "numero",
-    "stem": "enunciado", "options": ("alternativa_a", "alternativa_b", "alternativa_c", "alternativa_d", "alternativa_e"),
+    "stem": "enunciado",
+    "options": ("alternativa_a", "alternativa_b", "alternativa_c", "alternativa_d", "alternativa_e"),
     "answer": "gabarito", "has_image": "tem_imagem", "cannot_fix": "cannot_fix",
 }
 REQUIRED_FIELDS = ("year", "course", "stem", "options", "answer")

@@ -20,12 +20,22 @@ langcodes cannot place, with no text or no choice text, a field missing or malfo
 """
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, items_from_records, question_text,
-                                          reports_skipped, require, require_text)
+from mcqa_toolkit.datasets.common import (
+    UniqueIds,
+    check_options,
+    concat,
+    items_from_records,
+    question_text,
+    reports_skipped,
+    require,
+    require_text,
+)
 from mcqa_toolkit.datasets.languages import language_code
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 from mcqa_toolkit.textfiles import iter_jsonl, jsonl_entries, jsonl_file_entries, tar_members
@@ -120,13 +130,13 @@ def load_exams(path: str | Path, languages: Iterable[str] | None = None, paralle
     wanted = None if languages is None else {str(x): language_code(str(x)) for x in languages}
     if wanted is not None and None in wanted.values():
         raise ValueError(f"exams: unknown language(s) {sorted(k for k, v in wanted.items() if v is None)}")
-    wanted = None if wanted is None else set(wanted.values())
+    codes = None if wanted is None else set(wanted.values())
     path = Path(path)
     groups = parallel_groups(parallel) if parallel is not None else None
     ids, sets = UniqueIds(path), []
     for name, records in _sources(path):
         m = _SPLIT.search(Path(name).name)
-        items = items_from_records(records, lambda rec, n, nm=name, s=m and m[1]: parse_record(rec, n, nm, s, groups),
-                                   name, name="", ids=ids, strict=strict)
-        sets.append(items if wanted is None else items.filter(language=wanted))
+        parse = functools.partial(parse_record, path=name, split=m[1] if m else None, parallel=groups)
+        items = items_from_records(records, parse, name, name="", ids=ids, strict=strict)
+        sets.append(items if codes is None else items.filter(language=codes))
     return concat(sets, f"exams:{path.name}")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from mcqa_toolkit.datasets.common import parse_float, parse_int, require_text
-from mcqa_toolkit.textfiles import iter_csv
 from mcqa_toolkit.items import DatasetError
+from mcqa_toolkit.textfiles import iter_csv
 
 KEYS = ("run_id", "model", "strategy", "shuffle")
 

@@ -20,11 +20,20 @@ datasets.common). Records are named `<exam>/<position>` (1-based within the exam
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
-from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, is_missing, items_from_records,
-                                          parse_int, question_text, reports_skipped, require)
+from mcqa_toolkit.datasets.common import (
+    UniqueIds,
+    check_options,
+    concat,
+    items_from_records,
+    parse_int,
+    question_text,
+    reports_skipped,
+    require,
+)
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
 from mcqa_toolkit.textfiles import read_json
 
@@ -37,6 +46,9 @@ _EXAM = re.compile(r"^Cuaderno_(?P<year>\d{4})_(?P<n>\d+)_(?P<letter>[A-Z])$")
 def parse_record(rec: Mapping[str, Any], n: str, path: Any, exam: str, language: str) -> Item:
     """One question of exam `exam` -> Item; the first bad field raises DatasetError."""
     m = _EXAM.match(exam)
+    if not m or m["letter"] not in SUBJECTS:
+        raise DatasetError(path, n, "exams", f"exam name {exam!r} is not Cuaderno_<year>_<n>_<letter> with a subject "
+                           f"letter in {sorted(SUBJECTS)}")
     qid = str(parse_int(require(rec, "qid", path, n, types=(str, int)), path, n, "qid"))
     item_id = f"headqa-{language}-{exam}-{qid}"
     stem = question_text(rec, "qtext", path, n, item_id)
@@ -54,7 +66,7 @@ def parse_record(rec: Mapping[str, Any], n: str, path: Any, exam: str, language:
     image = rec.get("image")
     if image is not None and not isinstance(image, str):
         raise DatasetError(path, n, "image", f"expected a file name or \"\", got {type(image).__name__}")
-    meta = {"qid": qid, "image": "" if is_missing(image) else image.strip()}
+    meta = {"qid": qid, "image": "" if image is None else image.strip()}
     return Item(item_id=item_id, source="head_qa", exam=exam, stem=stem, options=options,
                 answer=sorted(aids).index(ra), year=int(m["year"]), subject=SUBJECTS[m["letter"]], language=language,
                 parallel_id=f"headqa-{exam}-{qid}", has_image=bool(meta["image"]), meta=meta)

@@ -11,8 +11,9 @@ an empty cell is missing, as in the file loaders.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from mcqa_toolkit.datasets.common import items_from_records, reports_skipped
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
@@ -30,7 +31,7 @@ def _medicina() -> Mapper:
     return parse_record
 
 
-def _uned() -> Mapper:
+def _uned() -> Callable[..., Item]:  # needs mapper_kwargs {"language": ...}
     from mcqa_toolkit.datasets.uned import parse_record
     return parse_record
 
@@ -47,7 +48,7 @@ def _enade() -> Mapper:
 
 # mapper name -> a function importing that loader's `parse_record(rec, n, path, **mapper_kwargs)`, which turns one
 # row into an Item
-MAPPERS: dict[str, Callable[[], Mapper]] = {
+MAPPERS: dict[str, Callable[[], Callable[..., Item]]] = {
     "mmlu": _mmlu,
     "medicina": _medicina,
     "uned": _uned,

@@ -5,13 +5,20 @@ Topics map to the five scored subjects of the official rule (see `measure.medici
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from mcqa_toolkit.datasets.common import (check_options, items_from_records, question_text, reports_skipped, require,
-                                          require_text)
-from mcqa_toolkit.textfiles import jsonl_file_entries
+from mcqa_toolkit.datasets.common import (
+    check_options,
+    items_from_records,
+    question_text,
+    reports_skipped,
+    require,
+    require_text,
+)
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
+from mcqa_toolkit.textfiles import jsonl_file_entries
 
 TOPICS = ("biologia", "chimica", "fisica-matematica", "competenze-conoscenze", "logica")
 

@@ -10,15 +10,25 @@ exactly like the file loader.
 """
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
-from mcqa_toolkit.datasets.common import (UniqueIds, check_options, concat, items_from_records, option_columns,
-                                          question_text, reports_skipped, require)
+from mcqa_toolkit.datasets.common import (
+    UniqueIds,
+    check_options,
+    concat,
+    items_from_records,
+    option_columns,
+    question_text,
+    reports_skipped,
+    require,
+)
 from mcqa_toolkit.datasets.labels import letter_to_index
-from mcqa_toolkit.textfiles import csv_entries
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
+from mcqa_toolkit.textfiles import csv_entries
 
 COLUMNS = ("question", "A", "B", "C", "D", "answer")
 SPLITS = ("dev", "val", "test", "train", "auxiliary_train")
@@ -31,7 +41,8 @@ def parse_record(rec: Mapping[str, Any], n: int, path: Any, subject: str | None 
     """One MMLU row -> Item. CSV rows have A..D and a letter; hub rows have `choices` and an index."""
     subject = str(rec.get("subject") or subject or "").strip()
     if not subject:
-        raise DatasetError(path, n, "subject", "no subject (neither a `subject` field nor a <subject>_<split> file name)")
+        raise DatasetError(path, n, "subject",
+                           "no subject (neither a `subject` field nor a <subject>_<split> file name)")
     tag = f"{subject}-{split}" if split else subject
     stem = question_text(rec, "question", path, n, f"mmlu-{tag}-{n}")
     if "choices" in rec:
@@ -83,6 +94,6 @@ def load_mmlu(path: str | Path, split: str | None = None, subjects: Iterable[str
     path = Path(path)
     name, ids = f"mmlu:{path.name}", UniqueIds(path)
     return concat((items_from_records(csv_entries(f, header=False, fieldnames=COLUMNS),
-                                      lambda rec, n, f=f, s=s, sp=sp: parse_record(rec, n, f, s, sp), f, name, ids=ids,
+                                      functools.partial(parse_record, path=f, subject=s, split=sp), f, name, ids=ids,
                                       strict=strict)
                    for f, s, sp in _files(path, split, subjects)), name)

@@ -21,8 +21,8 @@ A question that cannot be used is left out and named (ItemSet.skipped, one warni
 datasets.common): annulled ("NULL", even when the file still marks a key), without question or option text, with
 fewer than two options or an empty one, options out of order or text before option A, or not exactly one option
 marked :CORRECT; so is text before the first "Questão N" line (named by its line, field "header"). Exams have 80
-four-option questions (100 in the first three); nothing here assumes either. `path` is one exam file or a folder: its files named
-`<year>-<n>[a].txt` are read (the release's answer sheets `-ans.txt`, `.xml` and `.plain` renderings are not
+four-option questions (100 in the first three); nothing here assumes either. `path` is one exam file or a folder: its
+files named `<year>-<n>[a].txt` are read (the release's answer sheets `-ans.txt`, `.xml` and `.plain` renderings are not
 exams). Items are `oab-<year>-<n>[a]-q<N>` of exam `OAB_<year>-<n>[a]`, subject = the area in lower case; a record
 is numbered by the line of its "Questão N" header.
 """
@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
+from typing import Any
 
 from mcqa_toolkit.datasets.common import UniqueIds, concat, items_from_records, reports_skipped
 from mcqa_toolkit.datasets.mojibake import Repair, TextRepairWarning, repair
@@ -49,7 +50,8 @@ _EXAM_NAME = re.compile(r"(?<!\d)(?P<year>(?:19|20)\d{2})-(?P<edition>\d{1,3})(?
 
 def _reflow(lines: list[str]) -> str:
     """Hard-wrapped lines -> text: paragraphs joined by a newline, their lines by a space (enumerations kept)."""
-    paragraphs, current = [], []
+    paragraphs: list[str] = []
+    current: list[str] = []
     for raw in lines + [""]:
         line = " ".join(raw.split())
         if not line or (_ENUMERATION.match(line) and current):
@@ -133,13 +135,17 @@ def read_exam(path: Path, ids: UniqueIds, strict: bool = False) -> ItemSet:
     if not heads:
         raise DatasetError(path, "-", "header", "no 'Questão N' line: not an OAB exam file")
     stray = next((k for k in range(heads[0][0]) if lines[k].strip()), None)
-    blocks: list = [] if stray is None else [(stray + 1, DatasetError(
+    blocks: list[tuple[int, Any]] = [] if stray is None else [(stray + 1, DatasetError(
         path, stray + 1, "header", f"text before the first 'Questão N' line: {lines[stray]!r:.60}"))]
-    for (start, h), end in zip(heads, [k for k, _ in heads[1:]] + [len(lines)]):
+    for (start, h), end in zip(heads, [k for k, _ in heads[1:]] + [len(lines)], strict=True):
         fixed = repair("\n".join(lines[start + 1:end]))
         block = list(enumerate(fixed.text.split("\n"), start=start + 2))
         blocks.append((start + 1, (block, bool(h[1] or h[3]), int(h[2]), fixed)))
-    return items_from_records(blocks, lambda rec, n: _parse_block(*rec, n, path, exam, year), path,
+
+    def parse(rec: tuple[list[tuple[int, str]], bool, int, Repair], n: int) -> Item:
+        return _parse_block(*rec, n, path, exam, year)
+
+    return items_from_records(blocks, parse, path,
                               f"oab:{path.name}", ids=ids, strict=strict)
 
 

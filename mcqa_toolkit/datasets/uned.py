@@ -11,14 +11,22 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from mcqa_toolkit.datasets.common import (items_from_records, option_columns, parse_int, question_text,
-                                          reports_skipped, require, require_text)
+from mcqa_toolkit.datasets.common import (
+    items_from_records,
+    option_columns,
+    parse_int,
+    question_text,
+    reports_skipped,
+    require,
+    require_text,
+)
 from mcqa_toolkit.datasets.labels import letter_to_index
-from mcqa_toolkit.textfiles import csv_entries, json_entries
 from mcqa_toolkit.items import DatasetError, Item, ItemSet
+from mcqa_toolkit.textfiles import csv_entries, json_entries
 
 REQUIRED = ("question", "A", "B", "C", "solution", "year", "test_name", "code", "subject", "id")
 LANGUAGES = ("es", "en")

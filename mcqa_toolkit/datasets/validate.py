@@ -9,8 +9,9 @@ import inspect
 import re
 import warnings
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from mcqa_toolkit.datasets import load, loader
 from mcqa_toolkit.datasets.common import UnusableRecordsWarning

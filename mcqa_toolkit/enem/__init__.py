@@ -27,14 +27,25 @@ The psychometrics underneath (3PL, EAP) are the generic mcqa_toolkit.irt; the ex
 ENEM CSVs, BLUEX-style JSON or the Hugging Face releases) is mcqa_toolkit.datasets.enem.
 """
 from mcqa_toolkit.enem.booklet import ENEM_CONSTANTS
-from mcqa_toolkit.enem.candidates import (CandidateScores, candidate_scores, items_area, official_scale, percentile,
-                                          place_among_candidates)
+from mcqa_toolkit.enem.candidates import (
+    CandidateScores,
+    candidate_scores,
+    items_area,
+    official_scale,
+    percentile,
+    place_among_candidates,
+)
 from mcqa_toolkit.enem.cases import read_cases, score_cases
 from mcqa_toolkit.enem.errata import ErrataWarning, errata_table
-from mcqa_toolkit.enem.reproducibility import (EnemEstimatedParamsWarning, EnemNotValidatedWarning,
-                                               EnemReproducibilityWarning, agreement, reproducibility_table)
 from mcqa_toolkit.enem.microdata import iter_microdata, score_microdata
 from mcqa_toolkit.enem.official import EnemScore, score_answers
+from mcqa_toolkit.enem.reproducibility import (
+    EnemEstimatedParamsWarning,
+    EnemNotValidatedWarning,
+    EnemReproducibilityWarning,
+    agreement,
+    reproducibility_table,
+)
 
 __all__ = ["ENEM_CONSTANTS", "EnemScore", "score_answers", "score_microdata", "iter_microdata", "read_cases",
            "score_cases", "agreement", "reproducibility_table", "errata_table", "ErrataWarning",

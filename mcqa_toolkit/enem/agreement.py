@@ -74,7 +74,8 @@ def validation_table(counts: pd.DataFrame | None, problems: pd.DataFrame | None 
             "item_set_rule": c["item_set_rule"],
             "status": np.where(c["item_set_rule"] == "undetermined", "undetermined: scored under each item set", "ok"),
             "n_candidates": c["n_scored"], "n_compared": c["n_compared"],
-            "share_exact": c["n_exact"] / n, "share_within_1": c["n_within_1"] / n, "share_within_2": c["n_within_2"] / n,
+            "share_exact": c["n_exact"] / n, "share_within_1": c["n_within_1"] / n,
+            "share_within_2": c["n_within_2"] / n,
             "max_abs_error": c["max_abs_error"], "mean_abs_error": c["sum_abs_error"] / n, "detail": ""}))
     if problems is not None and len(problems):
         p = problems

@@ -18,9 +18,10 @@ Anything else that disagrees is a DatasetError naming the file, the record and t
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -75,12 +76,15 @@ class ItemParams:
                                                         "ENEM_2022_CN_CO_PROVA_1092.csv")
             if co_prova not in self.booklets:
                 raise DatasetError(path, n, "co_prova", f"booklet {co_prova} not in {self.path.name}")
-            groups.setdefault((co_prova, item.meta.get("area")), []).append((n, item))
+            area = item.meta.get("area")
+            if area is None:
+                raise DatasetError(path, n, "area", "item_params need the item's area (meta['area'], e.g. 'MT')")
+            groups.setdefault((co_prova, area), []).append((n, item))
         chosen = {key: self._choose(key, members, path, item_set) for key, members in groups.items()}
         out = []
         for n, item in pairs:
             named = item.meta["co_prova"]
-            used, k, sets = chosen[(named, item.meta.get("area"))]
+            used, k, sets = chosen[(named, item.meta["area"])]
             if used != named:
                 item = item.with_(meta={**item.meta, "co_prova": used, "co_prova_named": named})
             out.append((n, self._attach(item, sets[k - 1], k, len(sets), path, n)))
@@ -169,9 +173,10 @@ class ItemParams:
 
     def _row(self, item: Item, rows: pd.DataFrame, path: Any, n: int) -> int:
         """The index label of the item's row in one item set: (position, and TP_LINGUA when both languages)."""
-        co_prova, area, number, fl = (item.meta.get(k) for k in ("co_prova", "area", "number", "foreign_language"))
+        co_prova, number, fl = (item.meta.get(k) for k in ("co_prova", "number", "foreign_language"))
+        area = item.meta["area"]                                        # attach_all checked it
         year = self.year or item.year
-        position = file_position(rows, year, area, number, fl) if year else number
+        position = file_position(rows, year, area, number, fl) if year and number is not None else number
         at = rows[rows["CO_POSICAO"] == position]
         lingua = at["TP_LINGUA"].to_numpy()
         if len(at) > 1 and not np.isnan(lingua).any():  # English and Spanish items at one position

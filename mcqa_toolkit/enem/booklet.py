@@ -25,7 +25,8 @@ def _readonly(x: np.ndarray) -> np.ndarray:
     return x
 
 
-ENEM_GRID = tuple(_readonly(v) for v in normal_grid(40, -4.0, 4.0))   # (points, weights): INEP's quadrature
+_points, _weights = normal_grid(40, -4.0, 4.0)
+ENEM_GRID = (_readonly(_points), _readonly(_weights))   # (points, weights): INEP's quadrature
 VALID = _readonly(np.isin(np.arange(256), np.frombuffer(b"ABCDE.*", dtype=np.uint8)))  # byte -> valid mark
 _BLANK = ord(".")
 
@@ -83,11 +84,11 @@ def _booklet(items: pd.DataFrame, co_prova: int, item_set: int, n_sets: int) -> 
     df = df.sort_values(["_S", "CO_POSICAO"], kind="stable")
     key = df["TX_GABARITO"].astype(str).str.strip().str.upper().str[:1].str.pad(1).to_numpy().astype("S1")
     scored = df["IN_ITEM_ABAN"].to_numpy() != 1
-    estimated = ()
+    estimated: tuple[int, ...] = ()
     if "PARAMS_ESTIMATED" in df.columns:
         estimated = tuple(int(i) for i in df.loc[df["PARAMS_ESTIMATED"].to_numpy(bool) & scored, "CO_ITEM"])
-    return Booklet(co_prova, item_set, n_sets, key.view(np.uint8), df["_L"].to_numpy(), scored,
-                   *(df[col].to_numpy(dtype=float) for col in ("NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C")),
+    a, b, c = (df[col].to_numpy(dtype=float) for col in ("NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C"))
+    return Booklet(co_prova, item_set, n_sets, key.view(np.uint8), df["_L"].to_numpy(), scored, a, b, c,
                    df.index.to_numpy(), estimated)
 
 
@@ -150,7 +151,7 @@ def choose_sets(sets: list[Booklet], key: str | None, lingua: int | None, item_s
             clashes.append(key_clash(bk, key, lingua) if key else "not comparable")
         except ValueError:
             clashes.append("not comparable")     # a key laid out differently from the answers
-    agree = [bk for bk, clash in zip(sets, clashes) if clash is None]
+    agree = [bk for bk, clash in zip(sets, clashes, strict=True) if clash is None]
     comparable = any(clash != "not comparable" for clash in clashes)
     if comparable and not agree:
         what = clashes[0] if len(sets) == 1 else f"agrees with none of its {len(sets)} item sets"

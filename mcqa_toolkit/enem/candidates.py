@@ -17,9 +17,9 @@ its EAP theta on INEP's grid (`measure.model_abilities` on the booklet's items w
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -104,7 +104,10 @@ class CandidateScores:
 def _booklets(co_prova: int | Iterable[int] | None) -> tuple[int, ...] | None:
     if co_prova is None:
         return None
-    return (int(co_prova),) if np.ndim(co_prova) == 0 else tuple(int(c) for c in co_prova)
+    if isinstance(co_prova, Iterable) and not isinstance(co_prova, (str, np.ndarray)):
+        return tuple(int(c) for c in co_prova)   # a list, tuple, set, generator or Series of booklet codes
+    codes = np.asarray(co_prova)                 # a number (int, numpy integer, numeric string) or an array
+    return (int(codes),) if codes.ndim == 0 else tuple(int(c) for c in codes)
 
 
 def candidate_scores(microdata: str | Path, area: str, co_prova: int | Iterable[int] | None = None,
@@ -147,7 +150,7 @@ def candidate_scores(microdata: str | Path, area: str, co_prova: int | Iterable[
 class CandidatePercentile:
     """score (as given), percentile (same shape) among `candidates`, and the candidates' distribution."""
 
-    score: float | np.ndarray
+    score: ArrayLike
     percentile: float | np.ndarray
     candidates: CandidateScores
 

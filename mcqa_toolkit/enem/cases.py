@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -83,7 +84,7 @@ def read_case_list(path: str | Path, strict: bool = False) -> CaseList:
     text = path.read_text(encoding="utf-8")
     try:
         if path.suffix.lower() == ".jsonl":
-            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+            records: Any = [json.loads(line) for line in text.splitlines() if line.strip()]
         else:
             data = json.loads(text)
             records = data.get("cases") if isinstance(data, dict) else data
@@ -192,7 +193,9 @@ def score_cases(cases: pd.DataFrame | str | Path, item_params: str | Path | Mapp
         cases, left_out = got.cases, got.left_out
     years = sorted(int(y) for y in cases["year"].unique())
     files = item_files(item_params, years) if years else {}
-    parts, found, estimated = [], [], set()
+    parts: list[pd.DataFrame] = []
+    found: list[reproducibility.Agreement] = []
+    estimated: set[tuple[int | None, str, int]] = set()
     for year in years:
         sub = cases[cases["year"] == year]
         scorer = ChunkScorer(read_itens_prova(files[year], errata=errata, year=year), None, strict=False)
@@ -211,6 +214,8 @@ def score_cases(cases: pd.DataFrame | str | Path, item_params: str | Path | Mapp
     if strict and (out["problem"] != "").any():
         first = out[out["problem"] != ""].iloc[0]
         m = re.match(r"(.*?): record (\d+): field '([^']*)': (.*)", first["problem"], re.S)
+        if m is None:                   # "not scored": no scorer problem names the record
+            raise DatasetError(source, first.name, None, f"case {first['case']!r}: {first['problem']}")
         raise DatasetError(source, int(m[2]), m[3], f"{m[1]}: {m[4]}")
     if left_out:
         out = pd.concat([out, left_out_rows(left_out)]).sort_index(kind="stable")
@@ -250,7 +255,7 @@ def _one_row_per_case(cases: pd.DataFrame, scores: list[pd.DataFrame], problems:
         first = s[~s.index.duplicated()]
         others = s[s.index.duplicated()]
         alt = others.groupby(level=0).apply(lambda g: "; ".join(f"set {k}: {v:.1f}" for k, v in
-                                                                 zip(g["item_set"], g["score"])))
+                                                                 zip(g["item_set"], g["score"], strict=True)))
         cols = ["theta", "psd", "score", "n_correct", "n_scored", "item_set", "item_set_rule", "inep_validation",
                 "inep_share_exact"]
         base = base.join(first[cols])

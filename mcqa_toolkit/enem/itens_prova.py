@@ -15,15 +15,15 @@ answer key: exam items by their answers (`enem.attach.ItemParams`), microdata ca
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.textfiles import csv_columns, iter_csv
 from mcqa_toolkit.enem.errata import Erratum, apply_errata
 from mcqa_toolkit.items import DatasetError
+from mcqa_toolkit.textfiles import csv_columns, iter_csv
 
 ITENS_PROVA_REQUIRED = ("CO_POSICAO", "SG_AREA", "CO_ITEM", "TX_GABARITO", "IN_ITEM_ABAN",
                         "NU_PARAM_A", "NU_PARAM_B", "NU_PARAM_C", "CO_PROVA")

@@ -5,19 +5,30 @@ naming the file, row and column (strict) or counted problems (validation).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Iterator, Mapping, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from mcqa_toolkit.enem import reproducibility
+from mcqa_toolkit.enem.booklet import (
+    ENEM_CONSTANTS,
+    Booklet,
+    KeyMismatch,
+    blank_scores_zero,
+    booklet_sets,
+    check_area,
+    choose_sets,
+    layout,
+    score_chars,
+    valid_rows,
+)
 from mcqa_toolkit.enem.itens_prova import read_itens_prova, year_in_name
-from mcqa_toolkit.items import DatasetError
-from mcqa_toolkit.enem.booklet import (ENEM_CONSTANTS, Booklet, KeyMismatch, blank_scores_zero, booklet_sets,
-                                       check_area, choose_sets, layout, score_chars, valid_rows)
 from mcqa_toolkit.enem.official import items_year
+from mcqa_toolkit.items import DatasetError
 
 _COLUMNS = ["CO_PROVA", "TP_LINGUA", "theta", "psd", "score", "NU_NOTA", "n_correct", "n_scored", "item_set",
             "item_set_rule", "inep_validation", "inep_share_exact"]
@@ -114,7 +125,7 @@ def iter_microdata(microdata_csv: str | Path, item_params_csv: str | Path, areas
                 problems += p
             yield MicrodataChunk(len(chunk), pd.concat(scores) if scores else pd.DataFrame(columns=_SCORE_COLUMNS),
                                  pd.DataFrame(problems, columns=PROBLEM_COLUMNS))
-            bar.update(fh.buffer.tell() - bar.n)
+            bar.update(fh.buffer.tell() - bar.n)  # type: ignore[attr-defined]  # typeshed: _WrappedBuffer lacks tell
     reproducibility.warn(scorer.agreements.values(), stacklevel=2)
     reproducibility.warn_estimated(scorer.estimated, stacklevel=2)
 

@@ -46,8 +46,15 @@ import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.enem import reproducibility
-from mcqa_toolkit.enem.booklet import (blank_scores_zero, booklet_sets, check_area, choose_sets, infer_lingua, layout,
-                                       score_chars)
+from mcqa_toolkit.enem.booklet import (
+    blank_scores_zero,
+    booklet_sets,
+    check_area,
+    choose_sets,
+    infer_lingua,
+    layout,
+    score_chars,
+)
 
 __all__ = ["EnemScore", "score_answers", "items_year"]
 
@@ -56,8 +63,8 @@ __all__ = ["EnemScore", "score_answers", "items_year"]
 class EnemScore:
     """One candidate's result: EAP theta and psd, official-scale score, correct and scored item counts, the
     booklet's item set the answers were scored with (1 for codes with one set) and how it was chosen
-    (`enem.booklet.RULES`). alternatives: when nothing told a booklet's item sets apart (item_set_rule "undetermined"), the
-    score under each other set (EnemScores), else (). inep_validation / inep_share_exact: whether INEP's
+    (`enem.booklet.RULES`). alternatives: when nothing told a booklet's item sets apart (item_set_rule "undetermined"),
+    the score under each other set (EnemScores), else (). inep_validation / inep_share_exact: whether INEP's
     scores are reproduced for this exam and the measured share of exact scores (`enem.reproducibility`)."""
 
     theta: float
@@ -67,7 +74,7 @@ class EnemScore:
     n_scored: int
     item_set: int = 1
     item_set_rule: str = "single"
-    alternatives: tuple["EnemScore", ...] = ()
+    alternatives: tuple[EnemScore, ...] = ()
     inep_validation: str = "not validated"
     inep_share_exact: float | None = None
 

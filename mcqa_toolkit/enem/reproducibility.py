@@ -15,10 +15,10 @@ a year or area absent from the table, or an item file whose year is unknown).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Iterable
 
 import pandas as pd
 
@@ -42,8 +42,8 @@ class EnemEstimatedParamsWarning(UserWarning):
 
 @dataclass(frozen=True)
 class Agreement:
-    """How well one exam-area (or one booklet of it) is reproduced: status (VALIDATION_STATUSES), the measured share, and a
-    sentence saying so."""
+    """How well one exam-area (or one booklet of it) is reproduced: status (VALIDATION_STATUSES), the measured share,
+    and a sentence saying so."""
 
     year: int | None
     area: str

@@ -12,7 +12,7 @@ simulated on the true rows, the file is published with the error), for `enem.err
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd

@@ -29,14 +29,21 @@ from pathlib import Path
 
 import pandas as pd
 
-from mcqa_toolkit.enem.agreement import (add_counts, add_problems, agreement_counts, area_summary,
-                                         problem_counts, reproducibility_rows, validation_table)
+from mcqa_toolkit.enem.agreement import (
+    add_counts,
+    add_problems,
+    agreement_counts,
+    area_summary,
+    problem_counts,
+    reproducibility_rows,
+    validation_table,
+)
 from mcqa_toolkit.enem.cases import is_case_list, left_out_rows, read_case_list, score_cases
 from mcqa_toolkit.enem.errata.discover import Discovery, discover_errata
 from mcqa_toolkit.enem.errata.format import load_errata
 from mcqa_toolkit.enem.itens_prova import year_in_name
-from mcqa_toolkit.enem.reproducibility import EnemReproducibilityWarning
 from mcqa_toolkit.enem.microdata import iter_microdata
+from mcqa_toolkit.enem.reproducibility import EnemReproducibilityWarning
 
 SHOWN = 20          # unscored cases printed by name; the per-case file has every one
 
@@ -68,7 +75,8 @@ class EnemValidation:
         unit = "microdata rows" if self.cases is None else "cases"
         lines = [f"{what}: {self.n_rows:,} {unit} in {self.seconds:.1f} s "
                  f"({self.n_rows / max(self.seconds, 1e-9):,.0f} {unit.split()[-1]}/s); "
-                 f"{n_exact:,} of {n_cases:,} scores equal NU_NOTA at 0.1" + (f" ({n_exact / n_cases:.1%})" if n_cases else ""), "",
+                 f"{n_exact:,} of {n_cases:,} scores equal NU_NOTA at 0.1"
+                 + (f" ({n_exact / n_cases:.1%})" if n_cases else ""), "",
                  self.summary.to_string(index=False, formatters={**pct, **num}, na_rep="-"), "",
                  shown.to_string(index=False, formatters={**pct, **num}, na_rep="-")]
         problems = self.table[self.table["item_set_rule"] == ""]
@@ -102,9 +110,11 @@ def validate_enem(item_params: str | Path, data: str | Path, out_dir: str | Path
     if isinstance(errata, (str, Path)):
         load_errata(errata)                      # a bad errata file: one error naming it, before any scoring
     found = None
+    discovered: tuple[Path, ...] = ()             # the errata file written by discover=
     if discover is not None:
         found = discover_errata(item_params, data, areas, chunksize=chunksize, progress=progress)
         errata = found.write(discover)
+        discovered = (errata,)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EnemReproducibilityWarning)
@@ -126,7 +136,7 @@ def validate_enem(item_params: str | Path, data: str | Path, out_dir: str | Path
     stem = (f"enem_validation_{year}" if year else "enem_validation") if scored is None else \
         f"enem_validation_{Path(data).stem}"
     files = _write(table, summary, repro, scored, out_dir, stem)
-    return EnemValidation(table, summary, repro, scored, year, n_rows, seconds, files + ((errata,) if found else ()),
+    return EnemValidation(table, summary, repro, scored, year, n_rows, seconds, files + discovered,
                           stem, found)
 
 

@@ -10,8 +10,9 @@ HTML report read it like our own runs. inspect_ai is imported only by its module
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from mcqa_toolkit.interop.runfolder import ImportResult, Response, Source, write_run
 from mcqa_toolkit.items import ItemSet, item_from_dict
@@ -86,7 +87,7 @@ def import_run(tool: str, path: str | Path, run_dir: str | Path, items: ItemSet 
 
 
 def import_folder(folder: str | Path, runs_dir: str | Path, items: ItemSet | None = None,
-                  dataset: str | None = None) -> "pd.DataFrame":
+                  dataset: str | None = None) -> pd.DataFrame:
     """Import every tool output under `folder` (lm-eval: each folder holding samples_*.jsonl; inspect_ai: each
     .eval log) into the run folder `runs_dir/<folder name or log stem>__<tool>`; one row per import: tool,
     source, run_dir, n_records, matched, unmatched. Re-running returns the finished imports as they are."""

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from mcqa_toolkit.interop.match import SourceQuestion, option_index
 from mcqa_toolkit.interop.runfolder import Response, Source

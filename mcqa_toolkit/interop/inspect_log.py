@@ -18,15 +18,16 @@ score, letter log-probs in the output when the record's method is first_token, a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mcqa_toolkit import __version__
-from mcqa_toolkit.interop.match import SourceQuestion
+from mcqa_toolkit.interop.match import SourceQuestion, as_int
 from mcqa_toolkit.interop.payload import PAYLOAD_KEY, payload_of, shown_scores
 from mcqa_toolkit.interop.runfolder import Response, Source
 from mcqa_toolkit.items import LETTERS, Item
@@ -92,7 +93,6 @@ def _question(sample: Any, path: Path) -> SourceQuestion:
     answer = LETTERS.index(target) if len(target) == 1 and target in LETTERS[:len(choices)] else None
     meta = dict(sample.metadata or {})
     ids = tuple(dict.fromkeys(str(v) for v in (sample.id, meta.get("item_id"), meta.get("id")) if v is not None))
-    as_int = (lambda v: int(v) if isinstance(v, (int, str)) and str(v).strip().isdigit() else None)
     return SourceQuestion(key=f"{path.name}: sample {sample.id!r} epoch {sample.epoch}", stem=_input_text(sample),
                           options=tuple(choices), answer=answer, ids=ids, year=as_int(meta.get("year")),
                           number=as_int(meta.get("number")), language=meta.get("language"),
@@ -140,8 +140,15 @@ def read_inspect(path: str | Path, scorer: str | None = None) -> tuple[Source, l
 
 def _sample(rec: Mapping[str, Any], item: Item) -> Any:
     from inspect_ai.log import EvalSample
-    from inspect_ai.model import (ChatCompletionChoice, ChatMessageAssistant, ChatMessageUser, Logprob, Logprobs,
-                                  ModelOutput, TopLogprob)
+    from inspect_ai.model import (
+        ChatCompletionChoice,
+        ChatMessageAssistant,
+        ChatMessageUser,
+        Logprob,
+        Logprobs,
+        ModelOutput,
+        TopLogprob,
+    )
     from inspect_ai.scorer import Score
 
     perm = [int(p) for p in rec["permutation"]]
@@ -150,10 +157,11 @@ def _sample(rec: Mapping[str, Any], item: Item) -> Any:
     letter = LETTERS[int(rec["choice_position"])] if rec["choice_position"] >= 0 else ""
     completion = f"ANSWER: {letter}" if letter and rec["method"] != "generate" else str(rec["generated_text"])
     logprobs = None
-    if rec["method"] == "first_token" and letter:
-        scores = shown_scores(rec)
+    scores = shown_scores(rec) if rec["method"] == "first_token" and letter else []
+    chosen = scores[LETTERS.index(letter)] if scores else None  # the chosen option's score (NaN: none)
+    if chosen is not None:
         top = [TopLogprob(token=LETTERS[i], logprob=s) for i, s in enumerate(scores) if s is not None]
-        logprobs = Logprobs(content=[Logprob(token=letter, logprob=scores[LETTERS.index(letter)], top_logprobs=top)])
+        logprobs = Logprobs(content=[Logprob(token=letter, logprob=chosen, top_logprobs=top)])
     output = ModelOutput(model=str(rec["model"]), choices=[ChatCompletionChoice(
         message=ChatMessageAssistant(content=completion), stop_reason="stop", logprobs=logprobs)])
     key = LETTERS[int(rec["correct_position"])] if rec["correct_position"] >= 0 else ""
@@ -168,8 +176,16 @@ def _sample(rec: Mapping[str, Any], item: Item) -> Any:
 def export_inspect(records: pd.DataFrame, items: Mapping[str, Item], out_dir: str | Path, name: str) -> Path:
     """Write one run's records as the inspect_ai log `<out_dir>/<name>.eval` with inspect's write_eval_log."""
     _need_inspect()
-    from inspect_ai.log import (EvalConfig, EvalDataset, EvalLog, EvalMetric, EvalResults, EvalScore, EvalSpec,
-                                write_eval_log)
+    from inspect_ai.log import (
+        EvalConfig,
+        EvalDataset,
+        EvalLog,
+        EvalMetric,
+        EvalResults,
+        EvalScore,
+        EvalSpec,
+        write_eval_log,
+    )
 
     records = records.sort_values(["item_id", "shuffle"], kind="stable")
     samples = [_sample(rec, items[rec["item_id"]]) for rec in records.to_dict("records")]

@@ -19,14 +19,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mcqa_toolkit import __version__
-from mcqa_toolkit.interop.match import SourceQuestion, option_index
+from mcqa_toolkit.interop.match import SourceQuestion, as_int, option_index
 from mcqa_toolkit.interop.payload import PAYLOAD_KEY, payload_of, shown_scores
 from mcqa_toolkit.interop.runfolder import Response, Source
 from mcqa_toolkit.items import LETTERS, DatasetError, Item
@@ -121,7 +122,6 @@ def _question(sample: Mapping[str, Any], task: str, options: list[str], path: Pa
         year = m[1]
     if m and number is None:
         number = m[2]
-    as_int = (lambda v: int(v) if isinstance(v, (int, str)) and str(v).strip().isdigit() else None)
     return SourceQuestion(key=f"{path.name}:{n} (doc_id {sample.get('doc_id')})", stem=stem, options=tuple(options),
                           answer=answer, ids=ids, year=as_int(year), number=as_int(number),
                           language=doc.get("language") if isinstance(doc.get("language"), str) else None,
@@ -161,8 +161,8 @@ def _response(sample: Mapping[str, Any], output_type: str, task: str, delimiter:
     answer = filtered[0] if filtered else None
     raw = sample.get("resps") or [[""]]
     text = raw[0][0] if isinstance(raw[0], list) and raw[0] else str(raw[0])
-    choice = option_index(str(answer), options) if isinstance(answer, str) and options else None
-    return Response(_question(sample, task, options, path, n), choice=-1 if choice is None else choice,
+    picked = option_index(str(answer), options) if isinstance(answer, str) and options else None
+    return Response(_question(sample, task, options, path, n), choice=-1 if picked is None else picked,
                     generated_text=str(text), extraction_rule=f"lm-eval filter {sample.get('filter', '')}".strip(),
                     extra=extra, payload=payload)
 

@@ -17,17 +17,23 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from mcqa_toolkit.items import Item, ItemSet
 
-__all__ = ["SourceQuestion", "Match", "ItemMatcher", "normalise_text", "text_hash", "source_item"]
+__all__ = ["SourceQuestion", "Match", "ItemMatcher", "normalise_text", "text_hash", "source_item", "as_int"]
 
 
 def normalise_text(text: str) -> str:
     """NFKC, case-folded, whitespace collapsed, stripped: what two renderings of one question share."""
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", str(text)).casefold()).strip()
+
+
+def as_int(value: Any) -> int | None:
+    """A year or question number as another tool stored it (an int, or a string of digits), else None."""
+    return int(value) if isinstance(value, (int, str)) and str(value).strip().isdigit() else None
 
 
 def text_hash(text: str) -> str:

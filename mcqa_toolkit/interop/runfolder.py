@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -121,7 +122,7 @@ def write_run(source: Source, responses: Sequence[Response], run_dir: str | Path
     tool recorded, e.g. lm-eval's `pretrained` path)."""
     if not responses:
         raise ValueError(f"{', '.join(map(str, source.files))}: no question to import")
-    run_dir = RunDir(run_dir)
+    folder = RunDir(run_dir)
     files = [{"name": Path(f).name, "sha256": sha256_file(f)} for f in source.files]
     matcher = ItemMatcher(items)
     dataset = dataset or source.task
@@ -129,18 +130,21 @@ def write_run(source: Source, responses: Sequence[Response], run_dir: str | Path
         source = replace(source, model=model)
     identity = RunIdentity(model_name(source.tool, source.model), dataset, matcher.items.fingerprint(),
                            _strategy_hash(source), shots="", source=files_hash(files))
-    with open_for_write(run_dir, identity) as opened:  # state, lock, state (records.state)
+    with open_for_write(folder, identity) as opened:  # state, lock, state (records.state)
         if opened.state is RunState.COMPLETE:
-            return ImportResult(run_dir, run_dir.load(), opened.state, _unmatched_frame(run_dir.provenance()))
-        run = run_fields(run_id=run_dir.name, model=source.model, dataset=dataset,
+            return ImportResult(folder, folder.load(), opened.state, _unmatched_frame(folder.provenance()))
+        run = run_fields(run_id=folder.name, model=source.model, dataset=dataset,
                          strategy=f"{source.tool}:{source.task}", strategy_hash=_strategy_hash(source),
                          method=source.method, normalization=source.normalization, shots=source.shots,
                          seed=source.seed)
-        records, used, unmatched, how = [], {}, [], {}
+        records: list[dict[str, Any]] = []
+        used: dict[str, Item] = {}
+        unmatched: list[dict[str, Any]] = []
+        how: dict[str, int] = {}
         occurrences: dict[str, int] = {}
         for resp in responses:
             if resp.payload is not None:
-                item, rec = record_from_payload(resp.payload, {**run, "run_id": run_dir.name}, resp)
+                item, rec = record_from_payload(resp.payload, {**run, "run_id": folder.name}, resp)
             else:
                 m = matcher.match(resp.question)
                 if isinstance(m, str):
@@ -172,13 +176,13 @@ def write_run(source: Source, responses: Sequence[Response], run_dir: str | Path
                 "dataset_fingerprint": ItemSet(used.values()).fingerprint(), "n_items": len(used), "seed": source.seed,
                 "items": {"matched": sum(how.values()), "matched_by": how, "unmatched": unmatched}}
         prov = opened.start(prov)
-        if run_dir.jsonl.exists():  # a killed import left part of its records: an import is redone whole
-            run_dir.jsonl.unlink()
-        run_dir.append(records)
-        run_dir.write_items(used.values())
-        frame = run_dir.finalize(prov)
+        if folder.jsonl.exists():  # a killed import left part of its records: an import is redone whole
+            folder.jsonl.unlink()
+        folder.append(records)
+        folder.write_items(used.values())
+        frame = folder.finalize(prov)
         opened.complete(summarize_run(frame))   # summary.json: the import is a complete run
-        return ImportResult(run_dir, frame, opened.state, _unmatched_frame(prov))
+        return ImportResult(folder, frame, opened.state, _unmatched_frame(prov))
 
 
 def _unmatched_frame(prov: Mapping[str, Any]) -> pd.DataFrame:

@@ -14,9 +14,10 @@ answers `ANSWER: <letter>` with the letters' log-probs, and inspect writes the .
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,8 @@ def simulate_answers(items: Sequence[Item], theta: Sequence[float], seed: int = 
     if any(it.irt is None or it.answer_type != "single" or not isinstance(it.answer, int) for it in items):
         raise ValueError("simulated answers need keyed single-answer items with IRT parameters (Item.irt)")
     rng = np.random.default_rng(seed)
-    a, b, c = (np.array([it.irt[k] for it in items]) for k in range(3))
+    params = [it.irt for it in items if it.irt is not None]  # every item (checked above)
+    a, b, c = (np.array([p[k] for p in params]) for k in range(3))
     t = np.asarray(theta, dtype=float)
     correct = irt.simulate_3pl(t, a, b, c, rng)
     k = np.array([it.n_options for it in items])
@@ -113,10 +115,24 @@ def run_inspect(items: Sequence[Item], scores: np.ndarray, choice: np.ndarray, m
                 log_dir: str | Path, task: str = TASK) -> Path:
     """Evaluate one simulated model with inspect_ai's multiple_choice solver and choice scorer; returns the
     .eval log inspect wrote under `log_dir`."""
-    from inspect_ai import Task, eval as inspect_eval
+    keys = [it.answer for it in items if it.answer_type == "single" and isinstance(it.answer, int)]
+    if len(keys) != len(items):
+        raise ValueError("run_inspect needs keyed single-answer items (an option index in Item.answer)")
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
     from inspect_ai.dataset import Sample
-    from inspect_ai.model import (ChatCompletionChoice, ChatMessageAssistant, GenerateConfig, Logprob, Logprobs,
-                                  ModelAPI, ModelOutput, TopLogprob, get_model, modelapi)
+    from inspect_ai.model import (
+        ChatCompletionChoice,
+        ChatMessageAssistant,
+        GenerateConfig,
+        Logprob,
+        Logprobs,
+        ModelAPI,
+        ModelOutput,
+        TopLogprob,
+        get_model,
+        modelapi,
+    )
     from inspect_ai.scorer import choice as choice_scorer
     from inspect_ai.solver import multiple_choice
 
@@ -136,8 +152,8 @@ def run_inspect(items: Sequence[Item], scores: np.ndarray, choice: np.ndarray, m
                 logprobs=Logprobs(content=steps))])
 
     modelapi(name="mcqa_sim")(lambda: SimulatedAPI)
-    dataset = [Sample(input=it.stem, choices=list(it.options), target=LETTERS[it.answer], id=it.item_id,
-                      metadata={"language": it.language}) for it in items]
+    dataset = [Sample(input=it.stem, choices=list(it.options), target=LETTERS[key], id=it.item_id,
+                      metadata={"language": it.language}) for it, key in zip(items, keys, strict=True)]
     logs = inspect_eval(Task(dataset=dataset, solver=multiple_choice(), scorer=choice_scorer(), name=task),
                         model=get_model(f"mcqa_sim/{model_name}"), log_dir=str(log_dir), display="none",
                         log_samples=True, score_display=False)

@@ -22,15 +22,15 @@ and their full-response EAP theta under the same calibration.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
 from mcqa_toolkit.irt.ability import ability_eap, normal_grid
-from mcqa_toolkit.irt.calibrate import threepl_mml, twopl_mml
+from mcqa_toolkit.irt.calibrate import Calibration, threepl_mml, twopl_mml
 from mcqa_toolkit.irt.models import check_items, irf, item_information
 
 PROFILE_GRID = np.linspace(-3.0, 3.0, 25)
@@ -50,11 +50,11 @@ def kmeans(x: ArrayLike, k: int, seed: int = 0, init: ArrayLike | None = None,
         raise ValueError(f"k = {k}: need 1 <= k <= {n} points")
     if init is None:
         rng = np.random.default_rng(seed)
-        centres = [x[rng.integers(n)]]
+        picked = [x[rng.integers(n)]]
         for _ in range(1, k):        # k-means++: next centre drawn with probability ~ squared distance
-            d2 = ((x[:, None, :] - np.array(centres)[None]) ** 2).sum(axis=2).min(axis=1)
-            centres.append(x[rng.choice(n, p=d2 / d2.sum())] if d2.sum() > 0 else x[rng.integers(n)])
-        centres = np.array(centres)
+            d2 = ((x[:, None, :] - np.array(picked)[None]) ** 2).sum(axis=2).min(axis=1)
+            picked.append(x[rng.choice(n, p=d2 / d2.sum())] if d2.sum() > 0 else x[rng.integers(n)])
+        centres = np.array(picked)
     else:
         centres = np.array(init, dtype=float)
     labels = np.full(n, -1)
@@ -232,7 +232,8 @@ def anchor_evaluate(responses: ArrayLike, ks: Sequence[int], *, model: str = "3p
     u = np.asarray(responses, dtype=float)
     if u.ndim != 2:
         raise ValueError(f"responses must be persons x items, got shape {u.shape}")
-    fit = {"2pl": twopl_mml, "3pl": threepl_mml}.get(model)
+    fits: dict[str, Callable[..., Calibration]] = {"2pl": twopl_mml, "3pl": threepl_mml}
+    fit = fits.get(model)
     if fit is None:
         raise ValueError(f"model = {model!r}: expected '2pl' or '3pl'")
     n, n_items = u.shape
@@ -263,4 +264,4 @@ def anchor_evaluate(responses: ArrayLike, ks: Sequence[int], *, model: str = "3p
                 parts.append((test, np.full(m, int(k)), np.full(m, selection, dtype=object), full.theta,
                               accuracy[test], est.theta, est.irt, est.pirt, est.weighted, est.gpirt(lam),
                               np.full(m, lam)))
-    return AnchorEvaluation(*(np.concatenate(col) for col in zip(*parts)))
+    return AnchorEvaluation(*(np.concatenate(col) for col in zip(*parts, strict=True)))

@@ -178,13 +178,12 @@ def _mml(responses, D, three, c_prior, a_prior, n_points, bounds, max_iter, tol)
     old = np.concatenate([lam, d, g])
     complete = bool(mask.min() == 1.0)           # then mask products reduce to sums
     converged, it = False, 0
-    for it in range(1, max_iter + 1):
+    while it < max_iter and not converged:
+        it += 1
         r, nn, _ = _e_step(x, mask, count, complete, points, log_w, lam, d, g, three, D)
         lam, d, g = _m_step(lam, d, g, points, r, nn, three, c_prior, a_prior, D)
         new = np.concatenate([lam, d, g])
-        if np.abs(new - old).max() < tol:
-            converged = True
-            break
+        converged = bool(np.abs(new - old).max() < tol)
         old = new
     _, _, loglik = _e_step(x, mask, count, complete, points, log_w, lam, d, g, three, D)
     alpha, c = np.exp(lam), expit(g) if three else np.zeros_like(lam)

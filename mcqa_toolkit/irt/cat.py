@@ -17,8 +17,9 @@ recorded (item, correct) pairs with `cat_replay`; a single examinee uses row 0.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -58,7 +59,7 @@ class CatBank:
 
     @property
     def n_items(self) -> int:
-        return int(self.b.size)
+        return int(np.size(self.b))
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,8 @@ class _Plan:
 
 def _plan(bank: CatBank, config: CatConfig) -> _Plan:
     points, w = normal_grid(config.grid_points, *config.grid_bounds)
-    log_p, log_q = log_irf(points, bank.a, bank.b, bank.c, bank.D)
+    a, b, c = (cast(np.ndarray, v) for v in (bank.a, bank.b, bank.c))  # __post_init__ stored validated arrays
+    log_p, log_q = log_irf(points, a, b, c, bank.D)
     J = bank.n_items
     exposure = None if config.exposure is None else np.array(config.exposure)
     if exposure is not None and exposure.size != J:
@@ -156,6 +158,7 @@ def _select(plan: _Plan, theta: np.ndarray, taken: np.ndarray, blocked: np.ndarr
     rows = np.arange(m)
     eligible = ~(taken | blocked)
     if plan.targets is not None:
+        assert plan.subject_index is not None  # _plan sets both or neither
         onehot = (plan.subject_index[:, None] == np.arange(plan.targets.size)).astype(float)  # (J, S)
         has = eligible.astype(float) @ onehot > 0                                  # exact: integer counts
         deficit = np.where(has, plan.targets - counts / np.maximum(n_taken, 1)[:, None], -np.inf)
@@ -163,10 +166,12 @@ def _select(plan: _Plan, theta: np.ndarray, taken: np.ndarray, blocked: np.ndarr
     info = item_information(theta, plan.bank.a, plan.bank.b, plan.bank.c, plan.bank.D)  # (m, J)
     cand = eligible
     if plan.exposure is not None:
+        assert u is not None  # need_random holds whenever exposure is on
         passes = eligible & (u[:, :J] < plan.exposure)
         cand = np.where(passes.any(axis=1, keepdims=True), passes, eligible)
     key = np.where(cand, info, -np.inf)
     if plan.config.randomesque > 1:
+        assert u is not None  # need_random holds whenever randomesque > 1
         order = np.argsort(-key, axis=1, kind="stable")                             # ties: lower index
         k = np.minimum(plan.config.randomesque, cand.sum(axis=1))
         item = order[rows, np.minimum((u[:, J] * k).astype(int), k - 1)]
@@ -180,7 +185,7 @@ def _select(plan: _Plan, theta: np.ndarray, taken: np.ndarray, blocked: np.ndarr
     return item, rejected
 
 
-def _stop_codes(plan: _Plan, n_taken: np.ndarray, psd: np.ndarray, any_left: np.ndarray) -> np.ndarray:
+def _stop_codes(plan: _Plan, n_taken: np.ndarray, psd: np.ndarray, any_left: ArrayLike) -> np.ndarray:
     """Index into STOP_REASONS per examinee after a response: (m,) int8, 0 = go on."""
     code = np.where(any_left, 0, 3)
     code = np.where(n_taken >= plan.max_len, 2, code)
@@ -241,6 +246,7 @@ def _select_one(plan: _Plan, state: CatState) -> tuple[int, np.ndarray]:
     taken[0, list(state.items)], blocked[0, list(state.blocked)] = True, True
     counts = None
     if plan.targets is not None:
+        assert plan.subject_index is not None  # _plan sets both or neither
         counts = np.bincount(plan.subject_index[list(state.items)], minlength=plan.targets.size)[None].astype(float)
     u = _uniforms(state.seed, len(state.items), 1, J) if plan.need_random else None
     item, rejected = _select(plan, np.array([state.theta]), taken, blocked, counts,
@@ -272,7 +278,7 @@ def cat_update(state: CatState, item: int, correct: int | bool) -> CatState:
                          "replay the recorded responses in order with the same bank, config and seed")
     items, answers = state.items + (expected,), state.correct + (int(correct),)
     log_post = plan.log_prior[None].copy()
-    for i, x in zip(items, answers):   # in administration order, exactly as the batch accumulates it
+    for i, x in zip(items, answers, strict=True):   # in administration order, exactly as the batch accumulates it
         log_post += plan.log_p[i] if x else plan.log_q[i]
     t, s = posterior_moments(log_post, plan.points)
     blocked = tuple(sorted(set(state.blocked) | set(np.flatnonzero(rejected).tolist())))
@@ -288,6 +294,6 @@ def cat_replay(bank: CatBank, config: CatConfig, seed: int, items: Sequence[int]
     if len(items) != len(correct):
         raise ValueError(f"{len(items)} items but {len(correct)} answers")
     state = cat_start(bank, config, seed)
-    for i, x in zip(items, correct):
+    for i, x in zip(items, correct, strict=True):
         state = cat_update(state, i, x)
     return state

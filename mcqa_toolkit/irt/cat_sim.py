@@ -95,6 +95,7 @@ def cat_simulate(bank: CatBank, responses: ArrayLike, config: CatConfig = CatCon
         blocked[active] |= rej
         rejected += rej.sum(axis=0)
         if counts is not None:
+            assert plan.subject_index is not None  # _plan sets it together with targets, as counts is
             counts[active, plan.subject_index[item]] += 1
         n_taken[active] += 1
         log_post[active] += np.where(x[:, None] == 1, plan.log_p[item], plan.log_q[item])

@@ -10,6 +10,8 @@ ValueError naming the argument and the offending position instead of a numpy tra
 """
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -32,33 +34,32 @@ def check_items(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None,
     `b` fixes n_items; a scalar `a` or `c` is broadcast; `c=None` means 0 (2PL).
     Raises ValueError for mismatched lengths, a <= 0, non-finite values, c outside [0, 1), D <= 0.
     """
-    b = np.asarray(b, dtype=float)
-    if b.ndim != 1 or b.size == 0:
-        raise ValueError(f"b must be a non-empty 1-D array of difficulties, got shape {b.shape}")
-    out = [None, b, None]
-    for k, (name, v, default) in enumerate((("a", a, 1.0), ("b", b, None), ("c", c, 0.0))):
-        if name == "b":
-            continue
-        v = np.asarray(default if v is None else v, dtype=float)
-        if v.ndim == 0:
-            v = np.full(b.shape, float(v))
-        if v.ndim != 1 or v.shape != b.shape:
-            raise ValueError(f"{name} has shape {v.shape} but b has {b.shape}: item parameter lengths must match")
-        out[k] = v
-    a, b, c = out
-    for name, v in (("a", a), ("b", b), ("c", c)):
-        if not np.isfinite(v).all():
-            i = _first_bad(~np.isfinite(v))
-            raise ValueError(f"{name}{_fmt(i)} = {v[i]}: item parameters must be finite")
-    if (a <= 0).any():
-        i = _first_bad(a <= 0)
-        raise ValueError(f"a{_fmt(i)} = {a[i]}: discrimination must be > 0")
-    if ((c < 0) | (c >= 1)).any():
-        i = _first_bad((c < 0) | (c >= 1))
-        raise ValueError(f"c{_fmt(i)} = {c[i]}: guessing must be in [0, 1)")
+    b_arr = np.asarray(b, dtype=float)
+    if b_arr.ndim != 1 or b_arr.size == 0:
+        raise ValueError(f"b must be a non-empty 1-D array of difficulties, got shape {b_arr.shape}")
+    out: dict[str, np.ndarray] = {"b": b_arr}
+    for name, v, default in (("a", a, 1.0), ("c", c, 0.0)):
+        arr = np.asarray(default if v is None else v, dtype=float)
+        if arr.ndim == 0:
+            arr = np.full(b_arr.shape, float(arr))
+        if arr.ndim != 1 or arr.shape != b_arr.shape:
+            raise ValueError(f"{name} has shape {arr.shape} but b has {b_arr.shape}: item parameter lengths must match")
+        out[name] = arr
+    a_arr, c_arr = out["a"], out["c"]
+    for name in ("a", "b", "c"):
+        arr = out[name]
+        if not np.isfinite(arr).all():
+            i = _first_bad(~np.isfinite(arr))
+            raise ValueError(f"{name}{_fmt(i)} = {arr[i]}: item parameters must be finite")
+    if (a_arr <= 0).any():
+        i = _first_bad(a_arr <= 0)
+        raise ValueError(f"a{_fmt(i)} = {a_arr[i]}: discrimination must be > 0")
+    if ((c_arr < 0) | (c_arr >= 1)).any():
+        i = _first_bad((c_arr < 0) | (c_arr >= 1))
+        raise ValueError(f"c{_fmt(i)} = {c_arr[i]}: guessing must be in [0, 1)")
     if not (np.isfinite(D) and D > 0):
         raise ValueError(f"D = {D}: the scaling constant must be finite and > 0")
-    return a, b, c, float(D)
+    return a_arr, b_arr, c_arr, float(D)
 
 
 def check_theta(theta: ArrayLike, name: str = "theta", allow_inf: bool = True) -> np.ndarray:
@@ -177,11 +178,12 @@ def test_information(theta: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike 
     return item_information(theta, a, b, c, D).sum(axis=-1)
 
 
-test_information.__test__ = False  # its name starts with "test": keep pytest from collecting it when imported
+# its name starts with "test": keep pytest from collecting it when imported (mypy knows no function attributes)
+cast(Any, test_information).__test__ = False
 
 
 def standard_error(theta: ArrayLike, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None,
-                   D: float = 1.0) -> np.ndarray:
+                   D: float = 1.0) -> np.ndarray | float:
     """1 / sqrt(test information): shape theta.shape; inf where the information underflows to 0."""
     info = np.asarray(test_information(theta, a, b, c, D))
     out = np.full(info.shape, np.inf)

@@ -7,8 +7,8 @@ models are). Pure functions: arrays in, arrays or frozen dataclasses out; the rn
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pandas as pd

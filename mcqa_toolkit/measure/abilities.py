@@ -12,7 +12,8 @@ other `measure` modules; this module only reshapes, aligns and calls them. No fi
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -21,9 +22,9 @@ from scipy import stats as sps
 from scipy.spatial import ConvexHull, QhullError
 
 from mcqa_toolkit import irt
-from mcqa_toolkit.measure.scores import item_scores
-from mcqa_toolkit.measure.frames import prepare
 from mcqa_toolkit.items import ItemSet
+from mcqa_toolkit.measure.frames import prepare
+from mcqa_toolkit.measure.scores import item_scores
 
 PERSON_BY = ("model", "strategy", "language", "shuffle")
 GROUP_BY = ("model", "strategy", "language")
@@ -32,7 +33,7 @@ GROUP_BY = ("model", "strategy", "language")
 def eap_grid(grid: int | ArrayLike = 40) -> np.ndarray:
     """Quadrature points: an int n gives n equally spaced points on [-4, 4] (INEP's grid for n = 40)."""
     if np.ndim(grid) == 0:
-        return irt.normal_grid(int(grid))[0]
+        return irt.normal_grid(int(np.asarray(grid)))[0]
     return np.asarray(grid, dtype=float)
 
 
@@ -100,7 +101,7 @@ def model_abilities(records: pd.DataFrame, items: ItemSet, by: Sequence[str] = P
     if human_theta is not None:
         out["percentile"] = np.where(out["theta"].notna(),
                                      irt.percentile_of(out["theta"].fillna(0.0), human_theta), np.nan)
-    out.attrs["items_without_irt"] = [k for k, ok in zip(keys, keep) if not ok]
+    out.attrs["items_without_irt"] = [k for k, ok in zip(keys, keep, strict=True) if not ok]
     out.attrs["n_items_dropped"] = int((~keep).sum())
     return out
 
@@ -229,7 +230,7 @@ def central_region(abilities: pd.DataFrame, q: float = 0.9, by: Sequence[str] = 
         if poly is None:
             poly, method = np.array([[lo[0], lo[1]], [hi[0], lo[1]], [hi[0], hi[1]], [lo[0], hi[1]]]), "box"
         key = key if isinstance(key, tuple) else (key,)
-        rows += [{**dict(zip(by, key)), "vertex": i, x: vx, y: vy, "n_points": len(pts), "method": method}
+        rows += [{**dict(zip(by, key, strict=True)), "vertex": i, x: vx, y: vy, "n_points": len(pts), "method": method}
                  for i, (vx, vy) in enumerate(poly)]
     return pd.DataFrame(rows)
 

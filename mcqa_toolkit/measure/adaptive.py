@@ -18,7 +18,8 @@ CAT's final theta and SE next to the full run's EAP theta, and the items and for
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -193,7 +194,7 @@ def adaptive_savings(per_shuffle: pd.DataFrame, by: Sequence[str] = ("model", "l
     for key, g in per_shuffle.groupby(list(by), sort=True):
         items_cat, items_full = g["items_cat"].sum(), g["items_full"].sum()
         tok_cat, tok_full = g["tokens_cat"].sum(), g["tokens_full"].sum()
-        rows.append({**dict(zip(by, key)), "shuffles": len(g), "items_cat": float(items_cat),
+        rows.append({**dict(zip(by, key, strict=True)), "shuffles": len(g), "items_cat": float(items_cat),
                      "items_full": float(items_full), "items_saved_pct": 100.0 * (1 - items_cat / items_full),
                      "tokens_cat": float(tok_cat), "tokens_full": float(tok_full),
                      "tokens_saved_pct": 100.0 * (1 - tok_cat / tok_full) if tok_full > 0 else float("nan"),

@@ -9,7 +9,7 @@ False, counts an item as solved when all of its shuffles, whatever they are, are
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,8 +27,8 @@ def rotations(base: Sequence[int]) -> list[tuple[int, ...]]:
 
 def is_rotation_set(perms: Sequence[Sequence[int]]) -> bool:
     """True when `perms` are exactly the k rotations of one order, each once."""
-    perms = [tuple(int(x) for x in p) for p in perms]
-    return bool(perms) and sorted(perms) == sorted(rotations(perms[0]))
+    rows = [tuple(int(x) for x in p) for p in perms]
+    return bool(rows) and sorted(rows) == sorted(rotations(rows[0]))
 
 
 def circular_eval(frame: pd.DataFrame, by: str | Sequence[str] = DEFAULT_BY,

@@ -7,8 +7,8 @@ Pure functions on frames/arrays (no I/O, no printing). Per-group functions retur
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -45,18 +45,18 @@ class Correlation:
 def correlation(x: Sequence[float], y: Sequence[float]) -> Correlation:
     """Pearson and Spearman correlation with p-values over the pairs where both values are finite.
     Fewer than 3 pairs raises ValueError; a constant sample gives NaN with the reason in `note`."""
-    x, y = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
-    if x.shape != y.shape:
-        raise ValueError(f"x and y must have the same length, got {x.size} and {y.size}")
-    keep = np.isfinite(x) & np.isfinite(y)
-    x, y = x[keep], y[keep]
-    if x.size < 3:
-        raise ValueError(f"correlation needs at least 3 complete pairs, got {x.size}")
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
-        which = "x" if np.ptp(x) == 0 else "y"
-        return Correlation(int(x.size), *(np.nan,) * 4, note=f"{which} is constant: correlation undefined")
-    p, s = sps.pearsonr(x, y), sps.spearmanr(x, y)
-    return Correlation(int(x.size), float(p.statistic), float(p.pvalue), float(s.statistic), float(s.pvalue))
+    xa, ya = np.asarray(x, dtype=float).ravel(), np.asarray(y, dtype=float).ravel()
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y must have the same length, got {xa.size} and {ya.size}")
+    keep = np.isfinite(xa) & np.isfinite(ya)
+    xa, ya = xa[keep], ya[keep]
+    if xa.size < 3:
+        raise ValueError(f"correlation needs at least 3 complete pairs, got {xa.size}")
+    if np.ptp(xa) == 0 or np.ptp(ya) == 0:
+        which = "x" if np.ptp(xa) == 0 else "y"
+        return Correlation(int(xa.size), *(np.nan,) * 4, note=f"{which} is constant: correlation undefined")
+    p, s = sps.pearsonr(xa, ya), sps.spearmanr(xa, ya)
+    return Correlation(int(xa.size), float(p.statistic), float(p.pvalue), float(s.statistic), float(s.pvalue))
 
 
 def correlation_row(x: pd.Series, y: pd.Series) -> dict:
@@ -223,7 +223,7 @@ def gap_correlations(gaps: pd.DataFrame, by: Sequence[str] = ("language",), qual
     prepare(gaps, (), [*by, quality, gap])
     rows = []
     for key, g in gaps.groupby(list(by), sort=True, dropna=False):
-        key = dict(zip(by, key if isinstance(key, tuple) else (key,)))
+        key = dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True))
         try:
             rows.append({**key, **quality_gap_correlation(g, quality, gap).to_frame().iloc[0].to_dict()})
         except ValueError as e:

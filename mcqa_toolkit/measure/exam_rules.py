@@ -7,17 +7,16 @@ grades every record as it is made; here the records' points are summed per exam 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.frames import DEFAULT_BY, check_status, finish, prepare, status_flags
 from mcqa_toolkit.records.columns import STATUSES
-from mcqa_toolkit.items import ItemSet
-
 
 MEDICINA_WEIGHTS = MappingProxyType({
     "biologia": 23 / 60, "chimica": 15 / 60, "fisica-matematica": 13 / 60,

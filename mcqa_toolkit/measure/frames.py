@@ -5,7 +5,7 @@ constant key `prepare` adds when `by` is empty. Used by every module of `measure
 """
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import pandas as pd
 
@@ -48,7 +48,7 @@ def finish(out: pd.DataFrame) -> pd.DataFrame:
 def groups(frame: pd.DataFrame, by: list[str]) -> Iterator[tuple[dict, pd.DataFrame]]:
     """(key columns as a dict, sub-frame) for each group, sorted; NaN keys (e.g. year None) kept."""
     for key, g in frame.groupby(by, sort=True, dropna=False):
-        yield dict(zip(by, key if isinstance(key, tuple) else (key,))), g
+        yield dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)), g
 
 
 def check_status(frame: pd.DataFrame) -> pd.Series:

@@ -12,8 +12,8 @@ Agreement statistics:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from itertools import combinations
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -89,7 +89,7 @@ def _pair_rows(wide: pd.DataFrame, raters: Sequence[str], pairs: Sequence[tuple[
         rows.append({"rater_a": a, "rater_b": b, "n": len(both),
                      "n_unreadable": int(wide[[a, b]].isna().any(axis=1).sum()),
                      "qwk": quadratic_weighted_kappa(both[a], both[b]) if len(both) else np.nan,
-                     "icc": icc((both[[a, b]].to_numpy() / both[["points_possible"]].to_numpy()))
+                     "icc": icc(both[[a, b]].to_numpy() / both[["points_possible"]].to_numpy())
                      if len(both) >= 2 else np.nan,
                      "mean_abs_diff": float((both[a] - both[b]).abs().mean()) if len(both) else np.nan})
     return pd.DataFrame(rows, columns=["rater_a", "rater_b", "n", "n_unreadable", "qwk", "icc", "mean_abs_diff"])

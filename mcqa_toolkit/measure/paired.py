@@ -13,7 +13,8 @@ absolute differences with intervals that the language-gap figure shows instead o
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -115,8 +116,8 @@ def _kappa_scale(means: np.ndarray) -> np.ndarray:
 def _difference(ref: pd.DataFrame, other: pd.DataFrame, strata: tuple[str, ...], n_boot: int, level: float,
                 seed: int) -> dict:
     """score_ref, score_other, diff and its bootstrap interval on paired items (rows aligned)."""
-    out = {"n_items": len(ref), "score_ref": np.nan, "score_other": np.nan, "diff": np.nan, "ci_low": np.nan,
-           "ci_high": np.nan, "p_value": np.nan, "note": ""}
+    out: dict[str, Any] = {"n_items": len(ref), "score_ref": np.nan, "score_other": np.nan, "diff": np.nan,
+                           "ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan, "note": ""}
     if len(ref) == 0:
         out["note"] = "no paired item: no difference"
         return out
@@ -125,13 +126,15 @@ def _difference(ref: pd.DataFrame, other: pd.DataFrame, strata: tuple[str, ...],
         out["note"] = "n_boot=0: no CI" if n_boot == 0 else "one paired item: no CI"
     rng = np.random.default_rng(seed)
     strata_keys = ref[strata[0]].to_numpy() if strata else np.zeros(len(ref))
-    points, draws = [], []
+    points: list[np.ndarray] = []
+    draws: list[np.ndarray] = []
     for s in sorted(set(strata_keys), key=str):
         m = strata_keys == s
         chance = ref["chance"].to_numpy(float)[m] if "chance" in ref else np.zeros(m.sum())
         cols = np.column_stack([ref["accuracy"].to_numpy(float)[m], other["accuracy"].to_numpy(float)[m], chance])
         points.append(cols.mean(axis=0))
-        draws.append(bootstrap_means(cols, n_boot, rng) if with_ci else None)
+        if with_ci:
+            draws.append(bootstrap_means(cols, n_boot, rng))
     point = np.mean([_kappa_scale(p) for p in points], axis=0)
     out.update(score_ref=float(point[0]), score_other=float(point[1]), diff=float(point[1] - point[0]))
     if with_ci:

@@ -16,7 +16,8 @@ and its observed accuracy (the accuracy predicted from theta is the mean of P_i(
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -97,7 +98,7 @@ def bank_items(items: ItemSet, item_ids: Sequence[str], calibration: irt.Calibra
     `adaptive` strategy (run.adaptive uses Item.irt). Items not in the bank are left out."""
     if len(item_ids) != calibration.b.size:
         raise ValueError(f"{len(item_ids)} item ids for a calibration of {calibration.b.size} items")
-    params = dict(zip(map(str, item_ids), zip(calibration.a, calibration.b, calibration.c)))
+    params = dict(zip(map(str, item_ids), zip(calibration.a, calibration.b, calibration.c, strict=True), strict=True))
     missing = sorted(set(params) - set(items.ids))
     if missing:
         raise ValueError(f"bank items not in `items`: {missing[:5]}")
@@ -138,7 +139,7 @@ def leave_one_model_out(responses: ArrayLike, lengths: Sequence[int], model: str
     return pd.DataFrame(rows)
 
 
-def _row(person: int, length: int, order: str, thetas: Sequence[float], full: float, acc: float,
+def _row(person: int, length: int, order: str, thetas: ArrayLike, full: float, acc: float,
          cal: irt.Calibration) -> dict[str, Any]:
     t = np.asarray(thetas, dtype=float)
     acc_hat = irt.irf(t, cal.a, cal.b, cal.c, cal.D).mean(axis=1)

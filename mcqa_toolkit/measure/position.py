@@ -3,7 +3,7 @@ sits, and how consistently an item gets the same original option across shuffles
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -11,6 +11,7 @@ from scipy import stats as sps
 
 from mcqa_toolkit.measure.frames import _ALL, DEFAULT_BY, check_status, finish, prepare, single_answer, status_flags
 from mcqa_toolkit.records.columns import ANSWERED
+
 
 def _single(f: pd.DataFrame) -> pd.DataFrame:
     out = single_answer(f)

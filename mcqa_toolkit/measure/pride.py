@@ -16,8 +16,8 @@ position; records hold option_probs in ORIGINAL order and their permutation (rec
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,6 +55,7 @@ def permutation_debiased(observed: ArrayLike, permutations: ArrayLike) -> np.nda
     """One estimation item's debiased distribution over ORIGINAL options (k,): the mean over permutations of
     each option's observed probability (permutations[r][pos] = original option shown at pos)."""
     p, q = _check(observed, permutations)
+    assert q is not None  # _check returns None only when given no permutations
     out = np.zeros(p.shape[1])
     np.add.at(out, q.ravel(), p.ravel())
     return out / p.shape[0]
@@ -77,7 +78,7 @@ class PrideResult:
     records: pd.DataFrame
 
 
-def _observed_by_position(g: pd.DataFrame) -> np.ndarray:
+def _observed_by_position(g: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     probs = np.array([list(p) for p in g["option_probs"]], dtype=float)
     perms = np.array([list(p) for p in g["permutation"]], dtype=int)
     return np.take_along_axis(probs, perms, axis=1), perms
@@ -105,7 +106,7 @@ def pride(frame: pd.DataFrame, by: str | Sequence[str] = DEFAULT_BY, share: floa
         n_est = max(1, math.ceil(share * counts.size))
         est = set(np.random.default_rng(seed).permutation(np.sort(candidates))[:n_est].tolist())
         priors, choice = [], pd.Series(-1, index=g.index)
-        for item_id, it in g[g["item_id"].isin(est)].groupby("item_id"):
+        for _, it in g[g["item_id"].isin(est)].groupby("item_id"):
             obs, perms = _observed_by_position(it)
             priors.append(item_prior(obs))
             choice[it.index] = int(np.argmax(permutation_debiased(obs, perms)))

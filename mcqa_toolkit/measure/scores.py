@@ -18,7 +18,7 @@ Conventions shared by every function:
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

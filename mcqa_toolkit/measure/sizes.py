@@ -6,8 +6,8 @@ with one line saying so, and the analysis goes on with the others: never an erro
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 
 @dataclass(frozen=True)

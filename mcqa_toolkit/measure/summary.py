@@ -38,7 +38,7 @@ def summarize_run(records: pd.DataFrame) -> dict[str, Any]:
     chosen = single[single["choice_position"] >= 0]
     if len(chosen):
         pb = position_bias(chosen, by=())
-        out["position_tvd"] = {str(int(k)): float(v) for k, v in zip(pb["n_options"], pb["tvd"])}
+        out["position_tvd"] = {str(int(k)): float(v) for k, v in zip(pb["n_options"], pb["tvd"], strict=True)}
         counts = chosen.groupby("choice_position").size()
         out["position_counts"] = {str(int(k)): int(v) for k, v in counts.items()}
     adaptive = adaptive_summary(records)

@@ -9,12 +9,12 @@ ends with a space ("Answer: "), the prompt ends with "Answer:" and the space sta
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from mcqa_toolkit.items import Item
-from mcqa_toolkit.prompts.template import Template
 from mcqa_toolkit.prompts.permutations import check_permutation, identity
+from mcqa_toolkit.prompts.template import Template
 
 __all__ = ["Prompt", "render", "Shot"]
 
@@ -100,7 +100,8 @@ def _question_block(item: Item, perm: tuple[int, ...], template: Template, with_
 
 
 def _shot_block(shot: Item, perm: tuple[int, ...], template: Template, with_options: bool) -> str:
-    pos = perm.index(shot.answer)  # type: ignore[arg-type]  # checked single-answer in _normalise_shots
+    assert isinstance(shot.answer, int), "_normalise_shots lets only single-answer keys through"
+    pos = perm.index(shot.answer)
     answer = template.shot_answer.format(letter=shot.letters[pos], text=shot.options[shot.answer])
     return (
         template.shot_prefix + _question_block(shot, perm, template, with_options)

@@ -11,7 +11,7 @@ import hashlib
 import itertools
 import math
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["stable_seed", "permutations", "identity", "to_original", "to_position", "check_permutation"]
 

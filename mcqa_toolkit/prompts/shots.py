@@ -17,7 +17,8 @@ Rules:
   shared across items (and across languages when translations share a parallel_id).
 Candidates are single-answer items with a key from the target's exam version (`Item.exam_language`, the
 language of its prompt: the English and Spanish questions of ENEM's Portuguese exam take the Portuguese exam's
-shots, like every other question of it), and never the target or one of its translations. Selection is deterministic: ties are broken by parallel_id, item_id.
+shots, like every other question of it), and never the target or one of its translations. Selection is deterministic:
+ties are broken by parallel_id, item_id.
 With `balance_letters`, shot options are permuted so the k answers fall on distinct letters while k <= the
 number of options (then on the least-used letters): a shot whose letter is already free keeps its original
 order, otherwise its answer swaps places with the option at a free letter chosen with the seed.
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.prompts.permutations import identity, stable_seed
@@ -70,6 +71,8 @@ def balanced_permutations(shots: Sequence[Item], seed: int = 0) -> list[tuple[It
     for shot in shots:
         perm = list(identity(shot.n_options))
         pos = shot.answer
+        if shot.answer_type != "single" or not isinstance(pos, int):
+            raise ValueError(f"{shot.item_id!r} has no single-answer key and cannot be a few-shot example")
         least = min(counts[p] for p in perm)
         if counts[pos] != least:
             new = rng.choice([p for p in perm if counts[p] == least])

@@ -4,8 +4,8 @@ Exam questions and their keys circulate as pages of solved questions ("Questão 
 `solved_page` writes one item that way, in the labels of the item's exam language (`Item.exam_language`: the
 English questions of ENEM's Portuguese exam are shown on a Portuguese page), with its options in the published
 order and the published letter of the key. `exposure_split` draws which items are published (a seeded fraction of
-each subject), the design of the contamination experiments. The templates are data (`PAGE_TEMPLATES`), recorded verbatim in each
-contaminated model's manifest, so what the model saw can be rebuilt from the manifest and the items.
+each subject), the design of the contamination experiments. The templates are data (`PAGE_TEMPLATES`), recorded verbatim
+in each contaminated model's manifest, so what the model saw can be rebuilt from the manifest and the items.
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def solved_page(item: Item, template: PageTemplate | None = None) -> str:
     number = item.meta.get("number", item.item_id)
     options = "".join(t.option.format(letter=LETTERS[k], text=text) for k, text in enumerate(item.options))
     return (t.header.format(exam=_exam_name(item), number=number) + item.stem.strip() + "\n\n" + options
-            + t.answer.format(letter=LETTERS[item.answer]))
+            + t.answer.format(letter=item.answer_letter))  # has_page: a single-answer key
 
 
 def exposure_split(items: ItemSet, fraction: float = 0.5, seed: int = 0) -> tuple[list[str], list[str]]:

@@ -11,9 +11,10 @@ asked like single/multi questions with the letters found in the stem (meta optio
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mcqa_toolkit.items import LETTERS, Item
 from mcqa_toolkit.prompts.builder import Prompt, split_trailing
@@ -78,7 +79,7 @@ def question_kind(item: Item) -> tuple[str, str]:
     A course-exam choice question kept as "short" because its options stayed in the stem is asked as a choice
     question over the letters the loader found there (meta option_letters)."""
     if item.answer_type == "short" and item.meta.get("options_parsed") is False:
-        kind = {"SingleChoice": "single", "MultipleChoice": "multi"}.get(item.meta.get("question_type"))
+        kind = {"SingleChoice": "single", "MultipleChoice": "multi"}.get(str(item.meta.get("question_type")))
         letters = item.meta.get("option_letters") or ""
         if kind is None or not letters:
             raise ValueError(f"item {item.item_id!r}: a choice question without parsed options needs "

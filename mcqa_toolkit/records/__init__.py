@@ -20,18 +20,18 @@
 Imports items.py and nothing else of the package: run/ writes run folders through it; measure/, report/,
 interop/ and the notebooks read them through it.
 """
+from mcqa_toolkit.records.audit_dir import AuditDir
 from mcqa_toolkit.records.columns import COLUMNS, KEY, STATUSES, records_frame
+from mcqa_toolkit.records.dataset import RunDataset, run_dataset
 from mcqa_toolkit.records.equality import assert_same_records, record_differences
 from mcqa_toolkit.records.factory import decode_response, make_record, run_fields
-from mcqa_toolkit.records.dataset import RunDataset, run_dataset
 from mcqa_toolkit.records.identity import RunIdentity, recorded_identity
 from mcqa_toolkit.records.lock import RunLocked
 from mcqa_toolkit.records.results import complete_runs, load_min_k, load_results, run_dirs
 from mcqa_toolkit.records.state import OpenRun, RunRefused, RunState, check_writable, open_for_write, run_state
 from mcqa_toolkit.records.store import RunDir
-from mcqa_toolkit.records.audit_dir import AuditDir
 
 __all__ = ["COLUMNS", "KEY", "STATUSES", "records_frame", "assert_same_records", "record_differences",
            "decode_response", "make_record", "run_fields", "RunLocked", "load_min_k", "load_results", "run_dirs",
-           "complete_runs", "OpenRun", "RunRefused", "RunState", "run_state", "check_writable", "open_for_write", "RunDir",
-           "AuditDir", "RunIdentity", "recorded_identity", "RunDataset", "run_dataset"]
+           "complete_runs", "OpenRun", "RunRefused", "RunState", "run_state", "check_writable", "open_for_write",
+           "RunDir", "AuditDir", "RunIdentity", "recorded_identity", "RunDataset", "run_dataset"]

@@ -16,8 +16,8 @@ cannot be checked; it can still be read (contamination.audit.load_audit).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pandas as pd
 

@@ -13,9 +13,10 @@ scripts/compare_records.py prints these for two commits or two folders, and the 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,7 +62,8 @@ def score_delta(a: pd.DataFrame, b: pd.DataFrame) -> ScoreDelta:
     if not len(shared):
         return ScoreDelta(0, None, None)
     worst, compared = 0.0, False
-    for x, y in zip(left.loc[shared, "option_scores"].tolist(), right.loc[shared, "option_scores"].tolist()):
+    for x, y in zip(left.loc[shared, "option_scores"].tolist(), right.loc[shared, "option_scores"].tolist(),
+                    strict=True):
         sx, sy = _scores(x), _scores(y)
         if len(sx) != len(sy) or not len(sx):
             continue
@@ -99,7 +101,7 @@ def _float_deltas(x: Any, y: Any) -> Iterable[float]:
             yield from _float_deltas(x[k], y[k])
     elif isinstance(x, (list, tuple, np.ndarray)) and isinstance(y, (list, tuple, np.ndarray)):
         if len(x) == len(y):
-            for p, q in zip(x, y):
+            for p, q in zip(x, y, strict=True):
                 yield from _float_deltas(p, q)
     elif (_is_float(x) or _is_float(y)) and all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
                                                 for v in (x, y)):
@@ -123,7 +125,7 @@ def record_changes(a: pd.DataFrame, b: pd.DataFrame) -> RecordChanges:
     changed: dict[str, int] = {}
     for col in sorted((set(left.columns) & set(right.columns)) - set(TIMING_COLUMNS)):
         pairs = [(_value(col, x), _value(col, y)) for x, y in zip(left.loc[shared, col].tolist(),
-                                                                   right.loc[shared, col].tolist())]
+                                                                   right.loc[shared, col].tolist(), strict=True)]
         deltas = [d for x, y in pairs for d in _float_deltas(x, y)]
         if deltas:
             worst[col] = max(deltas)

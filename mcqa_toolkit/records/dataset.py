@@ -4,8 +4,9 @@ their items, as its `job` of notebook parameters did). With items.jsonl (RunDir.
 itself alone; for an older folder without it, this is what a reader loads again (report.headline.merged_items)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from mcqa_toolkit.records.store import RunDir
 
@@ -27,7 +28,9 @@ class RunDataset:
 def run_dataset(run_dir: RunDir) -> RunDataset:
     """What the folder records of its run's dataset (RunDir.described; an empty RunDataset when it records none)."""
     info: Mapping[str, Any] = run_dir.described()
-    job = info.get("job") if isinstance(info.get("job"), Mapping) else {}
+    job = info.get("job")
+    if not isinstance(job, Mapping):
+        job = {}
     args = info.get("dataset_args", job.get("DATASET_ARGS")) or {}
     language = info["language"] if "language" in info else job.get("LANGUAGE")
     return RunDataset(str(info.get("dataset") or ""), dict(args), language, str(info.get("dataset_fingerprint") or ""))

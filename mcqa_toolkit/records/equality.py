@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -45,7 +46,7 @@ def _close(a: Any, b: Any, atol: float, path: str, out: list[str]) -> None:
         if len(a) != len(b):
             out.append(f"{path}: length {len(a)} != {len(b)}")
             return
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             _close(x, y, atol, f"{path}[{i}]", out)
         return
     if a is None or b is None:
@@ -104,7 +105,7 @@ def record_differences(a: pd.DataFrame, b: pd.DataFrame, *, atol: float = SCORE_
                    f"duplicated keys: {len(left) - len(ka)} vs {len(right) - len(kb)}")
         return out
     for col in sorted((set(a.columns) & set(b.columns)) - skip):
-        for i, (x, y) in enumerate(zip(left[col].tolist(), right[col].tolist())):
+        for i, (x, y) in enumerate(zip(left[col].tolist(), right[col].tolist(), strict=True)):
             if col in JSON_COLUMNS:
                 x, y = decoded_json(x), decoded_json(y)
             _close(x, y, atol, f"{left.at[i, 'item_id']}#{left.at[i, 'shuffle']}.{col}", out)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from mcqa_toolkit.items import Item
-from mcqa_toolkit.records.grading import course_exam_points
 from mcqa_toolkit.records.columns import ANSWERED, RUN_COLUMNS, STATUSES
+from mcqa_toolkit.records.grading import course_exam_points
 
 __all__ = ["run_fields", "option_probs", "make_record", "normalise_response", "decode_response", "UNSET"]
 
@@ -34,7 +35,10 @@ def run_fields(**values: Any) -> dict[str, Any]:
     return {**defaults, **values}
 
 
-def option_probs(scores: Sequence[float]) -> np.ndarray:
+Scores = Sequence[float] | np.ndarray  # one score per option
+
+
+def option_probs(scores: Scores) -> np.ndarray:
     """Softmax over the options; NaN scores get probability 0; all NaN gives all NaN."""
     s = np.asarray(scores, dtype=float)
     finite = np.where(np.isnan(s), -np.inf, s)
@@ -98,12 +102,14 @@ def _grade(item: Item, response: Any, status: str | None, points: float | None) 
         raise ValueError(f"item {item.item_id!r}: a short answer needs the judge's points_earned (or status='error')")
     if not judged and points is not None:
         raise ValueError(f"item {item.item_id!r}: points_earned is derived for {item.answer_type!r} items")
-    earned, outcome = course_exam_points(item, response, judge=(lambda it, r: points) if judged else None)
+    # a judged response comes with its points (checked above); a blank one is never judged
+    earned, outcome = course_exam_points(item, response,
+                                         judge=(lambda it, r: points) if judged and points is not None else None)
     return earned, possible, outcome
 
 
 def make_record(item: Item, run: Mapping[str, Any], *, shuffle: int = 0, permutation: Sequence[int] | None = None,
-                choice: int = -1, response: Any = UNSET, option_scores: Sequence[float] | None = None,
+                choice: int = -1, response: Any = UNSET, option_scores: Scores | None = None,
                 status: str | None = None, points_earned: float | None = None,
                 judgements: Sequence[Mapping[str, Any]] = (), extraction_rule: str = "", generated_text: str = "",
                 n_prompt_tokens: int = 0, n_forwarded_tokens: float = 0, seconds: float = 0.0,

@@ -6,7 +6,8 @@ records per exam.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ def course_exam_points(item: Item, response: Any, judge: Judge | None = None) ->
         raise ValueError(f"item {item.item_id} has no key (annulled): it cannot be scored")
     kind = item.answer_type
     if kind == "short" and item.meta.get("options_parsed") is False:
-        kind = {"SingleChoice": "single", "MultipleChoice": "multi"}.get(item.meta.get("question_type"), kind)
+        kind = {"SingleChoice": "single", "MultipleChoice": "multi"}.get(str(item.meta.get("question_type")), kind)
     blank = response is None or (isinstance(response, (str, tuple, list, set, frozenset)) and len(response) == 0)
     if blank or (isinstance(response, (int, np.integer)) and response < 0):
         return 0.0, "unanswered"
@@ -59,6 +60,8 @@ def course_exam_points(item: Item, response: Any, judge: Judge | None = None) ->
         partial = kind == "multi" and chosen < key and item.meta.get("partial_credit", True) is not False
         return (min(2.0, pts), "partial") if partial else (0.0, "incorrect")
     if kind == "truefalse":
+        if isinstance(item.answer, int):
+            raise ValueError(f"item {item.item_id}: a true/false key is a tuple of bools, got {item.answer!r}")
         same = tuple(bool(x) for x in response) == tuple(bool(x) for x in item.answer)
         return (pts, "correct") if same else (0.0, "incorrect")
     if judge is None:

@@ -30,8 +30,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 __all__ = ["RunIdentity", "recorded_identity", "model_name", "spec_name", "files_hash", "shots_fingerprint"]
 
@@ -59,12 +60,13 @@ class RunIdentity:
         return {**dataclasses.asdict(self), "judges": None if self.judges is None else list(self.judges)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], where: Any = "identity") -> "RunIdentity":
+    def from_dict(cls, data: Mapping[str, Any], where: Any = "identity") -> RunIdentity:
         """The identity a run.json recorded; one ValueError naming `where` for anything else."""
         names = {f.name for f in dataclasses.fields(cls)}
         if not isinstance(data, Mapping) or set(data) - names or not {"model", "dataset"} <= set(data):
             raise ValueError(f"{where}: not a run identity (expected the fields {sorted(names)})")
-        return cls(**{k: (tuple(v) if k == "judges" and v is not None else v) for k, v in data.items()})
+        fields: dict[str, Any] = {k: (tuple(v) if k == "judges" and v is not None else v) for k, v in data.items()}
+        return cls(**fields)
 
     @property
     def hash(self) -> str:
@@ -72,7 +74,7 @@ class RunIdentity:
         text = json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def differences(self, wanted: "RunIdentity") -> list[str]:
+    def differences(self, wanted: RunIdentity) -> list[str]:
         """'<field> <recorded> (this run: <wanted>)' for each field that differs; a field this identity did not
         record (None: a folder older than the field) is not compared."""
         out = []
@@ -125,8 +127,8 @@ def recorded_identity(info: Mapping[str, Any], where: Any = "run.json") -> RunId
     the same fields read from what that version recorded (module docstring)."""
     if "identity" in info:
         return RunIdentity.from_dict(info["identity"], where)
-    common = {"dataset_fingerprint": info.get("dataset_fingerprint"), "strategy_hash": info.get("strategy_hash"),
-              "shots": None}
+    common: dict[str, Any] = {"dataset_fingerprint": info.get("dataset_fingerprint"),
+                              "strategy_hash": info.get("strategy_hash"), "shots": None}
     if isinstance(info.get("import"), Mapping):        # interop before RunIdentity
         imp = info["import"]
         return RunIdentity(model=model_name(imp.get("source"), imp.get("model")), dataset=imp.get("dataset") or "",

@@ -130,7 +130,7 @@ class RunLock:
         self._fd: int | None = None
         self._key = ""
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         self.acquire()
         return self
 

@@ -24,11 +24,12 @@ writes summary.json, the last step, which makes the run complete.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from mcqa_toolkit.records.identity import RunIdentity, recorded_identity
 from mcqa_toolkit.records.lock import RunLocked

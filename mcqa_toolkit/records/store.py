@@ -28,8 +28,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -86,7 +87,8 @@ class RunDir:
         return f"RunDir({str(self.dir)!r})"
 
     def lock(self) -> RunLock:
-        """The folder's one-writer lock (records.lock): `with rd.lock(): ...`; RunLocked when another writer holds it."""
+        """The folder's one-writer lock (records.lock): `with rd.lock(): ...`; RunLocked when another writer holds
+        it."""
         return RunLock(self.dir)
 
     def remove_leftovers(self) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -95,8 +94,8 @@ def auc_table(summary: pd.DataFrame, exam: str, caption: str = "", label: str = 
     """Detectors (rows, in DETECTOR_NAMES order) x kinds of model (columns: clean, each number of exposures, the
     controls): mean AUC over the seeds (and splits)."""
     s = summary[summary["exam"] == exam].assign(order=lambda d: d["kind"].map(KINDS.index) * 1000 + d["exposures"])
-    s = s.sort_values("order").assign(column=lambda d: [column_name(k, int(e)) for k, e in zip(d["kind"],
-                                                                                            d["exposures"])])
+    s = s.sort_values("order").assign(column=lambda d: [column_name(k, int(e))
+                                                        for k, e in zip(d["kind"], d["exposures"], strict=True)])
     wide = s.pivot(index="detector", columns="column", values="auc")[list(dict.fromkeys(s["column"]))]
     wide = wide.reindex([d for d in DETECTOR_NAMES if d in wide.index])
     wide.index = [DETECTOR_NAMES[d] for d in wide.index]
@@ -145,7 +144,7 @@ def flag_summary(flags: pd.DataFrame) -> pd.DataFrame:
                      fa.assign(kind="false alarm", exposures=-1, n_controls=0)], ignore_index=True)
     out = out.astype({"n": int, "flagged": int, "n_controls": int, "exposures": int})
     out = out.assign(rate=out["flagged"] / out["n"],
-                     rate_upper=[rate_upper_bound(k, n) for k, n in zip(out["flagged"], out["n"])])
+                     rate_upper=[rate_upper_bound(k, n) for k, n in zip(out["flagged"], out["n"], strict=True)])
     return out[["test", "kind", "exposures", "n", "n_controls", "flagged", "rate", "rate_upper"]]
 
 

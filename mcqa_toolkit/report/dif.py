@@ -21,8 +21,14 @@ import pandas as pd
 
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.measure.adaptive import is_adaptive
-from mcqa_toolkit.measure.dif import (MIN_GROUP, DifPersons, dif_persons, mantel_haenszel, mh_permutation,
-                                      simulate_dif_persons)
+from mcqa_toolkit.measure.dif import (
+    MIN_GROUP,
+    DifPersons,
+    dif_persons,
+    mantel_haenszel,
+    mh_permutation,
+    simulate_dif_persons,
+)
 from mcqa_toolkit.report.tables import escape_latex
 
 SOURCES = ("auto", "runs", "simulated")
@@ -96,10 +102,9 @@ def dif_report(records: pd.DataFrame, items: ItemSet, reference: str = "en", per
     source = "simulated" if truth is not None else "runs"
     frames = []
     for lang, p in by_lang.items():
-        kw = dict(alpha=alpha, purify=purify)
         res = (mh_permutation(p.responses, p.group, lang, reference, p.block, n_permutations=n_permutations,
-                              seed=seed, **kw) if n_permutations else
-               mantel_haenszel(p.responses, p.group, lang, reference, within=p.block, **kw))
+                              seed=seed, alpha=alpha, purify=purify) if n_permutations else
+               mantel_haenszel(p.responses, p.group, lang, reference, within=p.block, alpha=alpha, purify=purify))
         frames.append(res.table.rename(columns={"item_id": "parallel_id"}).assign(focal=lang, reference=reference))
     subject = {pid: next(iter(g.values())).subject for pid, g in items.by_parallel_id().items()}
     table = pd.concat(frames, ignore_index=True).assign(source=source)
@@ -179,7 +184,7 @@ def dif_items_table(report: DifReport, items: ItemSet, classes: tuple[str, ...] 
         "language": [LANGUAGE_NAMES.get(f, f) for f in t["focal"]], "class": t["ets_class"],
         "delta MH": t["delta_mh"].astype(float),
         f"stem ({ref_name})": [_stem(groups, p, report.reference) for p in t["parallel_id"]],
-        "stem (that language)": [_stem(groups, p, f) for p, f in zip(t["parallel_id"], t["focal"])]})
+        "stem (that language)": [_stem(groups, p, f) for p, f in zip(t["parallel_id"], t["focal"], strict=True)]})
     who = ("SIMULATED persons with DIF injected on known questions" if report.simulated
            else "the runs' response patterns")
     caption = (f"Questions of ETS class {' or '.join(classes)} (Mantel-Haenszel delta, reference "

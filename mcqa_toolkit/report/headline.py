@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.items import ItemSet
+from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.measure.abilities import GROUP_BY
 from mcqa_toolkit.records.dataset import run_dataset
 from mcqa_toolkit.records.results import complete_runs
@@ -66,7 +67,7 @@ def merged_items(runs: Sequence[RunDir], name: str = "") -> ItemSet:
     merged: dict[str, Any] = {}
     where: dict[str, Path] = {}
     for rd in runs:
-        items = rd.items()
+        items: Iterable[Item] | None = rd.items()
         if items is None:
             ds = run_dataset(rd)
             languages = legacy.pop(json.dumps([ds.name, ds.args], sort_keys=True, default=str), None)

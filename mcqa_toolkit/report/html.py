@@ -3,7 +3,8 @@
 `write_html_report` gathers what `mcqa run` and the analysis notebooks left behind and renders it with the
 jinja2 template `templates/report.html.j2`:
   - one row per run (model x dataset x strategy x language: accuracy with its 95% CI, kappa, unanswered,
-    points earned / possible (every question type), Min-K%) with a link to the run's executed notebook, and the headline pivot (report.overview);
+    points earned / possible (every question type), Min-K%) with a link to the run's executed notebook, and the headline
+    pivot (report.overview);
   - every table the analysis notebooks saved (`<latex>/<name>.csv`, captions from the `.tex` files);
   - the DIF section (notebooks/17_dif): ETS classes per language, the B/C questions with their text in both
     languages, and whether the persons were simulated;
@@ -23,8 +24,9 @@ import json
 import math
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -62,7 +64,7 @@ def _table(frame: pd.DataFrame, title: str, table_id: str, links: dict[str, list
     rows = []
     for i, row in enumerate(frame.itertuples(index=False)):
         cells = []
-        for col, value in zip(frame.columns, row):
+        for col, value in zip(frame.columns, row, strict=True):
             cell = _cell(value.item() if hasattr(value, "item") else value, digits)
             if col in links and links[col][i]:
                 cell["href"] = links[col][i]
@@ -106,7 +108,7 @@ def figure_data_uri(path: Path, max_width: int = MAX_FIGURE_WIDTH) -> tuple[str,
 
 
 def _figures(figures_dir: Path) -> list[dict[str, Any]]:
-    groups: dict[str, list[dict[str, str]]] = {}
+    groups: dict[str, list[dict[str, Any]]] = {}
     for png in sorted(figures_dir.glob("*.png")) if figures_dir.is_dir() else []:
         section = SECTIONS.get(png.stem.split("_")[0], "Other figures")
         src, width = figure_data_uri(png)
@@ -191,7 +193,7 @@ def write_html_report(out: str | Path, runs_dir: str | Path = "outputs", figures
     return out
 
 
-def _model_provenances(runs: pd.DataFrame) -> list[dict[str, Any]]:
+def _model_provenances(runs: pd.DataFrame) -> list[dict[str, Any] | None]:  # None: no model block
     from mcqa_toolkit.records.store import RunDir
 
     return [RunDir(d).provenance().get("model") for d in runs["run_dir"]]

@@ -15,8 +15,17 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.report.inspector_views import (FILTER_FIELDS, OUTCOME_FILTERS, dif_html, filter_items,
-                                                 item_html, outcome_by_item, parallel_html, png_output, probs_figure)
+from mcqa_toolkit.report.inspector_views import (
+    FILTER_FIELDS,
+    OUTCOME_FILTERS,
+    dif_html,
+    filter_items,
+    item_html,
+    outcome_by_item,
+    parallel_html,
+    png_output,
+    probs_figure,
+)
 from mcqa_toolkit.report.responses import responses_frame, responses_html
 
 # The value of a dropdown's "all" / "any" entry. Not None: ipywidgets treats a None value as "nothing
@@ -105,7 +114,7 @@ class QuestionInspector:
         """The (model, strategy) runs whose results are shown (all of them until one is toggled off)."""
         return [run for run, toggle in self.run_toggles.items() if toggle.value]
 
-    def show(self, model: str, strategy: str | None = None, shown: bool = True) -> "QuestionInspector":
+    def show(self, model: str, strategy: str | None = None, shown: bool = True) -> QuestionInspector:
         """Show (or hide, `shown=False`) a model's results: every strategy of it, or just `strategy`."""
         runs = [r for r in self.run_toggles if r[0] == model and strategy in (None, r[1])]
         if not runs:
@@ -120,7 +129,7 @@ class QuestionInspector:
         """The item on screen, None when the filters leave nothing."""
         return self.filtered[self._pos] if len(self.filtered) else None
 
-    def set_filter(self, **criteria: Any) -> "QuestionInspector":
+    def set_filter(self, **criteria: Any) -> QuestionInspector:
         """Set filters by name (source, language, subject, year, model, strategy, outcome); None means all."""
         unknown = set(criteria) - set(FILTER_FIELDS) - {"model", "strategy", "outcome"}
         if unknown:
@@ -129,7 +138,7 @@ class QuestionInspector:
             raise ValueError("model/strategy/outcome filters need results")
         wanted = [(self.filter_widgets[f], ALL if v is None else v) for f, v in criteria.items() if f in FILTER_FIELDS]
         if "model" in criteria or "strategy" in criteria:
-            model, strategy = self.run_dropdown.value
+            model, strategy = self._run
             wanted.append((self.run_dropdown, (criteria.get("model", model), criteria.get("strategy", strategy))))
         if "outcome" in criteria:
             wanted.append((self.outcome_dropdown, ALL if criteria["outcome"] is None else criteria["outcome"]))
@@ -147,6 +156,13 @@ class QuestionInspector:
         self._apply_filters()
         return self
 
+    @property
+    def _run(self) -> tuple[str, str]:
+        """The (model, strategy) the run dropdown shows; there is one when results are given."""
+        if self.run_dropdown is None:
+            raise ValueError("model/strategy/outcome filters need results")
+        return self.run_dropdown.value
+
     @staticmethod
     def _value(dropdown: w.Dropdown) -> Any:
         """A filter dropdown's value, None for "all" / "any"."""
@@ -156,7 +172,7 @@ class QuestionInspector:
         outcome = self._value(self.outcome_dropdown) if self.outcome_dropdown is not None else None
         outcomes = None
         if outcome is not None:
-            run = self.run_dropdown.value
+            run = self._run
             if run not in self._outcomes:
                 self._outcomes[run] = outcome_by_item(self.results, *run)
             outcomes = self._outcomes[run]
@@ -208,8 +224,9 @@ class QuestionInspector:
     # ---- rendering -------------------------------------------------------------------------------
     def _human_p(self, item: Item) -> float | None:
         hp = self.human_p
-        keys = (item.parallel_id, item.item_id) if hp is not None else ()
-        found = [hp[k] for k in keys if k in hp.index and pd.notna(hp[k])]
+        if hp is None:
+            return None
+        found = [hp[k] for k in (item.parallel_id, item.item_id) if k in hp.index and pd.notna(hp[k])]
         return float(found[0]) if found else None
 
     def _render(self) -> None:
@@ -221,7 +238,7 @@ class QuestionInspector:
         if item is None:
             active = [f"{k} = {dd.value}" for k, dd in self.filter_widgets.items() if self._value(dd) is not None]
             if self.outcome_dropdown is not None and self._value(self.outcome_dropdown) is not None:
-                active.append(f"outcome = {self.outcome_dropdown.value} for {' · '.join(self.run_dropdown.value)}")
+                active.append(f"outcome = {self.outcome_dropdown.value} for {' · '.join(self._run)}")
             self.question.value = (f'<div class="mcqa-empty"><b>No item matches the current filters</b> '
                                    f'({escape(", ".join(active))}). Set a filter back to “all” to widen it.</div>')
             self.translations.value = self.responses.value = ""
@@ -234,9 +251,9 @@ class QuestionInspector:
                 self.responses.value = "<i>Every run is hidden: switch one on under “Show”.</i>"
                 return
             if records is not None:
-                records = records[[run in shown for run in zip(records["model"], records["strategy"])]]
+                records = records[[run in shown for run in zip(records["model"], records["strategy"], strict=True)]]
             frame = responses_frame(records, item)
-            self.responses.value = responses_html(frame, self.run_dropdown.value)
+            self.responses.value = responses_html(frame, self._run)
             if not frame.empty:
                 self.figure = probs_figure(frame, item)
                 self.plot.outputs = (png_output(self.figure, f"option probabilities of {item.item_id}"),)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Mapping
 from html import escape
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -63,7 +64,7 @@ def _options_html(item: Item) -> str:
     rows = [f'<li class="mcqa-option{" mcqa-key" if is_key else ""}" style="list-style:none;padding:2px 6px;'
             f'{KEY_STYLE if is_key else ""}"><b>{letter})</b> {escape(text)} '
             f'<span style="color:#0072B2">{badge}</span></li>'
-            for letter, text, (is_key, badge) in zip(item.letters, item.options, _key_marks(item))]
+            for letter, text, (is_key, badge) in zip(item.letters, item.options, _key_marks(item), strict=True)]
     return '<ul style="padding-left:0;margin:4px 0">' + "".join(rows) + "</ul>"
 
 
@@ -136,7 +137,7 @@ def probs_figure(frame: pd.DataFrame, item: Item) -> Figure:
     fig = Figure(figsize=(max(5.4 * ncols, 7.0), 2.9 * nrows + 0.9), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True).ravel()
     x, marks = np.arange(item.n_options), _key_marks(item)
-    for ax, ((model, strategy), g) in zip(axes, runs):
+    for ax, ((model, strategy), g) in zip(axes, runs, strict=False):   # the grid may have spare axes
         probs = g[[f"p_{c}" for c in item.letters]].to_numpy(dtype=float)
         for i, (is_key, _) in enumerate(marks):
             if is_key:
@@ -146,13 +147,13 @@ def probs_figure(frame: pd.DataFrame, item: Item) -> Figure:
                     transform=ax.transAxes)
         elif len(g) <= MAX_GROUPED_SHUFFLES:
             width = 0.8 / len(g)
-            for k, (shuffle, row) in enumerate(zip(g["shuffle"], probs)):
+            for k, (shuffle, row) in enumerate(zip(g["shuffle"], probs, strict=True)):
                 ax.bar(x - 0.4 + width * (k + 0.5), row, width, color=OKABE_ITO[k], label=f"shuffle {shuffle}")
         else:
             ax.bar(x, np.nanmean(probs, axis=0), 0.6, color="#56B4E9", label="mean over shuffles")
             jitter = np.random.default_rng(0).uniform(-0.2, 0.2, probs.shape)
             ax.scatter(x + jitter, probs, s=8, color="#000000", alpha=0.6, label="one shuffle")
-        ax.set_xticks(x, [f"{c}\n({b.split()[-1]})" if b else c for c, (_, b) in zip(item.letters, marks)])
+        ax.set_xticks(x, [f"{c}\n({b.split()[-1]})" if b else c for c, (_, b) in zip(item.letters, marks, strict=True)])
         ax.set_ylim(0, 1)
         ax.set_title(f"{model} · {strategy}", fontsize=10)
     for ax in axes[len(runs):]:

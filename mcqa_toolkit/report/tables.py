@@ -9,9 +9,10 @@ escaping, bolding and rules are exactly as tested.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,10 +51,10 @@ class Table:
     caption: str = ""
     label: str = ""
 
-    def _fmt(self, col: object) -> str:
+    def _fmt(self, col: Any) -> str:  # a column label
         return self.formats.get(col, f".{self.digits}f")
 
-    def _rule(self, col: object) -> str | None:
+    def _rule(self, col: Any) -> str | None:
         rule = self.best.get(col) if isinstance(self.best, Mapping) else self.best
         if rule not in (None, "max", "min"):
             raise ValueError(f"best for column {col!r} must be 'max', 'min' or None, got {rule!r}")
@@ -65,7 +66,7 @@ class Table:
         out = pd.DataFrame(index=block.index, columns=block.columns, dtype=object)
         for col in block.columns:
             fmt, vals = self._fmt(col), block[col].astype(float)
-            shown = vals.map(lambda v: np.nan if pd.isna(v) else float(format(v, fmt)))  # compare what is printed
+            shown = vals.map(lambda v, fmt=fmt: np.nan if pd.isna(v) else float(format(v, fmt)))  # as printed
             rule = self._rule(col)
             best = (shown.max() if rule == "max" else shown.min()) if rule and shown.notna().any() else np.nan
             err = self.errors[col].reindex(block.index) if self.errors is not None and col in self.errors else None
@@ -103,8 +104,8 @@ class Table:
                 lines.append(rf"\multicolumn{{{ncol}}}{{l}}{{\textit{{{escape_latex(name)}}}}} \\")
             cells = self._cells(block)
             for idx, row in cells.iterrows():
-                keys = idx if isinstance(idx, tuple) else (idx,)
-                keys = [k for n, k in zip(names, keys) if n != self.groups] if self.groups else keys
+                keys: Sequence[Any] = idx if isinstance(idx, tuple) else (idx,)
+                keys = [k for n, k in zip(names, keys, strict=True) if n != self.groups] if self.groups else keys
                 lines.append(" & ".join([*(escape_latex(k) for k in keys), *row]) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
         return "\n".join(lines) + "\n"
@@ -242,7 +243,8 @@ def cat_length_table(curve: pd.DataFrame, **kw) -> Table:
     """`measure.adaptive.cat_length_curve` output: per SE target, the mean and median test length and the
     share of persons reaching the target, for the CAT and for the random order (no cell is ranked)."""
     names = {"adaptive": "CAT", "random": "random"}
-    parts = [_pivot(curve, "se_target", "order", value).rename(columns=lambda o: f"{names.get(o, o)} {label}")
+    parts = [_pivot(curve, "se_target", "order", value)
+             .rename(columns=lambda o, label=label: f"{names.get(o, o)} {label}")
              for value, label in (("mean_length", "mean"), ("median_length", "median"), ("share_reached", "reached"))]
     t = pd.concat(parts, axis=1)
     t = t[[c for o in curve["order"].drop_duplicates() for c in t.columns if c.startswith(f"{names.get(o, o)} ")]]

@@ -6,13 +6,14 @@ its own answers so far, using the items' human 3PL parameters (Item.irt). Each s
 (one CAT, its own seed; the item is shown in that shuffle's option order, as in a full run). Every record
 carries, in `extra["cat"]`, its position in the CAT, theta and SE after the answer, the stopping rule once it
 fired, the bank size, and `full_form_hash`: the strategy_hash of the same strategy without `adaptive`, i.e.
-of the fixed-form run it is compared with (measure.adaptive.pair_adaptive_runs). A killed run resumes mid-CAT: the recorded answers of each shuffle are replayed in
-order (irt.cat_replay), which reproduces the same next item.
+of the fixed-form run it is compared with (measure.adaptive.pair_adaptive_runs). A killed run resumes mid-CAT: the
+recorded answers of each shuffle are replayed in order (irt.cat_replay), which reproduces the same next item.
 """
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -28,7 +29,8 @@ def cat_bank(items: ItemSet, balance_subjects: bool) -> CatBank:
     if missing:
         raise ValueError(f"adaptive administration needs IRT parameters (Item.irt) for every item; {len(missing)} "
                          f"lack them (e.g. {missing[:3]}): filter them out or drop `adaptive`")
-    a, b, c = (np.array([it.irt[i] for it in items]) for i in range(3))
+    params = [it.irt for it in items if it.irt is not None]  # every item (checked above)
+    a, b, c = (np.array([p[i] for p in params]) for i in range(3))
     return CatBank(a, b, c, subject=[it.subject for it in items] if balance_subjects else None)
 
 

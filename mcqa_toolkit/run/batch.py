@@ -28,15 +28,16 @@ from mcqa_toolkit.run.recipe import BackendCache, run_job
 
 def _entries(job: Any) -> list[dict[str, Any]]:
     """The complete entries of a job's backends: its model, then its judges (run.recipe.run_job's order)."""
-    return [backend_entry(spec, device=job.device, dtype=job.dtype) for spec in [job.model_entry(), *(job.judges or [])]]
+    return [backend_entry(spec, device=job.device, dtype=job.dtype)
+            for spec in [job.model_entry(), *(job.judges or [])]]
 
 
 def collect_requests(job: Any, backends: BackendCache) -> tuple[Any, dict[str, tuple[str, dict[str, Any]]]]:
     """(the job's backend, the requests a run of `job` needs that its request cache does not hold yet): the
     recipe (run_job) run into a temporary folder while every API backend of the job (model and judges)
     collects instead of sending (backends.base.BatchBackend), so nothing is sent online. API backends are not
-    renewed between runs (BackendCache), so run_job gets these very backends. Judges grade answers, so their requests exist only
-    once the answers are known: after a fetch, a new submit collects them (when the judge is the job's own
+    renewed between runs (BackendCache), so run_job gets these very backends. Judges grade answers, so their requests
+    exist only once the answers are known: after a fetch, a new submit collects them (when the judge is the job's own
     model; another judge model answers online when the run executes)."""
     run_backends = backends.for_run(_entries(job))
     backend = run_backends[0]
@@ -70,8 +71,8 @@ def _store(api: BatchClient, backend: Any, folder: Path, entry: dict[str, Any]) 
     by this version); a result whose custom_id was not submitted is ignored."""
     submitted = api.submitted(folder, entry)
     if len(submitted) != entry["n_requests"]:
-        raise ValueError(f"{folder / entry['input_file']}: holds {len(submitted)} requests, but batch {entry['id']} was "
-                         f"submitted with {entry['n_requests']}")
+        raise ValueError(f"{folder / entry['input_file']}: holds {len(submitted)} requests, but batch {entry['id']} "
+                         f"was submitted with {entry['n_requests']}")
     ok, failed = api.results(entry)
     stored = 0
     for custom_id, response in ok.items():
@@ -95,11 +96,14 @@ def fetch(job: Any, backends: BackendCache) -> dict[str, Any]:
     if not state:
         raise ValueError(f"{rd.dir}: no batch was submitted for this run; use --batch-submit first")
     backend = backends.for_run(_entries(job))[0]
-    pending = [e for e in state["batches"] if not e.get("fetched")]
-    api: BatchClient | None = backend.batch_api() if pending else None
+    api: BatchClient | None = None
     for i, entry in enumerate(state["batches"]):
         if entry.get("fetched"):
             continue
+        if api is None:
+            if not isinstance(backend, BatchBackend):
+                raise ValueError(f"{rd.dir}: backend {backend.name!r} has no batch API to fetch the batches with")
+            api = backend.batch_api()
         entry = state["batches"][i] = api.poll(entry)
         if entry["ended"]:
             state["failed"] = state.get("failed", []) + _store(api, backend, rd.dir, entry)

@@ -19,7 +19,8 @@ methods when the backend declares `items_per_call`, e.g. the local engine on a G
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mcqa_toolkit.backends.base import Backend, CapabilityError
 from mcqa_toolkit.items import Item, ItemSet
@@ -39,7 +40,8 @@ Pair = tuple[Any, Scored]  # (the prompt a record was asked with, what its answe
 
 
 def _statements_split(item: Item) -> bool:
-    return len(item.meta.get("statements") or ()) == len(item.answer or ())
+    key = item.answer if isinstance(item.answer, (tuple, str)) else ()  # a true/false key: a tuple of bools
+    return len(item.meta.get("statements") or ()) == len(key)
 
 
 def route(item: Item, strategy: Strategy) -> str:
@@ -122,7 +124,7 @@ def _generate(backend: Backend, items: list[Item], strategy: Strategy, language:
                                   max_new_tokens=strategy.max_new_tokens, temperature=strategy.temperature,
                                   stop=strategy.stop, seeds=_seeds(strategy, prompts))
     out = []
-    for p, s in zip(prompts, scored):
+    for p, s in zip(prompts, scored, strict=True):
         if p.item_id in fallback:  # a yes/no strategy had to generate this one
             s = Scored(**{**s.__dict__, "extraction_rule": f"generate_fallback:{s.extraction_rule}"})
         out.append((p, s))
@@ -133,7 +135,7 @@ def _yes_no(backend: Backend, item: Item, strategy: Strategy) -> list[Pair]:
     tt = load_type_template(strategy.language or item.exam_language, item.answer_type)
     groups = [render_yes_no(item, tt, permutation=perm, shuffle=k, chat=strategy.chat)
               for k, perm in enumerate(record_permutations(item, strategy))]
-    return [(g[0], s) for g, s in zip(groups, score_yes_no(backend, item, groups, strategy.method))]
+    return [(g[0], s) for g, s in zip(groups, score_yes_no(backend, item, groups, strategy.method), strict=True)]
 
 
 def _judge(pairs: list[Pair], by_id: dict[str, Item], judges: Sequence[LLMJudge], combine: str) -> list[Pair]:
@@ -144,7 +146,7 @@ def _judge(pairs: list[Pair], by_id: dict[str, Item], judges: Sequence[LLMJudge]
     verdicts = judge_answers(judges, [by_id[pairs[i][0].item_id] for i in todo], [pairs[i][1].response for i in todo],
                              combine)
     out = list(pairs)
-    for i, (points, judgements) in zip(todo, verdicts):
+    for i, (points, judgements) in zip(todo, verdicts, strict=True):
         p, s = pairs[i]
         status = "error" if points is None else s.status
         out[i] = (p, Scored(**{**s.__dict__, "status": status, "points_earned": points,
@@ -171,7 +173,8 @@ def ask(backend: Backend, block: Sequence[Item], strategy: Strategy, shots: dict
     letters = [it for it in block if routes[it.item_id] == "letters"]
     prompts = [letters_prompt(it, strategy, shots[it.item_id], p, k)
                for it in letters for k, p in enumerate(record_permutations(it, strategy))]
-    pairs: list[Pair] = list(zip(prompts, ask_letters(backend, prompts, letters, strategy))) if prompts else []
+    pairs: list[Pair] = (list(zip(prompts, ask_letters(backend, prompts, letters, strategy), strict=True))
+                         if prompts else [])
     generated = [it for it in block if routes[it.item_id] == "generate"]
     fallback = {it.item_id for it in generated if not generates(strategy.method) and it.answer_type == "truefalse"}
     language = _language([it for it in block if routes[it.item_id] != "letters"], strategy)

@@ -13,10 +13,11 @@ import dataclasses
 import itertools
 import re
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -91,7 +92,7 @@ class Job:
         return {_name(f.name): _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
-    def from_parameters(cls, params: Mapping[str, Any]) -> "Job":
+    def from_parameters(cls, params: Mapping[str, Any]) -> Job:
         """The job of a run notebook's parameters (any mapping holding them, e.g. the notebook's `globals()`;
         other names are ignored). RUN_DIR None: a fresh temporary folder (tests re-execute the notebook)."""
         fields = {f.name: params[_name(f.name)] for f in dataclasses.fields(cls) if _name(f.name) in params}
@@ -251,7 +252,7 @@ def expand(params: dict[str, Any], base_dir: Path | None = None) -> list[Job]:
         args = _rooted(ds.get("args"), base_dir)
         pool = ds.get("shot_pool")
         pool = None if pool is None else {"name": pool["name"], "args": _rooted(pool.get("args"), base_dir)}
-        jobs.append(Job(str(entry.pop("model")), ds["name"], args, lang, st, out / name, **options,
+        jobs.append(Job(str(entry.pop("model")), ds["name"], args, lang, st, RunDir(out / name), **options,
                         min_k=wanted_min_k and key not in min_k_done, backend_options=entry, shot_pool=pool))
         min_k_done.add(key)
     names = [j.run_dir.name for j in jobs]

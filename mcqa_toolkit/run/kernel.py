@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from mcqa_toolkit.records.files import atomic
 from mcqa_toolkit.records.state import OpenRun, RunState, open_for_write
@@ -115,7 +116,7 @@ class KernelRuns:
 
 def load_ipython_extension(ip: Any) -> None:
     """Loaded by `mcqa run`'s kernel when it starts (run.grid): the control requests of the module docstring."""
-    from mcqa_toolkit.run.session import serve   # papermill and jupyter_client: the kernel's side only
+    from mcqa_toolkit.run.session import serve  # papermill and jupyter_client: the kernel's side only
 
     def start(cluster: dict[str, Any] | None = None) -> None:
         if isinstance(ip.user_ns.get(RUNS), KernelRuns):

@@ -8,8 +8,9 @@ place in the run (the background failure is not raised out of order).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 Block = TypeVar("Block")
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -86,7 +87,7 @@ class BackendCache:
             del self._loaded[k]
         gc.collect()  # free the released weights before loading others
         fresh: dict[str, Backend] = {}
-        for k, entry in zip(keys, entries):
+        for k, entry in zip(keys, entries, strict=True):
             if k not in fresh:
                 old = self._loaded.get(k)
                 fresh[k] = (load_backend(entry) if old is None else old.renew() if isinstance(old, RenewableBackend)
@@ -162,7 +163,7 @@ def load_backends(prep: PreparedRun, backends: BackendCache | None = None, pool:
     if job.min_k:
         check_need(backend, MIN_K, "min_k")
     plan = dataclasses.replace(prep.plan, judges=tuple(LLMJudge(b, name=model_label(spec))
-                                                       for b, spec in zip(judge_backends, judge_specs)))
+                                                       for b, spec in zip(judge_backends, judge_specs, strict=True)))
     check_plan(plan.items, backend, plan.strategy, plan.judges)
     return backend, plan
 

@@ -10,17 +10,18 @@ provenance, then summarised. Same seed => identical records (timing fields aside
 serve is refused before any work.
 
 A backend that scores blocks elsewhere (backends.base.PooledBackend: run.pool's RemoteBackend, a Ray cluster's
-workers) is given the blocks; their records come back to this process, in block order, and are written here exactly as the in-process
-ones are: only keys the folder does not hold yet, so a block computed twice (a worker lost mid-block and its
-block retried) is never written twice.
+workers) is given the blocks; their records come back to this process, in block order, and are written here exactly as
+the in-process ones are: only keys the folder does not hold yet, so a block computed twice (a worker lost mid-block and
+its block retried) is never written twice.
 """
 from __future__ import annotations
 
 import platform
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -30,13 +31,13 @@ from mcqa_toolkit.backends.base import Backend, PooledBackend, PreparingBackend,
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.measure.summary import summarize_run
 from mcqa_toolkit.prompts import select_shots, split_shots, template_languages
-from mcqa_toolkit.run.adaptive import run_adaptive
-from mcqa_toolkit.run.dispatch import ask, ask_letters, check_plan, letters_prompt, prepare, record_permutations
-from mcqa_toolkit.run.pipeline import ahead
 from mcqa_toolkit.records.factory import UNSET, make_record, run_fields
 from mcqa_toolkit.records.identity import RunIdentity, model_name, shots_fingerprint
 from mcqa_toolkit.records.state import OpenRun, RunState, open_for_write
 from mcqa_toolkit.records.store import RunDir
+from mcqa_toolkit.run.adaptive import run_adaptive
+from mcqa_toolkit.run.dispatch import ask, ask_letters, check_plan, letters_prompt, prepare, record_permutations
+from mcqa_toolkit.run.pipeline import ahead
 from mcqa_toolkit.run.strategy import Strategy
 from mcqa_toolkit.scoring.judge import COMBINE_RULES, LLMJudge
 from mcqa_toolkit.scoring.methods import generates
@@ -130,6 +131,9 @@ def run(items: ItemSet, backend: Backend | str | dict[str, Any], strategy: Strat
     """
     if pool is not None:
         backend = pool.backend(backend)
+    if isinstance(backend, (str, dict)):
+        raise ValueError(f"backend {backend!r:.80} is a model spec: pass a loaded Backend, or pool= to load it on its "
+                         "workers")
     plan = plan_run(items, strategy, dataset, shot_pool=shot_pool, limit=limit, judges=judges, combine=combine)
     check_plan(plan.items, backend, strategy, judges)
     identity = plan.identity(backend_model(backend), [backend_model(j.backend) for j in judges])
@@ -220,13 +224,15 @@ def administer(opened: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str,
     def records_of(block: list[Item]) -> list[dict[str, Any]]:
         return block_records(backend, block, strategy, plan.shots, run_info, plan.judges, plan.combine)
 
-    pooled = isinstance(backend, PooledBackend)  # a pool's workers score the blocks (run.pool)
-    if pooled:
-        score_blocks = (lambda todo: backend.score_blocks(todo, plan, run_info))
-    elif isinstance(backend, PreparingBackend) and backend.prepare_ahead:  # the next block prepared meanwhile
-        score_blocks = (lambda todo: ahead(records_of, lambda b: prepare(backend, b, strategy, plan.shots), todo))
-    else:
-        score_blocks = (lambda todo: map(records_of, todo))
+    pooled = backend if isinstance(backend, PooledBackend) else None  # a pool's workers score the blocks (run.pool)
+    preparing = isinstance(backend, PreparingBackend) and backend.prepare_ahead  # the next block prepared meanwhile
+
+    def score_blocks(todo: list[list[Item]]) -> Iterable[list[dict[str, Any]]]:
+        if pooled is not None:
+            return pooled.score_blocks(todo, plan, run_info)
+        if preparing:
+            return ahead(records_of, lambda b: prepare(backend, b, strategy, plan.shots), todo)
+        return map(records_of, todo)
 
     if strategy.adaptive is not None:
         def prompt_for(it: Item, perm: tuple[int, ...], k: int) -> Any:
@@ -242,8 +248,8 @@ def administer(opened: OpenRun, plan: RunPlan, backend: Backend, prov: dict[str,
         _fixed_form(plan.items, strategy, run_dir, score_blocks, f"{strategy.name} {backend.name}", progress,
                     items_per_call(backend))
     prov["usage"] = usage_delta(usage_start, backend.usage())
-    if pooled:  # the Ray pool that scored it: workers, nodes, loads, retries (run.pool)
-        prov["pool"] = backend.pool_info()
+    if pooled is not None:  # the Ray pool that scored it: workers, nodes, loads, retries (run.pool)
+        prov["pool"] = pooled.pool_info()
     return run_dir.finalize(prov)
 
 
@@ -269,7 +275,7 @@ def _fixed_form(items: ItemSet, strategy: Strategy, run_dir: RunDir, score_block
             if not all((it.item_id, k) in done for it in b for k in range(len(record_permutations(it, strategy))))]
     bar = tqdm(total=len(items), desc=label, disable=not progress, unit="item")
     bar.update(len(items) - sum(len(b) for b in todo))
-    for block, records in zip(todo, score_blocks(todo)):
+    for block, records in zip(todo, score_blocks(todo), strict=True):
         new = [r for r in records if (r["item_id"], r["shuffle"]) not in done]
         run_dir.append(new)
         done.update((r["item_id"], r["shuffle"]) for r in new)

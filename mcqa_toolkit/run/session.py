@@ -36,9 +36,10 @@ import queue
 import shutil
 import tempfile
 import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import papermill as pm
 from jupyter_client.manager import AsyncKernelManager
@@ -150,7 +151,7 @@ class KernelSession:
         self.kc: Any = None
         self._dir: str | None = None
 
-    def __enter__(self) -> "KernelSession":
+    def __enter__(self) -> KernelSession:
         self.start()
         return self
 
@@ -217,6 +218,9 @@ class KernelSession:
         """Send `request` (a comm_open holding its verb and arguments) and wait for its acknowledgement (the comm's
         close) while the kernel lives."""
         what, comm_id = f"{request.target} {request.verb}", uuid.uuid4().hex
+        km = self.km
+        if km is None:
+            raise ControlError(what, "DeadKernel", "no kernel is running (start() it first)")
         data = {**request.args, "verb": request.verb}
         self.kc.shell_channel.send(self.kc.session.msg("comm_open", {"comm_id": comm_id, "target_name": request.target,
                                                                      "data": data}))
@@ -226,7 +230,7 @@ class KernelSession:
                 msg = run_sync(self.kc.get_iopub_msg)(timeout=_POLL_SECONDS)
             except queue.Empty:
                 waited += _POLL_SECONDS
-                if not run_sync(self.km.is_alive)():
+                if not run_sync(km.is_alive)():
                     raise ControlError(what, "DeadKernel", "the kernel died (out of memory?)") from None
                 if timeout is not None and waited >= timeout:
                     raise ControlError(what, "TimeoutError", f"no answer in {timeout:.0f} s") from None

@@ -46,7 +46,8 @@ class Strategy:
         elif self.normalization:
             raise ValueError(f"Strategy.normalization applies to "
                              f"{'/'.join(m.name for m in METHODS.values() if m.normalized)}, not {self.method!r}")
-        if self.shuffles < 1 or self.shots < 0 or self.max_new_tokens < 1 or self.temperature < 0 or self.block_size < 1:
+        if (self.shuffles < 1 or self.shots < 0 or self.max_new_tokens < 1 or self.temperature < 0
+                or self.block_size < 1):
             raise ValueError("Strategy needs shuffles >= 1, shots >= 0, max_new_tokens >= 1, temperature >= 0, "
                              "block_size >= 1")
         if self.structured and self.method != "generate":
@@ -79,26 +80,26 @@ class Strategy:
                   if k not in ("name", "block_size") and _LATER.get(k, object()) != v}
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:12]
 
-    def with_(self, **changes: Any) -> "Strategy":
+    def with_(self, **changes: Any) -> Strategy:
         return replace(self, **changes)
 
     @classmethod
-    def first_token(cls, shots: int = 0, shuffles: int = 1, **kw: Any) -> "Strategy":
+    def first_token(cls, shots: int = 0, shuffles: int = 1, **kw: Any) -> Strategy:
         return cls(name=kw.pop("name", f"first_token_{shots}shot"), method="first_token", shots=shots,
                    shuffles=shuffles, **kw)
 
     @classmethod
-    def loglik(cls, normalization: str = "token", shots: int = 0, shuffles: int = 1, **kw: Any) -> "Strategy":
+    def loglik(cls, normalization: str = "token", shots: int = 0, shuffles: int = 1, **kw: Any) -> Strategy:
         return cls(name=kw.pop("name", f"loglik_{normalization}_{shots}shot"), method="loglik",
                    normalization=normalization, shots=shots, shuffles=shuffles, **kw)
 
     @classmethod
-    def cloze(cls, normalization: str = "token", shots: int = 0, **kw: Any) -> "Strategy":
+    def cloze(cls, normalization: str = "token", shots: int = 0, **kw: Any) -> Strategy:
         return cls(name=kw.pop("name", f"cloze_{normalization}_{shots}shot"), method="cloze",
                    normalization=normalization, shots=shots, style=kw.pop("style", "cloze"), **kw)
 
     @classmethod
-    def generate(cls, shots: int = 0, shuffles: int = 1, **kw: Any) -> "Strategy":
+    def generate(cls, shots: int = 0, shuffles: int = 1, **kw: Any) -> Strategy:
         return cls(name=kw.pop("name", f"generate_{shots}shot"), method="generate", shots=shots, shuffles=shuffles,
                    **kw)
 

@@ -7,7 +7,8 @@ A letter the backend cannot see (outside an API's top-k) is NaN and never chosen
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mcqa_toolkit.backends.base import Backend
 from mcqa_toolkit.scoring.scored import Scored, argmax_choice, to_original
@@ -16,7 +17,7 @@ from mcqa_toolkit.scoring.scored import Scored, argmax_choice, to_original
 def score_first_token(backend: Backend, prompts: Sequence[Any]) -> list[Scored]:
     """Score every prompt of one item (all shuffles) in one backend call so the stem is shared."""
     out = []
-    for p, res in zip(prompts, backend.letter_logprobs(prompts)):
+    for p, res in zip(prompts, backend.letter_logprobs(prompts), strict=True):
         scores = to_original(res.logprobs, p.permutation)
         out.append(Scored(option_scores=scores, choice=argmax_choice(scores), n_prompt_tokens=res.n_prompt_tokens,
                           extra=res.extra))

@@ -11,7 +11,8 @@ one-hot on the extracted choice (NaN when nothing was extracted).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ def score_generate(backend: Backend, prompts: Sequence[Any], *, language: str | 
     the first answer the cascade finds, or with `final` (chain of thought) the last one given."""
     gens = backend.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop, seeds=seeds)
     out = []
-    for p, gen in zip(prompts, gens):
+    for p, gen in zip(prompts, gens, strict=True):
         ex, _, thinking = read_answer(gen.text, gen.reasoning, p.letters, language, final)
         n = len(p.permutation)
         if ex.option_index is None:

@@ -18,9 +18,10 @@ import json
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from mcqa_toolkit.backends.base import Backend, CapabilityError
 from mcqa_toolkit.items import Item
@@ -133,10 +134,10 @@ class LLMJudge:
 
     def judge(self, items: Sequence[Item], answers: Sequence[str]) -> list[Judgement]:
         """One verdict per (item, answer), from one backend call."""
-        prompts = [self.prompt(it, a) for it, a in zip(items, answers)]
+        prompts = [self.prompt(it, a) for it, a in zip(items, answers, strict=True)]
         gens = self.backend.generate(prompts, max_new_tokens=self.max_new_tokens, temperature=0.0, stop=("\n\n",))
         out = []
-        for it, p, gen in zip(items, prompts, gens):
+        for it, p, gen in zip(items, prompts, gens, strict=True):
             score, justification, rule, reason = parse_verdict(self.template["prefill"] + gen.text, float(it.points))
             out.append(Judgement(self.name, hashlib.sha256(p.text.encode()).hexdigest()[:12], gen.text, score,
                                  justification, "error" if reason else "ok", reason, rule))
@@ -149,4 +150,4 @@ def judge_answers(judges: Sequence[LLMJudge], items: Sequence[Item], answers: Se
     if not judges:
         raise ValueError("short answers need at least one judge")
     verdicts = [judge.judge(items, answers) for judge in judges]
-    return [(combine_scores(per, rule), [j.as_dict() for j in per]) for per in zip(*verdicts)]
+    return [(combine_scores(per, rule), [j.as_dict() for j in per]) for per in zip(*verdicts, strict=True)]

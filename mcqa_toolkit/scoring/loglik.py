@@ -9,7 +9,8 @@ The raw sums and lengths are kept in every record so any normalisation can be re
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,14 +57,14 @@ def score_loglik(backend: Backend, prompts: Sequence[Any], normalization: str = 
         n_tok = np.array([r.n_tokens for r in part], dtype=float)
         n_chr = np.array([len(r.text) for r in part], dtype=float)
         n_byt = np.array([len(r.text.encode("utf-8")) for r in part], dtype=float)
-        neutral = neutral_sums[k:k + n] if neutral_sums is not None else None
-        scores = to_original(normalize(sums, n_tok, n_chr, n_byt, normalization, neutral), p.permutation)
+        neutral_part = neutral_sums[k:k + n] if neutral_sums is not None else None
+        scores = to_original(normalize(sums, n_tok, n_chr, n_byt, normalization, neutral_part), p.permutation)
         extra = {"loglik_sum": to_original(sums, p.permutation).tolist(),
                  "n_tokens": to_original(n_tok, p.permutation).astype(int).tolist(),
                  "n_chars": to_original(n_chr, p.permutation).astype(int).tolist(),
                  "n_bytes": to_original(n_byt, p.permutation).astype(int).tolist()}
-        if neutral is not None:
-            extra["loglik_neutral"] = to_original(neutral, p.permutation).tolist()
+        if neutral_part is not None:
+            extra["loglik_neutral"] = to_original(neutral_part, p.permutation).tolist()
         n_prompt = sum(r.n_context_tokens + r.n_tokens for r in part)
         out.append(Scored(option_scores=scores, choice=argmax_choice(scores), n_prompt_tokens=int(n_prompt),
                           extra=extra))

@@ -15,8 +15,9 @@ runs by `cost`, Strategy and the record columns take their vocabularies from it 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from mcqa_toolkit.backends.base import Backend, CapabilityError
 from mcqa_toolkit.scoring.first_token import score_first_token

@@ -12,7 +12,7 @@ reads it from here.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -24,7 +24,7 @@ from mcqa_toolkit.scoring.loglik import text_logprobs
 from mcqa_toolkit.scoring.methods import MIN_K, check_need
 
 
-def min_k_prob(logprobs: Sequence[float], k: float = 0.2) -> float:
+def min_k_prob(logprobs: Sequence[float] | np.ndarray, k: float = 0.2) -> float:
     """Min-K% prob of one text: minus the mean of its k-fraction lowest token log-probs (higher = less familiar).
 
     The number of tokens kept is floor(k x N) as in the reference implementation (swj0419/detect-pretrain-code,
@@ -59,11 +59,12 @@ def min_k_table(backend: Backend, items: ItemSet, k: float = 0.2, with_options: 
     check_need(backend, MIN_K, "min_k")
     if block_size < 1:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
-    items, rows = list(items), []
-    with tqdm(total=len(items), desc=f"Min-K% {backend.name}", disable=not progress, unit="item") as bar:
-        for lo in range(0, len(items), block_size):
-            chunk = items[lo:lo + block_size]
-            for it, lp in zip(chunk, text_logprobs(backend, [question_text(it, with_options) for it in chunk])):
+    todo, rows = list(items), []
+    with tqdm(total=len(todo), desc=f"Min-K% {backend.name}", disable=not progress, unit="item") as bar:
+        for lo in range(0, len(todo), block_size):
+            chunk = todo[lo:lo + block_size]
+            for it, lp in zip(chunk, text_logprobs(backend, [question_text(it, with_options) for it in chunk]),
+                              strict=True):
                 rows.append({"model": backend.name, "language": it.exam_language, "item_id": it.item_id,
                              "parallel_id": it.parallel_id, "min_k_prob": float(min_k_prob(lp, k)),
                              "n_tokens": len(lp)})

@@ -129,7 +129,7 @@ def read_truefalse(text: str, n: int, language: str | None = None) -> Reading:
         return _tf_reading(_tf_values(m.group("list")), n, "tf_label")
     numbered = re.findall(rf"(?m)^[ \t*_-]*\(?(\d+)[.):]\s*\**\s*({_TF_TOKEN})", text)
     if numbered:
-        by_number = {}
+        by_number: dict[int, bool] = {}
         for num, tok in numbered:  # the first value given for each statement number
             by_number.setdefault(int(num), _tf_values(tok)[0])
         if sorted(by_number) == list(range(1, n + 1)):

@@ -1,8 +1,9 @@
 """What every scoring method returns per prompt (one item x shuffle), in ORIGINAL option order."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ class Scored:
     judgements: tuple[dict[str, Any], ...] = ()
 
 
-def to_original(shown: Sequence[float], permutation: Sequence[int]) -> np.ndarray:
+def to_original(shown: Sequence[float] | np.ndarray, permutation: Sequence[int]) -> np.ndarray:
     """Reorder per-position values into original option order (permutation[pos] = original index)."""
     out = np.empty(len(permutation), dtype=float)
     out[np.asarray(permutation)] = np.asarray(shown, dtype=float)

@@ -14,7 +14,8 @@ option_scores; per statement it is kept in `extra["p_true"]`.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def score_typed_generate(backend: Backend, items: Sequence[Item], prompts: Seque
     """Generate an answer for each prompt (`items[i]` is the item of `prompts[i]`) and read it by type."""
     gens = backend.generate(prompts, max_new_tokens=max_new_tokens, temperature=temperature, stop=stop, seeds=seeds)
     out = []
-    for item, p, gen in zip(items, prompts, gens):
+    for item, p, gen in zip(items, prompts, gens, strict=True):
         kind, letters = question_kind(item)
         thinking, answer, complete = split_reasoning(gen.text, gen.reasoning)  # never read the thinking
         reading = read_response(answer, kind, letters=letters or "A", n_statements=_n_statements(item),
@@ -89,9 +90,9 @@ def _p_yes(backend: Backend, prompts: Sequence[Any], method: str) -> tuple[np.nd
         pairs = np.array([r.logprobs for r in res], dtype=float)
         n_tokens = [r.n_prompt_tokens for r in res]
     else:
-        res = backend.loglikelihoods([Continuation(p, c) for p in prompts for c in p.continuations])
-        pairs = np.array([r.logprobs.sum() for r in res], dtype=float).reshape(len(prompts), 2)
-        n_tokens = [res[2 * i].n_context_tokens for i in range(len(prompts))]
+        conts = backend.loglikelihoods([Continuation(p, c) for p in prompts for c in p.continuations])
+        pairs = np.array([r.logprobs.sum() for r in conts], dtype=float).reshape(len(prompts), 2)
+        n_tokens = [conts[2 * i].n_context_tokens for i in range(len(prompts))]
     yes, no = pairs[:, 0], pairs[:, 1]
     with np.errstate(over="ignore", invalid="ignore"):
         p = 1.0 / (1.0 + np.exp(np.where(np.isnan(no), -np.inf, no) - np.where(np.isnan(yes), -np.inf, yes)))

@@ -8,9 +8,10 @@ import importlib.util
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:root|home|tmp|work|Users|var/folders|mnt|private)/")
@@ -55,7 +56,7 @@ def date_of(path: Path) -> str:
     return found.group(0) if found else "n/a"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def module_at(path: Path) -> ModuleType:
     """The Python file at `path` as a module (benchmarks/ and tests/ are not packages), loaded once, without
     putting its folder on sys.path."""

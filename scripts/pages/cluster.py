@@ -1,8 +1,8 @@
 """docs/cluster.md's fault table: the Ray pool's fault tests (tests/run/pool/test_driver.py, markers `ray` and `faults`)
 as the last full fault-suite run measured them (results/tests/reliability.json, written by
-scripts/reliability_table.py), rendered with the fault suite's own rows (tests/fault_figures.FAULTS) and merging rule."""
+scripts/reliability_table.py), rendered with the fault suite's own rows (tests/fault_figures.FAULTS) and merging
+rule."""
 from __future__ import annotations
-
 
 from pages.blocks import REPO, module_at, read_json, table
 

@@ -1,9 +1,10 @@
 """docs/contamination.md's tables, from the validation's committed raw results (results/studies/contamination,
-written by studies/contamination_validation.py --collect) through the same functions as notebooks/contamination_validation
-(report.contamination and contamination.detector_auc): first the auditor's table (the detectors that need nothing
-but the model, with the clean controls' AUCs and false alarms), then the reference ratio apart as an upper bound;
-then what was measured, the AUCs per exam, the accuracy gains, the probe, the model-level tests, the time of the
-steps, how much of the second session's plan ran and what was measured twice. A cell that measured nothing says so."""
+written by studies/contamination_validation.py --collect) through the same functions as
+notebooks/contamination_validation (report.contamination and contamination.detector_auc): first the auditor's table (the
+detectors that need nothing but the model, with the clean controls' AUCs and false alarms), then the reference ratio
+apart as an upper bound; then what was measured, the AUCs per exam, the accuracy gains, the probe, the model-level
+tests, the time of the steps, how much of the second session's plan ran and what was measured twice. A cell that
+measured nothing says so."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,6 @@ import pandas as pd
 from mcqa_toolkit.contamination import accuracy_gain, detector_auc
 from mcqa_toolkit.report import contamination
 from mcqa_toolkit.report.contamination import Validation
-
 from pages.blocks import REPO, table
 
 DATA = REPO / "results" / "studies" / "contamination"
@@ -143,7 +143,8 @@ def auc(v: Validation, aucs: pd.DataFrame, exam: str) -> str:
             elif len(cell) == 0:
                 row.append("not measured")
             else:
-                per = " / ".join(f"{m.split('-')[0]} {x:.2f}" for m, x in sorted(zip(cell["model"], cell["auc"])))
+                per = " / ".join(f"{m.split('-')[0]} {x:.2f}"
+                                 for m, x in sorted(zip(cell["model"], cell["auc"], strict=True)))
                 row.append(f"**{cell['auc'].mean():.2f}** ({per})" if len(cell) > 1 else per)
         if len(controls):
             row.append(_spread(controls[controls["detector"] == det]["auc"].dropna()))
@@ -161,7 +162,7 @@ def gains(v: Validation) -> str:
     """Accuracy minus the clean model's on the same items, per exam x exposed x order (mean over seeds), the
     controls in a column of their own."""
     g = contamination.gain_summary(accuracy_gain(v.accuracy, "clean"), v.models)
-    cols = sorted({(k, int(e)) for k, e in zip(g["kind"], g["exposures"])},
+    cols = sorted({(k, int(e)) for k, e in zip(g["kind"], g["exposures"], strict=True)},
                   key=lambda ke: (contamination.KINDS.index(ke[0]), ke[1]))
     rows = []
     for (exam, exposed, order), cell in g.groupby(["exam", "exposed", "order"], sort=True):
@@ -205,7 +206,7 @@ def tests(v: Validation) -> str:
     for (model, exam), t in sorted(flags.groupby(["model", "exam"]), key=lambda me: (_model_order(me[0][0]),
                                                                                       me[0][1] != EXPOSURE_EXAM,
                                                                                       me[0][1])):
-        cells = dict(zip(t["test"], t["p_value"]))
+        cells = dict(zip(t["test"], t["p_value"], strict=True))
         rows.append([f"`{model}`", exam] + [_p(cells.get(n, float("nan"))) for n in names])
     p_table = table(["model", "exam", *[_test_name(n) for n in names]], rows, "ll" + "r" * len(names))
     rates = contamination.flag_summary(flags)

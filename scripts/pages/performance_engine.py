@@ -128,7 +128,8 @@ def defaults() -> str:
     return table(["date", "workload", "scoring", "items x shuffles", "tokens per prompt", "s/item",
                   "tok/s: all in (unique) / in the body's calls (forwarded)",
                   "vs body on 256-token rows, all in / body: best (range over its repeats)",
-                  "vs body on full-length rows, all in / body: best (range over its repeats)", "useful GFLOP/s (of torch.mm / of oneDNN GEMM)",
+                  "vs body on full-length rows, all in / body: best (range over its repeats)",
+                  "useful GFLOP/s (of torch.mm / of oneDNN GEMM)",
                   "vs naive path", "attention, linear (the references' linear)", "raw file"], rows,
                  "lllrrrrrrrlll") + notes_under(files)
 

@@ -42,7 +42,8 @@ def exam() -> str:
     files = _cuda("*/throughput_*.json")
     for path, raw in files:
         for scoring, r in raw["results"].items():
-            given = any(raw["args"].get(k) is not None for k in ("items_per_call", "max_batch_tokens", "max_batch_rows"))
+            given = any(raw["args"].get(k) is not None
+                        for k in ("items_per_call", "max_batch_tokens", "max_batch_rows"))
             budget = (f"{'set' if given else 'default'}: {r['items_per_call']} / {r['max_batch_tokens']:,} / "
                       f"{r['max_batch_rows']:,}")
             rows.append([date_of(path), raw["device"]["device"], raw["args"]["random_shape"], scoring,

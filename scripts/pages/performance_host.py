@@ -116,9 +116,9 @@ def body_vs_vllm() -> str:
         mode = "compiled" if raw["vllm"]["compile"] else "eager"
         parts.append(table(["operator group", f"vLLM ({mode}) us per computed token", "ours us per unique token"],
                            rows, "lrr") + f"\n\n{date_of(path)}: vLLM computed {raw['computed_tokens']:,} tokens in "
-                     f"{raw['seconds']:.2f} s ({raw['computed_tokens'] / raw['seconds']:,.0f} tok/s) after a start-up of "
-                     f"{raw['vllm']['start_s']:.0f} s ({mode} model loaded and, compiled, its graphs built); raw files: "
-                     f"`{rel(path)}`" + (f", `{rel(ours_file)}`" if ours_file else "") + ".")
+                     f"{raw['seconds']:.2f} s ({raw['computed_tokens'] / raw['seconds']:,.0f} tok/s) after a start-up "
+                     f"of {raw['vllm']['start_s']:.0f} s ({mode} model loaded and, compiled, its graphs built); raw "
+                     f"files: `{rel(path)}`" + (f", `{rel(ours_file)}`" if ours_file else "") + ".")
     return "\n\n".join(parts)
 
 

@@ -64,8 +64,8 @@ def summary() -> str:
         " keep a path that shares prefixes on every engine path; recurrent and hybrid families: "
         f"{sum(all(r['checked'][p].get('kept') in SHARING for p in PATHS) for r in others)} of {len(others)} share "
         "the run prefix, the others take the plain path (their state does not continue exactly over several tokens "
-        f"in transformers); encoders loaded as causal LMs, attending both ways (a position's output depends on later tokens, so nothing "
-        f"can be shared): "
+        f"in transformers); encoders loaded as causal LMs, attending both ways (a position's output depends on later "
+        f"tokens, so nothing can be shared): "
         f"{len(both_ways)}, on the plain path;",
         f"- with the self-check off, what each path computes by itself: {sum(_raw_wrong(r, bound) for r in built)} "
         f"families wrong on at least one path, "

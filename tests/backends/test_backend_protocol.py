@@ -7,12 +7,10 @@ import math
 
 import numpy as np
 import pytest
-
 from lookup_backend import LookupBackend
 
 from mcqa_toolkit.backends import Backend, Capabilities, CapabilityError, load_backend
-from mcqa_toolkit.backends.base import (MultiItemBackend, PooledBackend, RenewableBackend, items_per_call,
-                                        usage_delta)
+from mcqa_toolkit.backends.base import MultiItemBackend, PooledBackend, RenewableBackend, items_per_call, usage_delta
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.run import Strategy, run, strategy
 from mcqa_toolkit.scoring.methods import check_method
@@ -49,7 +47,7 @@ def test_run_with_a_new_backend_gives_the_table_choices(items, table, st, tmp_pa
     assert len(df) == len(items) * st.shuffles
     assert (df["choice"] == df["item_id"].map(want)).all()
     assert df.groupby("item_id")["correct"].first().mean() == pytest.approx(
-        np.mean([want[i] == it.answer for i, it in zip(want, items)]))
+        np.mean([want[i] == it.answer for i, it in zip(want, items, strict=True)]))
     assert (df["n_forwarded_tokens"] > 0).all()
 
 

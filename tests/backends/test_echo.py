@@ -52,7 +52,7 @@ def test_real_vllm_echo_the_naive_reading_would_have_split_wrong():
     prompt, response = _vllm("b_echo_pt_max1")
     lp = response["choices"][0]["logprobs"]
     ctx, cont = prompt[:-len(" também.")], " também."
-    naive = [v for v, o in zip(lp["token_logprobs"], lp["text_offset"]) if len(ctx) <= o < len(prompt)]
+    naive = [v for v, o in zip(lp["token_logprobs"], lp["text_offset"], strict=True) if len(ctx) <= o < len(prompt)]
     got = parse_echo(response, ctx, cont).logprobs.tolist()
     assert got == lp["token_logprobs"][-3:-1] and naive == lp["token_logprobs"][-3:-2]
 

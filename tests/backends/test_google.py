@@ -16,8 +16,8 @@ from mcqa_toolkit.backends import CapabilityError, load_backend, providers
 from mcqa_toolkit.backends.batch import gemini as gemini_batch
 from mcqa_toolkit.backends.google import request_body
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.run import batch, run, strategy
 from mcqa_toolkit.records.equality import assert_same_records
+from mcqa_toolkit.run import batch, run, strategy
 from mcqa_toolkit.run.jobs import Job
 from mcqa_toolkit.run.recipe import BackendCache, run_job
 

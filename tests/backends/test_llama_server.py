@@ -92,7 +92,7 @@ def test_echo_is_split_right_on_accented_text(server_url, tmp_path):
     b = backend(server_url, tmp_path, probe=False)
     got = b.loglikelihoods([Continuation(c, x) for c, x in ACCENTED])
     root = server_url.removesuffix("/v1")
-    for (ctx, cont), res in zip(ACCENTED, got):
+    for (ctx, cont), res in zip(ACCENTED, got, strict=True):
         n_ctx, n_all = (len(httpx.post(f"{root}/extras/tokenize", json={"input": t}).json()["tokens"])
                         for t in (ctx, ctx + cont))
         raw = b.request_cache.get(b.sender.key("completions", echo_body("gemma-3-270m", ctx + cont)))

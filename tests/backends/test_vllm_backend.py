@@ -21,8 +21,8 @@ from mcqa_toolkit.backends import load_backend
 from mcqa_toolkit.backends.hf import HFBackend
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.prompts import load_template, render
-from mcqa_toolkit.run import Strategy, run
 from mcqa_toolkit.records.equality import assert_same_records
+from mcqa_toolkit.run import Strategy, run
 
 
 @dataclass
@@ -106,7 +106,7 @@ class _LLM:
         if any(getattr(p, "prompt_logprob_token_ids", None) is not None for p in params) and not self.rows_by_id:
             raise ValueError("prompt_logprob_token_ids requires the V2 model runner")
         out = []
-        for prompt, p in zip(prompts, params):
+        for prompt, p in zip(prompts, params, strict=True):
             ids = list(prompt["prompt_token_ids"])
             cached = self._cached(ids, p)
             with torch.no_grad():
@@ -171,13 +171,13 @@ def test_continuations_read_only_rows_vllm_computed(monkeypatch, tiny_gemma, tin
                              "reuse_prefix_cache": reuse})
         texts = ["A canção é bonita e o coração também, muito bonita.", "¿Dónde está la estación?"]
         reqs = [Continuation("", t) for t in texts + texts[:1]]
-        for a, b in zip(vllm.loglikelihoods(reqs), hf.loglikelihoods(reqs)):
+        for a, b in zip(vllm.loglikelihoods(reqs), hf.loglikelihoods(reqs), strict=True):
             np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-4)
         orders = [(tuple(range(it.n_options)), tuple(range(it.n_options))[::-1]) for it in items]
         prompts = [render(it, load_template("pt", "default"), shots=[], permutation=p, shuffle=k)
-                   for it, perms in zip(items, orders) for k, p in enumerate(perms)]
+                   for it, perms in zip(items, orders, strict=True) for k, p in enumerate(perms)]
         cont = [Continuation(p, c) for p in prompts for c in p.continuations]
-        for a, b in zip(vllm.loglikelihoods(cont), hf.loglikelihoods(cont)):
+        for a, b in zip(vllm.loglikelihoods(cont), hf.loglikelihoods(cont), strict=True):
             np.testing.assert_allclose(a.logprobs, b.logprobs, atol=1e-4)
         used = vllm.usage()
         reads = reuse and version != "older"
@@ -225,5 +225,5 @@ def test_min_k_text_logprobs_equal_the_transformers_backend(fake_vllm, tiny_mode
 
     texts = ["A canção é bonita e o coração também.", "¿Dónde está la estación?", "Perché la città è così bella?"]
     vllm = load_backend({"backend": "vllm", "model": str(tiny_model_dir)})
-    for a, b in zip(text_logprobs(vllm, texts), text_logprobs(HFBackend(tiny_gemma), texts)):
+    for a, b in zip(text_logprobs(vllm, texts), text_logprobs(HFBackend(tiny_gemma), texts), strict=True):
         np.testing.assert_allclose(a, b, atol=1e-4)

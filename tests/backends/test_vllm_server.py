@@ -26,8 +26,8 @@ from mcqa_toolkit.backends.hf import HFBackend
 from mcqa_toolkit.backends.vllm_server import ENV, embedded_model_dir, vllm_python, vllm_server
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.items import ItemSet
-from mcqa_toolkit.run import run, strategy
 from mcqa_toolkit.records.equality import assert_same_records
+from mcqa_toolkit.run import run, strategy
 from mcqa_toolkit.scoring.min_k import min_k_table
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
@@ -57,7 +57,8 @@ def served(url, cache_dir, **kw):
 
 
 def _scores(frame: pd.DataFrame) -> np.ndarray:
-    return np.concatenate([np.asarray(x, dtype=float) for x in frame.sort_values(["item_id", "shuffle"])["option_scores"]])
+    return np.concatenate([np.asarray(x, dtype=float)
+                           for x in frame.sort_values(["item_id", "shuffle"])["option_scores"]])
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,8 @@ def test_generation_and_min_k_agree_with_the_local_backend(server_url, items, lo
     st = strategy("S1", max_new_tokens=6)
     a = run(items, served(server_url, tmp_path / "cache"), st, tmp_path / "vllm", progress=False)
     b = run(items, local, st, tmp_path / "hf", progress=False)
-    same = (a.sort_values("item_id")["generated_text"].to_numpy() == b.sort_values("item_id")["generated_text"].to_numpy())
+    same = (a.sort_values("item_id")["generated_text"].to_numpy()
+            == b.sort_values("item_id")["generated_text"].to_numpy())
     print(f"greedy text identical on {same.sum()} of {len(same)} items")
     assert same.all()
     ma = min_k_table(served(server_url, tmp_path / "cache"), items).set_index("item_id")
@@ -117,7 +119,8 @@ args = json.loads(sys.argv[1])
 backend = load_backend({"backend": "vllm", "model": args["model_dir"], "name": "gemma-3-270m", "dtype": "float32",
                         "enforce_eager": True, "kv_cache_memory_bytes": 512 * 2**20, "max_model_len": 2048,
                         "block_size": 16})
-items = ItemSet([it for lang in args["languages"] for it in load("demo", language=lang) if it.item_id in args["ids"]], "x")
+items = ItemSet([it for lang in args["languages"] for it in load("demo", language=lang)
+                 if it.item_id in args["ids"]], "x")
 usage = {}
 for name, spec in args["strategies"].items():
     before = backend.usage()
@@ -130,7 +133,8 @@ print(json.dumps([prov["letters_by_token_id"], prov["continuations_read_prefix_c
 
 def _only(frame: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
     """The records with `extra` reduced to `keys` (each backend records its own details beside them)."""
-    return frame.assign(extra=[json.dumps({k: v for k, v in json.loads(x).items() if k in keys}) for x in frame["extra"]])
+    return frame.assign(extra=[json.dumps({k: v for k, v in json.loads(x).items() if k in keys})
+                               for x in frame["extra"]])
 
 
 def test_in_process_vllm_backend_gives_the_server_path_records(server_url, items, tmp_path):
@@ -167,8 +171,8 @@ def test_vllm_run_batch_for_real_gives_the_online_records(server_url, items, tmp
     """provider: vllm under --batch-submit / --batch-fetch with a real `vllm run-batch` on the chat-generation
     lines it wrote (the same engine flags as the server): the run then executes from the request cache and its
     records are the online run's against the server."""
-    from mcqa_toolkit.backends.hf.loading import GEMMA_CHAT_TEMPLATE
     from mcqa_toolkit.backends.batch.vllm import INPUT, OUTPUT
+    from mcqa_toolkit.backends.hf.loading import GEMMA_CHAT_TEMPLATE
     from mcqa_toolkit.backends.vllm_server import FLAGS, SERVED_NAME
     from mcqa_toolkit.run import batch
     from mcqa_toolkit.run.jobs import Job
@@ -176,8 +180,8 @@ def test_vllm_run_batch_for_real_gives_the_online_records(server_url, items, tmp
 
     def job(folder, cache):
         return Job("gemma-3-270m", "demo", {}, "pt", {"base": "uned", "max_new_tokens": 8}, tmp_path / folder,
-                   limit=2, min_k=False, backend_options={"backend": "openai", "provider": "vllm", "base_url": server_url,
-                                                          "cache_dir": str(tmp_path / cache)})
+                   limit=2, min_k=False, backend_options={"backend": "openai", "provider": "vllm",
+                                                          "base_url": server_url, "cache_dir": str(tmp_path / cache)})
 
     offline = job("offline", "cache_offline")
     backends = BackendCache()

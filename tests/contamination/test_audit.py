@@ -19,8 +19,8 @@ from mcqa_toolkit.contamination.audit import AUDIT_STRATEGY, audit_identity, aud
 from mcqa_toolkit.contamination.familiarity import familiarity_table
 from mcqa_toolkit.contamination.probe import probe_table
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.records.audit_dir import FAMILIARITY, LETTERS, PROBE, AuditDir
+from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.records.lock import RunLocked
 from mcqa_toolkit.records.state import RunRefused, RunState, run_state
 from mcqa_toolkit.run.runner import run

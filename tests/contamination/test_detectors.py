@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from contamination_runs import exam, letters_records
 
-from mcqa_toolkit.contamination.key_pull import key_pull
 from mcqa_toolkit.contamination.detectors import DETECTORS, contamination_scores
+from mcqa_toolkit.contamination.key_pull import key_pull
 
 
 def test_contamination_scores_gathers_every_detector_the_tables_allow():

@@ -9,8 +9,8 @@ import torch
 from mcqa_toolkit.backends import load_backend
 from mcqa_toolkit.backends.hf import load_model
 from mcqa_toolkit.backends.hf.finetune import STATE
-from mcqa_toolkit.contamination.fine_tuning import Recipe, contaminate
 from mcqa_toolkit.backends.hf.manifest import FORMAT, MANIFEST, read_manifest, state_sha256
+from mcqa_toolkit.contamination.fine_tuning import Recipe, contaminate
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.run import run, strategy
 

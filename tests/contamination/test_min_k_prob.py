@@ -5,8 +5,12 @@ import pandas as pd
 import pytest
 from builders import records as make_records
 
-from mcqa_toolkit.contamination.min_k_prob import (contamination_correlation, contamination_frame,
-                                                   min_k_accuracy_correlation, min_k_score)
+from mcqa_toolkit.contamination.min_k_prob import (
+    contamination_correlation,
+    contamination_frame,
+    min_k_accuracy_correlation,
+    min_k_score,
+)
 from mcqa_toolkit.records.results import load_min_k
 from mcqa_toolkit.scoring.min_k import min_k_prob
 

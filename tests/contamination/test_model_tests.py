@@ -12,8 +12,13 @@ from contamination_runs import exam, letters_records
 from scipy import stats
 
 from mcqa_toolkit import irt
-from mcqa_toolkit.contamination.model_tests import (dataset_inference, flag, key_pull_null, key_pull_test,
-                                                   person_fit_test)
+from mcqa_toolkit.contamination.model_tests import (
+    dataset_inference,
+    flag,
+    key_pull_null,
+    key_pull_test,
+    person_fit_test,
+)
 
 
 def test_monte_carlo_p_value_matches_the_exact_permutation_distribution():

@@ -5,9 +5,16 @@ import numpy as np
 import pytest
 
 from mcqa_toolkit.backends import Capabilities, ContinuationLogprobs, Generation
+from mcqa_toolkit.contamination.probe import (
+    PROBE_COLUMNS,
+    hidden_option,
+    normalise,
+    probe_prompt,
+    probe_score,
+    probe_table,
+    rouge_l,
+)
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.contamination.probe import (PROBE_COLUMNS, hidden_option, normalise, probe_prompt, probe_score,
-                                              probe_table, rouge_l)
 
 
 def _item(k, answer=0, options=("Paris", "a city on the Seine river", "Rome", "the capital of Spain")):

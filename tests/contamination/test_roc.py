@@ -8,8 +8,15 @@ import pytest
 from contamination_runs import exam, letters_records
 from sklearn.metrics import roc_auc_score, roc_curve
 
-from mcqa_toolkit.contamination.roc import (accuracy_by_exposure, accuracy_gain, auc_se, detector_auc, roc_auc,
-                                            roc_curves, roc_points)
+from mcqa_toolkit.contamination.roc import (
+    accuracy_by_exposure,
+    accuracy_gain,
+    auc_se,
+    detector_auc,
+    roc_auc,
+    roc_curves,
+    roc_points,
+)
 
 
 def test_auc_and_curve_equal_scikit_learn_with_ties():

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from contamination_runs import exam, familiarity_frame, letters_records
 
-from mcqa_toolkit.contamination.model_tests import dataset_inference, key_pull_test, person_fit_test
 from mcqa_toolkit.contamination.detectors import contamination_scores
+from mcqa_toolkit.contamination.model_tests import dataset_inference, key_pull_test, person_fit_test
 from mcqa_toolkit.contamination.validation import add_results, validation_results
 
 
@@ -82,7 +82,7 @@ def test_add_results_keeps_the_committed_rows_and_adds_the_new_models_tests(simu
     for name in ("scores", "accuracy", "probe", "tests"):
         pd.testing.assert_frame_equal(got[name].iloc[:len(old[name])], old[name], check_dtype=False)
     di = got["tests"][got["tests"]["test"].str.startswith("dataset_inference")]
-    assert sorted(zip(di["model"], di["test"])) == sorted(
+    assert sorted(zip(di["model"], di["test"], strict=True)) == sorted(
         [("clean", f"dataset_inference_{d}") for d in ("min_k", "min_k_pp", "zlib", "reference")]   # committed
         + [("s0-x3", "dataset_inference_min_k"), ("s0-x3", "dataset_inference_zlib")])               # added
     whole = validation_results(audits, exams, labels, {"pt2021": "pt2019"}, n_perm=99,

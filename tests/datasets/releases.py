@@ -3,8 +3,9 @@ release's layout, how they are written, and what the loader calls the middle one
 import csv
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from test_loader_errors import BLUEX, EXAMS, MED
 

@@ -84,7 +84,8 @@ def test_bad_records_name_the_file_record_and_field(tmp_path, rec, field, messag
     assert items.ids == ["agieval-logiqa-en-1"] and [(r.record, r.field) for r in items.skipped] == [(2, field)]
 
 
-MATHQA = {"passage": None, "question": "下列函数中，既是奇函数又在(0,+∞)上单调递增的是", "other": {"source": "2022年新高考数学"},
+MATHQA = {"passage": None, "question": "下列函数中，既是奇函数又在(0,+∞)上单调递增的是",
+          "other": {"source": "2022年新高考数学"},
           "options": ["(A)y=x^3", "(B)y=-x", "(C)y=x^2", "(D)y=2x"], "answer": None}
 
 
@@ -107,7 +108,8 @@ def test_several_letters_in_one_label_are_a_multiple_answer_item(tmp_path, label
     ("gaokao-mathqa", "E", "answer 'E' is not written in letters of the options (ABCD)"),
 ])
 def test_a_label_that_is_not_a_letter_leaves_its_record_out(tmp_path, task, label, reason):
-    """jec-qa-ca has a label '。' and jec-qa-kd an empty list: the record is unusable (never guessed), the file loads."""
+    """jec-qa-ca has a label '。' and jec-qa-kd an empty list: the record is unusable (never guessed), the file
+    loads."""
     p = tmp_path / f"{task}.jsonl"
     p.write_text("".join(json.dumps({**MATHQA, "label": lab}, ensure_ascii=False) + "\n"
                          for lab in (["B"], label, "C")))
@@ -140,7 +142,7 @@ def test_runs_under_the_agieval_strategy_with_multi_answers_exact(tmp_path):
     records = run(items, LookupBackend(table), strategy("agieval"), tmp_path / "run", dataset="agieval",
                   progress=False)
     naive = {it.item_id: float({int(np.argmax(table[it.item_id]))} == set(np.atleast_1d(it.answer))) for it in items}
-    assert dict(zip(records["item_id"], records["points_earned"])) == naive
+    assert dict(zip(records["item_id"], records["points_earned"], strict=True)) == naive
     by_id = records.set_index("item_id")
     assert by_id.loc["agieval-gaokao-physics-2", "status"] == "incorrect"          # a strict subset earns nothing
     assert by_id.loc["agieval-jec-qa-kd-1", "status"] == "correct"

@@ -44,3 +44,10 @@ def test_per_subject_keeps_the_first_questions_of_every_subject():
     assert len(load("demo", per_subject=11)) == 264  # every question
     with pytest.raises(ValueError, match="per_subject"):
         load("demo", per_subject=0)
+
+
+def test_simulate_population_needs_irt_parameters():
+    items = load("demo", language="en")
+    without = type(items)([it.with_(irt=None) if k == 3 else it for k, it in enumerate(items)])
+    with pytest.raises(ValueError, match="no 3PL parameters"):
+        simulate_population(without)

@@ -6,8 +6,8 @@ import pytest
 from paths import FIXTURES, SHARED
 
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.enem.positions import area_of
 from mcqa_toolkit.enem.itens_prova import load_item_params, read_itens_prova
+from mcqa_toolkit.enem.positions import area_of
 from mcqa_toolkit.items import DatasetError
 
 FIX = FIXTURES
@@ -105,7 +105,8 @@ def test_shared_golden_item_params_attach(tmp_path, co_prova, area, year):
     p = tmp_path / f"pt_ENEM_{year}_{area}_CO_PROVA_{co_prova}.csv"
     with p.open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["question", "body", "A", "B", "C", "D", "E", "year", "question_number", "test", "answer", "language"])
+        w.writerow(["question", "body", "A", "B", "C", "D", "E", "year", "question_number", "test", "answer",
+                    "language"])
         # English items first, then Spanish (booklet order), then the common ones
         for _, r in rows.sort_values(["TP_LINGUA", "CO_POSICAO"], na_position="last").iterrows():
             key = "anulada" if r["TX_GABARITO"] not in "ABCDE" else r["TX_GABARITO"]

@@ -155,7 +155,7 @@ def test_runs_under_the_exams_strategy_in_every_language(tmp_path):
     records = run(items, LookupBackend(table), strategy("exams"), tmp_path / "run", dataset="exams", progress=False)
     assert sorted(set(records["language"])) == ["es", "hr", "it", "pt"]
     naive = {it.item_id: int(np.argmax(table[it.item_id]) == it.answer) for it in items}
-    assert dict(zip(records["item_id"], records["correct"].astype(int))) == naive
+    assert dict(zip(records["item_id"], records["correct"].astype(int), strict=True)) == naive
     with pytest.raises(ValueError, match=r"no prompt templates in language\(s\) \['hr'\]"):
         run(items, LookupBackend(table), strategy("exams", language=None), tmp_path / "own", progress=False)
 

@@ -11,6 +11,7 @@ from paths import FIXTURES, SHARED
 
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.datasets.common import UnusableRecordsWarning
+from mcqa_toolkit.datasets.head_qa import parse_record
 from mcqa_toolkit.items import DatasetError
 from mcqa_toolkit.measure import accuracy, dif_persons, language_gap, mantel_haenszel
 from mcqa_toolkit.run import run
@@ -49,7 +50,7 @@ def test_language_gap_and_dif_run_on_a_loaded_pair(tmp_path):
                              progress=False) for lang in ("es", "en")], ignore_index=True)
     records["model"] = "lookup"
     # naive: the option whose log-likelihood per character of " <text>" (the continuation after "Answer:") is best
-    naive = {it.item_id: float(np.argmax([v / len(" " + o) for v, o in zip(table[it.item_id], it.options)])
+    naive = {it.item_id: float(np.argmax([v / len(" " + o) for v, o in zip(table[it.item_id], it.options, strict=True)])
                                == it.answer) for it in items}
     got = records.groupby("item_id")["correct"].mean()
     assert got.to_dict() == naive
@@ -116,6 +117,14 @@ def test_bad_files_are_refused_in_one_sentence(tmp_path):
     with pytest.raises(DatasetError, match=r"none of its 8 record\(s\) can be used.*duplicate id "
                                            r"'headqa-es-Cuaderno_2016_1_E-1'"):
         load("head_qa", path=[ES, ES])
+
+
+
+def test_parse_record_names_an_exam_name_without_year_and_subject():
+    rec = {"qid": "1", "qtext": "q", "ra": "1", "answers": [{"aid": 1, "atext": "a"}, {"aid": 2, "atext": "b"}]}
+    with pytest.raises(DatasetError, match="exam name 'Examen_2016' is not Cuaderno_<year>_<n>_<letter>") as e:
+        parse_record(rec, "Examen_2016/1", "x.json", "Examen_2016", "es")
+    assert (e.value.record, e.value.field) == ("Examen_2016/1", "exams")
 
 
 needs_shared = pytest.mark.skipif(not (SHARED / "formats").is_dir(), reason="real-format samples live in ../shared")

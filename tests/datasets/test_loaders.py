@@ -247,7 +247,8 @@ NA_TEXT_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,kwargs,expected", NA_TEXT_CASES, ids=[f"{c[0]}-{c[1]['path'].name}" for c in NA_TEXT_CASES])
+@pytest.mark.parametrize("name,kwargs,expected", NA_TEXT_CASES,
+                         ids=[f"{c[0]}-{c[1]['path'].name}" for c in NA_TEXT_CASES])
 def test_missing_value_lookalikes_are_option_texts(name, kwargs, expected):
     items = load(name, **kwargs)
     assert _options(items) == expected
@@ -265,7 +266,7 @@ def _assert_rendered_verbatim(item):
         return
     template = load_template(item.language if item.language in ("pt", "es", "it", "en") else "en", "default")
     shown, cloze = render(item, template), render(item, template, with_options=False)
-    for letter, option in zip(item.letters, item.options):
+    for letter, option in zip(item.letters, item.options, strict=True):
         assert f"{letter}. {option}\n".encode() in shown.text.encode()
     assert [c.encode() for c in cloze.continuations] == [f" {o}".encode() for o in item.options]
 

@@ -98,7 +98,7 @@ def test_runs_under_the_oab_strategy_and_scores_like_a_naive_count(tmp_path):
     records = run(items, LookupBackend(table), strategy("oab"), tmp_path / "run", dataset="oab", progress=False)
     assert len(records) == len(items) and set(records["language"]) == {"pt"}
     naive = {it.item_id: int(np.argmax(table[it.item_id]) == it.answer) for it in items}
-    assert dict(zip(records["item_id"], records["correct"].astype(int))) == naive
+    assert dict(zip(records["item_id"], records["correct"].astype(int), strict=True)) == naive
 
 
 needs_shared = pytest.mark.skipif(not (SHARED / "formats").is_dir(), reason="real-format samples live in ../shared")

@@ -6,7 +6,6 @@ import json
 import warnings
 
 import pytest
-
 from test_loader_errors import BLUEX, ENEM_HEAD, MED, UNED_HEAD, jl
 
 from mcqa_toolkit.datasets import load
@@ -48,7 +47,8 @@ CASES = [
      (8, "OPTIONS")),
     ("head-qa-empty-question", "head_qa", {"h.json": json.dumps({"language": "es", "exams": {"Cuaderno_2016_1_E": {
         "data": [{"qid": 1, "qtext": "¿Qué?", "ra": 1, "answers": [{"aid": 1, "atext": "a"}, {"aid": 2, "atext": "b"}]},
-                 {"qid": 2, "qtext": " ", "ra": 1, "answers": [{"aid": 1, "atext": "a"}, {"aid": 2, "atext": "b"}]}]}}})},
+                 {"qid": 2, "qtext": " ", "ra": 1,
+                  "answers": [{"aid": 1, "atext": "a"}, {"aid": 2, "atext": "b"}]}]}}})},
      {"path": "h.json"}, 1, ("Cuaderno_2016_1_E/2", "qtext")),
     ("exams-no-choices", "exams", {"dev.jsonl": jl(*(
         {"id": f"q{k}", "question": {"stem": "Quanto?", "choices": choices}, "answerKey": "A",

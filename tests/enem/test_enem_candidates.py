@@ -62,6 +62,10 @@ def test_booklet_filter_one_call_and_histogram(microdata):
     assert (hist["score_low"] % 25 == 0).all() and (hist["score_high"] - hist["score_low"] == 25).all()
     assert hist["score_low"].min() <= both.values.min() < hist["score_high"].max()
     assert "present candidates of LC, booklet 1201, 1065" in both.describe()
+    # any iterable of codes, as the signature says: a set or a generator too (a TypeError before)
+    for codes in ({1201, 1065}, (c for c in (1201, 1065))):
+        got = enem.candidate_scores(path, "LC", co_prova=codes)
+        assert set(got.co_prova) == {1201, 1065} and got.n == both.n
 
 
 def test_models_placed_among_the_candidates_and_figure(microdata):

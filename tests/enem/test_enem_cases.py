@@ -100,7 +100,7 @@ def naive_score(answers: str, rows: pd.DataFrame, area: str) -> float:
     """INEP's score written out item by item (3PL, D = 1, EAP on 40 points of [-4, 4] with N(0, 1) weights)."""
     points = np.linspace(-4, 4, 40)
     lik = np.exp(-points ** 2 / 2)
-    for mark, r in zip(answers, rows.sort_values("CO_POSICAO").itertuples()):
+    for mark, r in zip(answers, rows.sort_values("CO_POSICAO").itertuples(), strict=True):
         if r.IN_ITEM_ABAN == 0:
             p = r.NU_PARAM_C + (1 - r.NU_PARAM_C) / (1 + np.exp(-r.NU_PARAM_A * (points - r.NU_PARAM_B)))
             lik = lik * (p if mark == r.TX_GABARITO else 1 - p)
@@ -178,3 +178,13 @@ def test_validate_enem_names_bad_cases_and_scores_the_others(every_year, capsys)
     assert cli.main(["validate-enem", str(every_year), str(every_year / "cases.json"), "--out",
                      str(every_year / "w"), "--strict"]) == 2
     assert "cases.json: record 9: field 'tp_lingua'" in capsys.readouterr().err
+
+
+def test_strict_names_a_case_the_scorer_left_unscored_without_a_problem(monkeypatch):
+    """A case left unscored with no scorer problem ("not scored") is a DatasetError naming its record under
+    strict=True, not a TypeError from the unmatched problem text."""
+    monkeypatch.setattr("mcqa_toolkit.enem.cases.ChunkScorer.area", lambda self, chunk, area: ([], []))
+    assert (score_cases(CASES, ITEMS)["problem"] == "not scored").all()
+    with pytest.raises(DatasetError, match="not scored") as e:
+        score_cases(CASES, ITEMS, strict=True)
+    assert e.value.record == 1

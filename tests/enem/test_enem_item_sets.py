@@ -60,7 +60,7 @@ def test_split_item_sets_by_file_order_with_shared_positions(interleave):
     assert len(rows) == 45 + 43
     got = split_item_sets(rows)
     assert len(got) == 2
-    for mine, want in zip(got, (s1, s2)):
+    for mine, want in zip(got, (s1, s2), strict=True):
         mine = mine.sort_values("CO_POSICAO")
         assert mine["CO_ITEM"].tolist() == want.sort_values("CO_POSICAO")["CO_ITEM"].tolist()
     assert split_item_sets(s1)[0] is s1                         # one set: the rows themselves
@@ -140,7 +140,8 @@ def _microdata(tmp_path, rows, s1, s2, area, answers, extra=()):
     lang = {"TP_LINGUA": LC["tp_lingua"]} if area == "LC" else {}
     s2_score = enem.score_answers(answers, s2, area, lang.get("TP_LINGUA")).score
     base = {f"TP_PRESENCA_{area}": 1, f"CO_PROVA_{area}": co, f"TX_RESPOSTAS_{area}": answers, **lang}
-    cands = [base | {f"NU_NOTA_{area}": CASES[0 if area == "MT" else 6]["score"], f"TX_GABARITO_{area}": key_string(s1)},
+    cands = [base | {f"NU_NOTA_{area}": CASES[0 if area == "MT" else 6]["score"],
+                     f"TX_GABARITO_{area}": key_string(s1)},
              base | {f"NU_NOTA_{area}": s2_score, f"TX_GABARITO_{area}": key_string(s2)}, *extra]
     cands = [c | {"NU_INSCRICAO": i} for i, c in enumerate(cands * 2)]
     path = tmp_path / "MICRODADOS.csv"

@@ -12,7 +12,6 @@ from mcqa_toolkit.enem.itens_prova import read_itens_prova
 from mcqa_toolkit.enem.reproducibility import EnemNotValidatedWarning, EnemReproducibilityWarning
 from mcqa_toolkit.items import DatasetError
 
-
 ITEMS_CSV = FIXTURES / "enem" / "ITENS_PROVA_golden.csv"
 ITEMS = read_itens_prova(ITEMS_CSV)
 ENEM = json.loads((FIXTURES / "irt_reference.json").read_text())["enem"]
@@ -52,7 +51,7 @@ def test_annulled_items_are_dropped_and_marks_count_wrong():
     got = enem.score_answers(mt["answers"], booklet(1211), "MT")
     assert got.n_scored == 43                                   # two annulled MT items
     key = key_string(1211)
-    first_right = next(i for i, (x, k) in enumerate(zip(mt["answers"], key)) if x == k)
+    first_right = next(i for i, (x, k) in enumerate(zip(mt["answers"], key, strict=True)) if x == k)
     for mark in ".*":
         head, tail = mt["answers"][:first_right], mt["answers"][first_right + 1:]
         changed = head + mark + tail

@@ -12,8 +12,14 @@ from test_enem_official import write_microdata
 from mcqa_toolkit import enem
 from mcqa_toolkit.enem.errata import errata_markdown
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
-from mcqa_toolkit.enem.reproducibility import (REPRODUCED_AT, EnemNotValidatedWarning, EnemReproducibilityWarning,
-                                               agreement, markdown_table, reproducibility_table)
+from mcqa_toolkit.enem.reproducibility import (
+    REPRODUCED_AT,
+    EnemNotValidatedWarning,
+    EnemReproducibilityWarning,
+    agreement,
+    markdown_table,
+    reproducibility_table,
+)
 from mcqa_toolkit.enem.validate import validate_enem
 
 ITEMS_2017 = FIXTURES / "enem" / "ITENS_PROVA_2017.csv"

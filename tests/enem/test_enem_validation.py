@@ -5,16 +5,15 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from figure_checks import _check_figure
 from test_enem_item_sets import key_string, two_sets, write_itens_prova
 from test_enem_official import CASES, ITEMS, write_microdata
-from figure_checks import _check_figure
 
 from mcqa_toolkit import cli
+from mcqa_toolkit.enem.agreement import add_counts, agreement_counts, area_summary, problem_counts, validation_table
 from mcqa_toolkit.enem.simulate import OFFSETS, simulate_microdata, two_set_booklet
-from mcqa_toolkit.enem.agreement import (add_counts, agreement_counts, area_summary, problem_counts,
-                                              validation_table)
-from mcqa_toolkit.report import plots
 from mcqa_toolkit.enem.validate import validate_enem
+from mcqa_toolkit.report import plots
 
 # constructed booklets in files without a year: "not validated against INEP" is expected (see
 # test_enem_reproducibility.py)
@@ -32,7 +31,8 @@ def _scores(errors, area="MT", co=1211, rule="single"):
 def test_agreement_bands_and_running_totals():
     errors = [0.0, 0.04, -0.1, 0.5, -1.0, 1.2, 2.0, -2.1, 7.5, None]
     got = agreement_counts(_scores(errors)).iloc[0]
-    assert (got["n_scored"], got["n_compared"], got["n_exact"], got["n_within_1"], got["n_within_2"]) == (10, 9, 2, 5, 7)
+    assert (got["n_scored"], got["n_compared"], got["n_exact"], got["n_within_1"],
+            got["n_within_2"]) == (10, 9, 2, 5, 7)
     assert got["max_abs_error"] == pytest.approx(7.5) and got["sum_abs_error"] == pytest.approx(14.44)
     parts = [agreement_counts(_scores(errors[i:i + 3])) for i in range(0, 10, 3)]
     total = None
@@ -48,7 +48,8 @@ def test_agreement_bands_and_running_totals():
 def test_problems_become_table_rows_and_area_summary():
     counts = agreement_counts(pd.concat([_scores([0.0, 3.0]), _scores([0.0], area="CN", co=1221)]))
     problems = problem_counts(pd.DataFrame({
-        "area": ["MT", "MT", "LC"], "CO_PROVA": ["99", "99", "7"], "problem": ["absent from item file"] * 2 + ["key mismatch"],
+        "area": ["MT", "MT", "LC"], "CO_PROVA": ["99", "99", "7"],
+        "problem": ["absent from item file"] * 2 + ["key mismatch"],
         "detail": ["row 4: first", "row 9: later", "row 2: x"], "n_rows": [3, 2, 5], "first_row": [4, 9, 2]}))
     table = validation_table(counts, problems, None)
     assert table[["area", "CO_PROVA", "status", "n_candidates"]].values.tolist() == [

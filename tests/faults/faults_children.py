@@ -21,9 +21,10 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow.parquet  # noqa: F401  (imported before forking, like everything a run needs)
 from lookup_backend import LookupBackend

@@ -10,7 +10,8 @@ import csv
 import io
 import json
 import signal
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 from hypothesis import strategies as st

@@ -17,10 +17,10 @@ from faults_children import in_child, lookup_job, run_lookup
 
 from mcqa_toolkit.backends import load_backend
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.run import Strategy, run
 from mcqa_toolkit.records.equality import assert_same_records
-from mcqa_toolkit.run.recipe import run_job
 from mcqa_toolkit.records.store import RunDir
+from mcqa_toolkit.run import Strategy, run
+from mcqa_toolkit.run.recipe import run_job
 
 pytestmark = pytest.mark.faults
 
@@ -60,7 +60,7 @@ def test_damaged_cache_entries_are_reported_and_never_used(tmp_path, caplog, fig
         letters = [p for p in entries if "top_logprobs" in p.read_text() and '"echo": true' not in p.read_text()
                    and json.loads(p.read_text())["response"]["choices"][0]["logprobs"]["top_logprobs"][0]]
         damage = {"cut short": _cut_short, "altered": _altered, "zeroed": _zeroed, "empty": _empty}
-        damaged = dict(zip(letters, damage))
+        damaged = dict(zip(letters, damage, strict=True))
         for path, how in damaged.items():
             damage[how](path)
         other, victim = letters[len(damage)], letters[len(damage) + 1]

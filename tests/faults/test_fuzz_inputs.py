@@ -11,9 +11,10 @@ import json
 import os
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 import pytest

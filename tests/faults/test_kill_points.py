@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import signal
+from itertools import pairwise
 
 import pandas as pd
 import pytest
@@ -30,7 +31,7 @@ def _points(total: int, n: int, seed: int) -> list[int]:
     """One seeded point in each of n equal strata of 1..total-1."""
     rng = random.Random(seed)
     edges = [1 + (total - 1) * i // n for i in range(n + 1)]
-    return [rng.randrange(lo, max(hi, lo + 1)) for lo, hi in zip(edges, edges[1:])]
+    return [rng.randrange(lo, max(hi, lo + 1)) for lo, hi in pairwise(edges)]
 
 
 def test_sigkill_at_random_points_then_resume(tmp_path, reference_run, figures):

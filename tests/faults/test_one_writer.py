@@ -27,13 +27,13 @@ from faults_children import hold_lock, in_child, lookup_job, run_lookup, start_c
 from paths import REPO
 
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.run import Strategy, run
-from mcqa_toolkit.records.equality import assert_same_records
-from mcqa_toolkit.run.jobs import expand, load_params
 from mcqa_toolkit.records import lock as lock_module
+from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.records.lock import RunLocked
-from mcqa_toolkit.run.recipe import BackendCache, run_job
 from mcqa_toolkit.records.store import RunDir
+from mcqa_toolkit.run import Strategy, run
+from mcqa_toolkit.run.jobs import expand, load_params
+from mcqa_toolkit.run.recipe import BackendCache, run_job
 
 pytestmark = pytest.mark.faults
 
@@ -161,7 +161,7 @@ def test_two_mcqa_run_at_once_write_every_record_once(tmp_path, figures):
             tmp_path / "cache_reference")}])
         ref_jobs = expand(reference, base_dir=tmp_path)
         n_records = 0
-        for job, ref_job in zip(jobs, ref_jobs):
+        for job, ref_job in zip(jobs, ref_jobs, strict=True):
             rd = job.run_dir
             records = pd.read_parquet(rd.parquet)
             lines = rd.jsonl.read_bytes().splitlines()

@@ -50,7 +50,7 @@ def test_every_committed_figure_reaches_the_page():
 def test_every_fault_has_its_row_and_its_test_exists():
     rows = [line for line in DOC.read_text().splitlines() if line.startswith("| ") and " | `tests/" in line]
     assert len(rows) == len(FAULTS)
-    for fault, row in zip(FAULTS.values(), rows):
+    for fault, row in zip(FAULTS.values(), rows, strict=True):
         assert row.startswith(f"| {fault.fault} | {fault.guarantee} | `{fault.test}` | ")
         module, test = fault.test.split("::")
         assert (REPO / module).exists() and f"def {test}(" in (REPO / module).read_text()

@@ -21,9 +21,9 @@ from fake_openai import completion
 from mcqa_toolkit.backends import load_backend
 from mcqa_toolkit.backends.http import ApiError, RetryPolicy
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.run import Strategy, run
 from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.records.store import RunDir
+from mcqa_toolkit.run import Strategy, run
 
 pytestmark = pytest.mark.faults
 T0 = 1_700_000_000.25  # the fake clock's start (a quarter second past a whole second: dates round)
@@ -125,7 +125,7 @@ def test_a_storm_is_waited_out_within_the_documented_bounds(items, tmp_path, fig
                       progress=False)
     assert_same_records(records, reference)
     assert len(clock.waits) == len(refusing.asked) == backend.usage()["retries"] >= 2
-    for attempt, (wait, asked) in enumerate(zip(clock.waits, refusing.asked)):
+    for attempt, (wait, asked) in enumerate(zip(clock.waits, refusing.asked, strict=True)):
         low, high = _allowed(asked, attempt)
         assert low <= wait <= high, f"retry {attempt}: waited {wait} s, documented [{low}, {high}]"
     assert clock.t >= T0 + storm and sum(clock.waits) == pytest.approx(backend.usage()["retry_wait_seconds"])

@@ -23,9 +23,9 @@ from mcqa_toolkit.backends import load_backend
 from mcqa_toolkit.backends.http import ApiError
 from mcqa_toolkit.backends.llama_server import LlamaServer
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.run import Strategy, run
 from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.records.store import RunDir
+from mcqa_toolkit.run import Strategy, run
 
 pytestmark = [pytest.mark.faults, pytest.mark.server]
 ROWS = [("Two plus two is", ("four", "five", "ten"), 0), ("The sky on a clear day is", ("green", "blue", "red"), 1)]
@@ -91,6 +91,6 @@ def test_server_killed_mid_run_then_restarted(server, tmp_path, monkeypatch, fig
     uninterrupted = run(ITEMS, _backend(server, tmp_path / "c3"), STRATEGY, tmp_path / "plain" / "run",
                         progress=False)
     delta = max(float(np.nanmax(np.abs(np.asarray(a, float) - np.asarray(b, float))))
-                for a, b in zip(uninterrupted["option_scores"], reference["option_scores"]))
+                for a, b in zip(uninterrupted["option_scores"], reference["option_scores"], strict=True))
     figures.add("server_killed", cases=1, server_kills=1, records=len(resumed), requests_resent=0,
                 server_history_max_delta=round(delta, 3))

@@ -20,7 +20,7 @@ def test_reads_lm_evals_own_files_and_its_verdicts():
     assert source.tool == "lm-eval" and source.version == "0.4.13" and source.model == "sim-00"
     assert source.task == "mcqa_sim" and source.method == "loglik" and len(responses) == 66
     samples = [json.loads(line) for line in next(SIM.glob("samples_*.jsonl")).open()]
-    for resp, s in zip(responses, samples):
+    for resp, s in zip(responses, samples, strict=True):
         assert resp.choice == int(np.argmax([float(r[0]) for r in s["filtered_resps"]]))
         assert float(resp.choice == resp.question.answer) == s["acc"]
 
@@ -28,7 +28,7 @@ def test_reads_lm_evals_own_files_and_its_verdicts():
 def test_char_normalization_is_acc_norm():
     _, raw = read_lm_eval(SIM)
     _, norm = read_lm_eval(SIM, normalization="char")
-    for r, n in zip(raw, norm):
+    for r, n in zip(raw, norm, strict=True):
         lengths = np.array([len(o) for o in r.question.options], dtype=float)
         np.testing.assert_allclose(n.scores, np.asarray(r.scores) / lengths, rtol=1e-12)
     with pytest.raises(ValueError, match="normalization 'token'"):

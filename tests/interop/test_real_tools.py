@@ -181,6 +181,7 @@ def test_inspect_hf_run_imports_and_agrees_with_our_backend(tmp_path, enem_items
     assert res.provenance["imported_from"]["version"] not in ("", "unknown")
 
     from inspect_ai.log import read_eval_log
+
     from mcqa_toolkit.backends.base import Continuation
 
     log = read_eval_log(str(next((tmp_path / "logs").glob("*.eval"))))
@@ -200,7 +201,7 @@ def test_inspect_hf_run_imports_and_agrees_with_our_backend(tmp_path, enem_items
         ours = [float(c.logprobs.sum()) for c in
                 backend.loglikelihoods([Continuation(prompt + cue, f" {L}") for L in LETTERS[:5]])]
         theirs = [r["option_scores"][p] for p in r["permutation"]]
-        finite = [(o, t) for o, t in zip(ours, theirs) if t is not None and not np.isnan(t)]
+        finite = [(o, t) for o, t in zip(ours, theirs, strict=True) if t is not None and not np.isnan(t)]
         assert len(finite) == 5
         worst = max(worst, max(abs(o - t) for o, t in finite))
     assert answered >= 2, "the embedded model should answer in inspect's 'ANSWER: X' format with this template"

@@ -35,7 +35,7 @@ def test_lz_star_hand_computed():
     u = np.array([1.0, 0.0, 1.0, 1.0, 0.0])
     theta = 0.4
     w_, r_, pp, qq, dps = [], [], [], [], []
-    for a, b, c in zip(A, B, C):
+    for a, b, c in zip(A, B, C, strict=True):
         e = math.exp(a * (theta - b))
         p = c + (1 - c) * e / (1 + e)
         dp = a * (1 - c) * e / (1 + e) ** 2
@@ -44,16 +44,16 @@ def test_lz_star_hand_computed():
         pp.append(p)
         qq.append(1 - p)
         dps.append(dp)
-    cn = sum(d * w for d, w in zip(dps, w_)) / sum(d * r for d, r in zip(dps, r_))
-    W = sum((x - p) * w for x, p, w in zip(u, pp, w_))
-    tau = math.sqrt(sum((w - cn * r) ** 2 * p * q for w, r, p, q in zip(w_, r_, pp, qq)))
+    cn = sum(d * w for d, w in zip(dps, w_, strict=True)) / sum(d * r for d, r in zip(dps, r_, strict=True))
+    W = sum((x - p) * w for x, p, w in zip(u, pp, w_, strict=True))
+    tau = math.sqrt(sum((w - cn * r) ** 2 * p * q for w, r, p, q in zip(w_, r_, pp, qq, strict=True)))
     assert irt.person_fit_lz_star(u, [theta], A, B, C, method="ml")[0] == pytest.approx(W / tau, rel=1e-10)
     r0 = (0.5 - theta) / 2.0 ** 2
     got = irt.person_fit_lz_star(u, [theta], A, B, C, method="map", prior_mean=0.5, prior_sd=2.0)[0]
     assert got == pytest.approx((W + cn * r0) / tau, rel=1e-10)
-    l0 = sum(x * math.log(p) + (1 - x) * math.log(q) for x, p, q in zip(u, pp, qq))
-    e_ = sum(p * math.log(p) + q * math.log(q) for p, q in zip(pp, qq))
-    v_ = sum(p * q * math.log(p / q) ** 2 for p, q in zip(pp, qq))
+    l0 = sum(x * math.log(p) + (1 - x) * math.log(q) for x, p, q in zip(u, pp, qq, strict=True))
+    e_ = sum(p * math.log(p) + q * math.log(q) for p, q in zip(pp, qq, strict=True))
+    v_ = sum(p * q * math.log(p / q) ** 2 for p, q in zip(pp, qq, strict=True))
     assert irt.person_fit_lz(u, [theta], A, B, C)[0] == pytest.approx((l0 - e_) / math.sqrt(v_), rel=1e-10)
 
 

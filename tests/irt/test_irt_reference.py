@@ -10,7 +10,6 @@ from mcqa_toolkit import enem, irt
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
 from mcqa_toolkit.enem.reproducibility import EnemNotValidatedWarning
 
-
 REF = json.loads((FIXTURES / "irt_reference.json").read_text())
 MIRT_GRID = irt.normal_grid(121, -6.0, 6.0)[0]
 

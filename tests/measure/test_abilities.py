@@ -15,12 +15,6 @@ from synthetic_results import ANNULLED, SHUFFLES
 from mcqa_toolkit import irt, measure
 from mcqa_toolkit.datasets.demo import load_demo, load_population
 from mcqa_toolkit.report import as_headline
-from mcqa_toolkit.records.results import load_min_k
-
-
-
-
-
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +103,8 @@ def test_item_discrimination_models_and_humans(records, items):
     assert list(di.columns) == ["group", "parallel_id", "di", "p_correct", "n_persons"]
     pop = load_population()
     h = measure.item_discrimination(pop, measure.human_abilities(pop, items))
-    np.testing.assert_allclose(h["di"], irt.discrimination_index(pop.responses, measure.human_abilities(pop, items).theta))
+    np.testing.assert_allclose(h["di"],
+                               irt.discrimination_index(pop.responses, measure.human_abilities(pop, items).theta))
     same = measure.item_discrimination((persons, keys, u), ab["theta"].to_numpy())
     np.testing.assert_allclose(same["di"], di["di"], equal_nan=True)
 

@@ -14,21 +14,16 @@ import json
 
 import numpy as np
 import pytest
-from scipy import stats as sps
 from lookup_backend import LookupBackend
+from scipy import stats as sps
 from synthetic_results import CAT, FULL, MODELS, N_EVALUATED, write_adaptive_results
 
 from mcqa_toolkit import irt
 from mcqa_toolkit.datasets.demo import load_demo, load_population
 from mcqa_toolkit.irt.cat import CatConfig, cat_next, cat_start, cat_update
 from mcqa_toolkit.measure import adaptive as A
-from mcqa_toolkit.run import run, strategy
 from mcqa_toolkit.records.results import load_results
-
-
-
-
-
+from mcqa_toolkit.run import run, strategy
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +126,7 @@ def test_agreement_against_scipy():
     s = A.agreement(x, y)
     assert s["correlation"] == pytest.approx(sps.pearsonr(x, y)[0])
     assert s["bias"] == pytest.approx(np.mean(y) - np.mean(x))
-    assert s["rmse"] == pytest.approx(np.sqrt(np.mean([(b - a) ** 2 for a, b in zip(x, y)])))
+    assert s["rmse"] == pytest.approx(np.sqrt(np.mean([(b - a) ** 2 for a, b in zip(x, y, strict=True)])))
     assert s["mae"] == pytest.approx(np.mean(np.abs(y - x))) and s["n"] == 50
     assert np.isnan(A.agreement([0.1, 0.2], [0.3, 0.1])["correlation"])
     with pytest.raises(ValueError, match="one length"):
@@ -172,11 +167,14 @@ def test_model_cat_vs_full_against_loops_over_the_records(results):
     assert len(frame) == 2 * FULL.shuffles and set(frame["model"]) == set(MODELS)
     points = np.linspace(-6, 6, 61)
     for row in frame.itertuples():
-        cat = results[(results["run_id"] == f"{row.model}__demo__en__enem_4shot_cat") & (results["shuffle"] == row.shuffle)]
-        full = results[(results["run_id"] == f"{row.model}__demo__en__enem_4shot") & (results["shuffle"] == row.shuffle)]
+        cat = results[(results["run_id"] == f"{row.model}__demo__en__enem_4shot_cat")
+                      & (results["shuffle"] == row.shuffle)]
+        full = results[(results["run_id"] == f"{row.model}__demo__en__enem_4shot")
+                       & (results["shuffle"] == row.shuffle)]
         info = [json.loads(e)["cat"] for e in cat["extra"]]
         last = max(info, key=lambda c: c["position"])
-        assert (row.items_cat, row.stop, row.theta_cat, row.se_cat) == (len(cat), last["stop"], last["theta"], last["se"])
+        assert ((row.items_cat, row.stop, row.theta_cat, row.se_cat)
+                == (len(cat), last["stop"], last["theta"], last["se"]))
         assert row.items_full == len(full) == N_EVALUATED
         assert row.tokens_cat == sum(int(t) for t in cat["n_forwarded_tokens"])
         assert row.tokens_full == sum(int(t) for t in full["n_forwarded_tokens"])
@@ -185,8 +183,9 @@ def test_model_cat_vs_full_against_loops_over_the_records(results):
         est = irt.ability_eap(full["correct"].to_numpy(float)[None], *params.T, grid=points)
         assert row.theta_full == pytest.approx(est.theta[0], abs=1e-12)
         assert row.psd_full == pytest.approx(est.psd[0], abs=1e-12)
-        by_item = dict(zip(full["item_id"], full["choice"]))
-        assert row.same_choice == pytest.approx(np.mean([by_item[i] == c for i, c in zip(cat["item_id"], cat["choice"])]))
+        by_item = dict(zip(full["item_id"], full["choice"], strict=True))
+        assert row.same_choice == pytest.approx(np.mean([by_item[i] == c
+                                                         for i, c in zip(cat["item_id"], cat["choice"], strict=True)]))
     assert 0.7 < frame["same_choice"].mean() < 1.0
     assert (np.abs(frame["theta_cat"] - frame["theta_full"]) < 3 * frame["se_cat"]).all()
 

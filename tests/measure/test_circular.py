@@ -16,7 +16,7 @@ def test_rotations_put_every_option_once_at_every_position():
 def _rows(item, choices, answer=0):
     """One record per rotation of (0, 1, 2); `choices` are ORIGINAL option indices."""
     return [{"item_id": item, "n_options": 3, "answer": answer, "shuffle": r, "permutation": list(p), "choice": c}
-            for r, (p, c) in enumerate(zip(rotations([0, 1, 2]), choices))]
+            for r, (p, c) in enumerate(zip(rotations([0, 1, 2]), choices, strict=True))]
 
 
 def test_circular_accuracy_hand_computed():

@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats as sps
 from builders import UNED_T3, records, uned_scores
+from scipy import stats as sps
 
 from mcqa_toolkit import measure as S
 from mcqa_toolkit.items import Item, ItemSet
@@ -91,7 +91,7 @@ def test_paired_mcnemar_languages_exact_and_chi2():
     assert out["acc_a"] == pytest.approx(13 / 18) and out["acc_b"] == pytest.approx(7 / 18)
     big = [(1, 0)] * 30 + [(0, 1)] * 10
     rows = [{"item_id": f"q{i}", "model": m, "choice": 0 if ok else 1}
-            for i, pair in enumerate(big) for m, ok in zip(("m1", "m2"), pair)]
+            for i, pair in enumerate(big) for m, ok in zip(("m1", "m2"), pair, strict=True)]
     chi = S.paired_mcnemar(records(rows), between="model", a="m1", b="m2", pair_on="item_id",
                            by=("strategy", "language")).iloc[0]
     assert not chi["exact"] and chi["statistic"] == pytest.approx((abs(30 - 10) - 1) ** 2 / 40)
@@ -131,7 +131,7 @@ def test_number_helpers_and_item_attributes():
 def _attribute_frame(counts):
     """counts = (attr & nondisc, attr & disc, noattr & nondisc, noattr & disc) -> one row per item."""
     rows = []
-    for (attr, di), n in zip(((True, 0.1), (True, 0.5), (False, 0.0), (False, 0.3)), counts):
+    for (attr, di), n in zip(((True, 0.1), (True, 0.5), (False, 0.0), (False, 0.3)), counts, strict=True):
         rows += [{"has_image": attr, "numbers_in_stem": attr, "numbers_in_options": not attr, "di": di}] * n
     return pd.DataFrame(rows)
 

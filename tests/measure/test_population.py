@@ -7,8 +7,15 @@ import pytest
 from builders import records
 
 from mcqa_toolkit import irt
-from mcqa_toolkit.measure.population import (SmallPopulationWarning, bank_fit, bank_items, calibrate_bank,
-                                             leave_one_model_out, lomo_summary, population_responses)
+from mcqa_toolkit.measure.population import (
+    SmallPopulationWarning,
+    bank_fit,
+    bank_items,
+    calibrate_bank,
+    leave_one_model_out,
+    lomo_summary,
+    population_responses,
+)
 
 
 def test_population_responses_majority_and_first():

@@ -10,8 +10,8 @@ import pytest
 from mcqa_toolkit.items import Item
 from mcqa_toolkit.measure.circular import rotations
 from mcqa_toolkit.measure.pride import debias, item_prior, permutation_debiased, pride
-from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.records.columns import records_frame
+from mcqa_toolkit.records.factory import make_record, run_fields
 
 
 def _observed(prior, content, perms):
@@ -48,7 +48,7 @@ def test_hand_computed_three_options():
 def _frame(prior, contents, keys, perms_of):
     recs = []
     run = run_fields(model="m", strategy="S", run_id="r")
-    for i, (content, key) in enumerate(zip(contents, keys)):
+    for i, (content, key) in enumerate(zip(contents, keys, strict=True)):
         item = Item(item_id=f"q{i:02d}", source="t", exam="e", stem="?", options=("a", "b", "c", "d"), answer=key,
                     language="en")
         for s, perm in enumerate(perms_of(i)):
@@ -67,7 +67,10 @@ def test_pride_on_records_recovers_the_content_answers():
     keys = [i % 4 for i in range(20)]
     contents = [np.where(np.arange(4) == k, 0.4, 0.2) for k in keys]
     est = {0}   # with share 0.05 and one item with several shuffles, that item is the estimation item
-    perms = (lambda i: rotations([0, 1, 2, 3]) if i in est else [rotations([0, 1, 2, 3])[(keys[i] + 1) % 4]])
+
+    def perms(i):
+        return rotations([0, 1, 2, 3]) if i in est else [rotations([0, 1, 2, 3])[(keys[i] + 1) % 4]]
+
     f = _frame(prior, contents, keys, perms)
     res = pride(f, by=(), share=0.05)
     row = res.summary.iloc[0]

@@ -5,16 +5,12 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats as sps
 from builders import UNED_T5, course_exam_items, records
+from scipy import stats as sps
 
 from mcqa_toolkit import measure as M
-from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.records.columns import records_frame
-
-
-
-
+from mcqa_toolkit.records.factory import make_record, run_fields
 
 
 def test_accuracy_counts_statuses_separately():

@@ -3,7 +3,12 @@ import pytest
 
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.prompts import (
-    Prompt, list_styles, load_template, render, select_shots, split_shots,
+    Prompt,
+    list_styles,
+    load_template,
+    render,
+    select_shots,
+    split_shots,
 )
 
 LANGS = ("pt", "es", "it", "en")
@@ -225,7 +230,7 @@ def test_easiest_four_shots_own_subject_first_letters_balanced():
     assert len(set(positions)) == 4  # four answers on four different letters
     # the first shot keeps its order; the others move only the key (a transposition)
     assert shots[0][1] == (0, 1, 2, 3, 4)
-    assert all(sum(a != b for a, b in zip(p, range(5))) in (0, 2) for _, p in shots)
+    assert all(sum(a != b for a, b in zip(p, range(5), strict=True)) in (0, 2) for _, p in shots)
     assert select_shots(pool, target, 4, "easiest", seed=0) == shots
     text = render(target, load_template("en", "enem"), shots=shots).text
     assert text.count("Answer: (") == 1 + 4 + 1  # instruction, four shots, cue
@@ -279,7 +284,7 @@ def test_ids_rule_and_errors():
 def test_split_shots_keeps_shots_and_their_translations_out_of_evaluation():
     items = _pool()
     pool, evaluated = split_shots(items, 4, "easiest")
-    assert sorted(pool.ids) == sorted(f"{s}0-{l}" for s in ("CN", "CH", "LC", "MT") for l in ("pt", "en"))
+    assert sorted(pool.ids) == sorted(f"{s}0-{lang}" for s in ("CN", "CH", "LC", "MT") for lang in ("pt", "en"))
     assert not set(pool.ids) & set(evaluated.ids) and len(evaluated) == len(items) - 8
     for target in evaluated:
         assert len(select_shots(pool, target, 4, "easiest")) == 4

@@ -5,7 +5,7 @@ foreign-language items of their own language). Fixtures written here."""
 import pytest
 
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.prompts.shots import select_shots, split_shots
+from mcqa_toolkit.prompts.shots import balanced_permutations, select_shots, split_shots
 
 SUBJECTS = ("humanities", "natural sciences", "languages", "mathematics")
 
@@ -55,3 +55,10 @@ def test_a_pool_from_another_exam_gives_every_question_the_same_four_items():
     now = _exam()
     blocks = {frozenset(s.item_id for s, _ in select_shots(earlier, t, 4, "easiest")) for t in now}
     assert blocks == {frozenset({"old-pt-0-0", "old-pt-1-0", "old-pt-2-0", "old-pt-3-0"})}
+
+
+def test_balanced_permutations_refuses_a_shot_without_a_single_answer_key():
+    shots = list(_exam())[:2]
+    annulled = shots[1].with_(answer=None)
+    with pytest.raises(ValueError, match="no single-answer key"):
+        balanced_permutations([shots[0], annulled])

@@ -2,8 +2,14 @@
 import pytest
 
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.prompts.solved_page import (PAGE_TEMPLATES, exposure_split, has_page, matched_split, page_template,
-                                             solved_page)
+from mcqa_toolkit.prompts.solved_page import (
+    PAGE_TEMPLATES,
+    exposure_split,
+    has_page,
+    matched_split,
+    page_template,
+    solved_page,
+)
 
 
 def _item(**kw):

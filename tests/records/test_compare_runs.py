@@ -59,7 +59,7 @@ def _naive_delta(a, b):
     right = {(r.item_id, r.shuffle): r for r in b.itertuples()}
     for r in a.itertuples():
         other = right[(r.item_id, r.shuffle)]
-        for x, y in zip(r.option_scores, other.option_scores):
+        for x, y in zip(r.option_scores, other.option_scores, strict=True):
             worst = max(worst, abs(float(x) - float(y)))
         same += int(r.choice == other.choice)
         n += 1
@@ -103,7 +103,7 @@ def _naive_changes(a, b):
     for r in a.to_dict("records"):
         other = right[(r["item_id"], r["shuffle"])]
         for col in ("option_scores", "option_probs"):
-            for x, y in zip(r[col], other[col]):
+            for x, y in zip(r[col], other[col], strict=True):
                 worst[col] = max(worst[col], abs(float(x) - float(y)))
         worst["points_earned"] = max(worst["points_earned"], abs(r["points_earned"] - other["points_earned"]))
         for col in changed:

@@ -1,6 +1,7 @@
 """records.dataset: the dataset a folder says its run was given, as run.json records it now (dataset, dataset_args,
-language), as `mcqa run` recorded it before run.json held the dataset (a `job` of notebook parameters: tests/fixtures/old_run_folders), and from provenance.json
-alone; RunDir.items: the items a run was given, None for a folder from before runs carried them."""
+language), as `mcqa run` recorded it before run.json held the dataset (a `job` of notebook parameters:
+tests/fixtures/old_run_folders), and from provenance.json alone; RunDir.items: the items a run was given, None for a
+folder from before runs carried them."""
 from __future__ import annotations
 
 import json
@@ -13,7 +14,8 @@ from mcqa_toolkit.records.dataset import RunDataset, run_dataset
 from mcqa_toolkit.records.store import RunDir
 
 SAMPLE = REPO / "data" / "demo" / "results" / "gemma-3-270m__demo__it__S5"
-OLD = REPO / "tests" / "fixtures" / "old_run_folders" / "gemma-3-270m__demo__it__S5"   # run.json of 674af41's `mcqa run`
+# run.json of 674af41's `mcqa run`
+OLD = REPO / "tests" / "fixtures" / "old_run_folders" / "gemma-3-270m__demo__it__S5"
 
 
 def test_the_dataset_of_a_folder_now_and_before(tmp_path):

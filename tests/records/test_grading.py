@@ -1,12 +1,11 @@
 """records.grading: the exam rule that grades one response (single and true/false exact, multi partial credit
 capped at the item's points, letters read as options, short answers by a judge whose verdict is checked)."""
 import pytest
-
 from builders import course_exam_items
 
 from mcqa_toolkit.items import Item
-from mcqa_toolkit.records.grading import RULE_STATUSES, course_exam_points
 from mcqa_toolkit.records.columns import STATUSES
+from mcqa_toolkit.records.grading import RULE_STATUSES, course_exam_points
 
 
 def test_course_exam_points_rules():
@@ -52,3 +51,10 @@ def test_an_annulled_item_cannot_be_graded():
     item = Item(item_id="z", source="t", exam="E", stem="?", options=("a", "b"), answer=None)
     with pytest.raises(ValueError, match="annulled"):
         course_exam_points(item, 0)
+
+
+def test_a_true_false_item_needs_a_tuple_key():
+    item = Item(item_id="tf", source="t", exam="E", stem="?", options=("True", "False"), answer=1,
+                answer_type="truefalse")
+    with pytest.raises(ValueError, match="tuple of bools"):
+        course_exam_points(item, (True,))

@@ -59,7 +59,8 @@ def test_a_compacted_run_without_its_summary_is_complete_for_no_reader(tmp_path)
     done = _run(tmp_path / "m1__demo__pt__S1", "m1")
     half = _run(tmp_path / "m2__demo__pt__S1", "m2", summary=False)   # killed between Parquet and summary.json
     assert half.is_compacted() and not half.is_complete() and done.is_complete()
-    assert run_state(half, _identity("m2")) is RunState.RESUMABLE and run_state(done, _identity("m1")) is RunState.COMPLETE
+    assert (run_state(half, _identity("m2")) is RunState.RESUMABLE
+            and run_state(done, _identity("m1")) is RunState.COMPLETE)
     assert complete_runs(tmp_path) == [done] and complete_runs(tmp_path / "nowhere") == []
     assert set(load_results(tmp_path)["model"]) == {"m1"}
     assert runs_frame(tmp_path)["model"].tolist() == ["m1"]

@@ -15,9 +15,8 @@ from pathlib import Path
 import numpy as np
 import papermill as pm
 import pytest
-from synthetic_results import write_adaptive_results
-from synthetic_results import write_synthetic_results
 from paths import REPO
+from synthetic_results import write_adaptive_results, write_synthetic_results
 
 from mcqa_toolkit import enem, measure
 from mcqa_toolkit.datasets.demo import load_demo, load_population
@@ -57,7 +56,8 @@ EXPECTED = {  # notebook -> (headline keys, figures, LaTeX files)
                ["dif_items"]),
 }
 ADAPTIVE_SMALL = {"POPULATION_SIZE": 300, "SE_TARGETS": [0.4, 0.5], "MAX_ITEMS": 25, "ANCHOR_PERSONS": 100,
-                  "ANCHOR_KS": [5, 10], "ANCHOR_FOLDS": 4, "ANCHOR_CALIBRATION": {"model": "2pl", "a_prior": [0.0, 0.5]}}
+                  "ANCHOR_KS": [5, 10], "ANCHOR_FOLDS": 4,
+                  "ANCHOR_CALIBRATION": {"model": "2pl", "a_prior": [0.0, 0.5]}}
 EXTRA_PARAMETERS = {"10_tables": {"N_BOOT": 50}, "12_language_gap": {"N_BOOT": 50}, "15_adaptive": ADAPTIVE_SMALL}
 
 

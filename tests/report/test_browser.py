@@ -31,10 +31,10 @@ import pytest
 from paths import REPO
 
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.report.inspector_views import PNG_DPI, probs_figure
-from mcqa_toolkit.report.responses import responses_frame
 from mcqa_toolkit.records import load_results
 from mcqa_toolkit.report.headline import dataset_items
+from mcqa_toolkit.report.inspector_views import PNG_DPI, probs_figure
+from mcqa_toolkit.report.responses import responses_frame
 
 pytestmark = pytest.mark.browser
 SAMPLE_RESULTS = REPO / "data" / "demo" / "results"
@@ -203,8 +203,10 @@ def test_inspector_renders_and_responds_in_jupyterlab(lab, page):
     assert question.locator("h3").inner_text() == first.item_id
     assert first.stem in question.locator(".mcqa-stem").inner_text()
     shown = "s => s.selectedIndex >= 0 ? s.options[s.selectedIndex].text : '(empty)'"
-    for label, start in {"Dataset": "all", "Language": "all", "Subject": "all", "Year": "all", "Outcome": "any"}.items():
-        select = inspector.locator(".widget-dropdown").filter(has=page.locator("label", has_text=label)).locator("select")
+    for label, start in {"Dataset": "all", "Language": "all", "Subject": "all", "Year": "all",
+                         "Outcome": "any"}.items():
+        select = (inspector.locator(".widget-dropdown").filter(has=page.locator("label", has_text=label))
+                  .locator("select"))
         assert select.evaluate(shown) == start, f"the {label} filter shows {select.evaluate(shown)!r}, not {start!r}"
     # the widget's top at the top of the notebook panel: the same scroll position, hence pixels, every run
     inspector.evaluate("e => e.scrollIntoView({block: 'start'})")

@@ -15,8 +15,7 @@ from paths import REPO
 from mcqa_toolkit.items import Item, ItemSet
 from mcqa_toolkit.measure import MIN_GROUP
 from mcqa_toolkit.report import plots
-from mcqa_toolkit.report.dif import (CLASS_COLUMNS, TextTable, dif_items_table, dif_report, read_classes,
-                                     write_classes)
+from mcqa_toolkit.report.dif import CLASS_COLUMNS, TextTable, dif_items_table, dif_report, read_classes, write_classes
 from mcqa_toolkit.report.html import write_html_report
 from mcqa_toolkit.report.inspector import QuestionInspector
 from mcqa_toolkit.report.inspector_views import dif_html
@@ -29,7 +28,8 @@ STEMS = {"en": "Question {i}: 50% of x_1 & y?", "pt": "Pergunta {i}: 50% de x_1 
 def items():
     return ItemSet([Item(item_id=f"q{i}-{lang}", source="t", exam="e", options=("a", "b", "c", "d"), answer=0,
                          stem=STEMS[lang].format(i=i) * (8 if i == 0 else 1), subject="bio_chem", language=lang,
-                         parallel_id=f"q{i}", irt=(1.2, -0.5 + 0.2 * i, 0.2)) for lang in ("en", "pt") for i in range(8)],
+                         parallel_id=f"q{i}", irt=(1.2, -0.5 + 0.2 * i, 0.2))
+                    for lang in ("en", "pt") for i in range(8)],
                    "t")
 
 

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.figure import Figure
-from PIL import Image
 from paths import REPO
+from PIL import Image
 
 from mcqa_toolkit.report import plots, tables, write_headline
 from mcqa_toolkit.report.html import MAX_FIGURE_WIDTH, SCREEN_SCALE, write_html_report
@@ -59,7 +59,7 @@ def test_runs_frame_and_headline_table():
 def test_headline_shows_points_when_a_run_has_no_accuracy():
     runs = runs_frame(SAMPLE)
     short_only = runs.assign(accuracy=[None if s == "course_generate" else a
-                                       for s, a in zip(runs["strategy"], runs["accuracy"])])
+                                       for s, a in zip(runs["strategy"], runs["accuracy"], strict=True)])
     table = headline_table(short_only, ["en"])
     assert table.loc[("gemma-3-270m", "course_exam", "course_generate"), "en"] == "11/64 pts"
 

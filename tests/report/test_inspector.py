@@ -2,7 +2,6 @@
 frame), work its controls as a user would, and check what it renders; plus the notebook under papermill."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from paths import REPO
@@ -10,8 +9,8 @@ from paths import REPO
 from mcqa_toolkit.datasets import load
 from mcqa_toolkit.datasets.demo import load_population
 from mcqa_toolkit.items import Item, ItemSet
-from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.records.columns import records_frame
+from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.report.inspector import QuestionInspector, filter_items, item_html, outcome_by_item, responses_frame
 
 NOTEBOOK = REPO / "notebooks" / "inspect_questions.ipynb"

@@ -5,20 +5,20 @@ from __future__ import annotations
 import io
 
 import matplotlib
-import matplotlib.text
 import matplotlib.pyplot as plt
+import matplotlib.text
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.collections import PolyCollection
 from figure_checks import _check_figure
+from matplotlib.collections import PolyCollection
 from synthetic_results import write_synthetic_results
 
 from mcqa_toolkit import measure
 from mcqa_toolkit.contamination import contamination_correlation, contamination_frame
-from mcqa_toolkit.report import plots
 from mcqa_toolkit.datasets.demo import load_demo, load_population
 from mcqa_toolkit.records.results import load_min_k, load_results
+from mcqa_toolkit.report import plots
 
 matplotlib.use("Agg")
 
@@ -128,7 +128,7 @@ def test_facet_titles_and_ticks_of_many_long_strategies_do_not_overlap(data):
     rows, titles break at ' · ', long tick labels slant (figure_checks fails on any two overlapping texts)."""
     names = [("S1", "S2", "S3", "S4"), ("enem_4shot", "enem_4shot_cat", "enem_1shot", "enem_1shot_cat")]
     many = pd.concat([data["records"].assign(strategy=data["records"]["strategy"].map(
-        {"S1": a, "enem_4shot": b})) for a, b in zip(*names)], ignore_index=True)
+        {"S1": a, "enem_4shot": b})) for a, b in zip(*names, strict=True)], ignore_index=True)
     dist = measure.position_distribution(many, by=("model", "strategy"))
     assert len(_check_figure(plots.position_distributions(dist), 16)) == 16          # 8 strategies x k = 4, 5
     _check_figure(plots.accuracy_by_position(measure.accuracy_by_position(many, by=("model", "strategy"))), 16)

@@ -1,11 +1,11 @@
 """tables.py: pivots in the seed papers' shapes and their LaTeX (booktabs, bold best, ±, escaping)."""
 import pandas as pd
 import pytest
+from builders import UNED_T5, records, uned_scores
 
 from mcqa_toolkit import measure as M
 from mcqa_toolkit import measure as S
 from mcqa_toolkit.report import tables as T
-from builders import UNED_T5, records, uned_scores
 
 
 def body(latex):

@@ -9,8 +9,9 @@ import os
 import shutil
 import signal
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import isolation
 import pytest

@@ -49,7 +49,7 @@ def cat_frame(df):
 def test_cat_stops_by_rule_and_records_its_path(items, table, tmp_path):
     st = Strategy.first_token(shuffles=2, style="enem", adaptive={"se_target": 0.45, "max_items": 25})
     df = cat_frame(run(items, LookupBackend(table), st, tmp_path / "cat", progress=False))
-    for k, g in df.sort_values("position").groupby("shuffle"):
+    for _, g in df.sort_values("position").groupby("shuffle"):
         assert g["position"].tolist() == list(range(1, len(g) + 1)) and len(g) < len(items)
         final = g.iloc[-1]
         assert final["stop"] in ("se", "max_items") and (final["se"] <= 0.45 or len(g) == 25)

@@ -23,9 +23,9 @@ from mcqa_toolkit.backends import providers
 from mcqa_toolkit.backends.batch.openai import import_results
 from mcqa_toolkit.backends.cache import RequestCache
 from mcqa_toolkit.prompts.types import question_kind
+from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.resources import notebooks_dir
 from mcqa_toolkit.run import batch, grid
-from mcqa_toolkit.records.equality import assert_same_records
 from mcqa_toolkit.run.jobs import Job, expand, load_params
 from mcqa_toolkit.run.kernel import KernelRuns
 from mcqa_toolkit.run.recipe import BackendCache, run_job
@@ -122,7 +122,8 @@ def test_failed_cancelled_expired_batches_end_in_one_line_and_no_online_request(
         server.outcome = "completed"
         _kernel_step(KernelRuns(), job, "submit")
         resubmitted = json.loads(job.run_dir.batch_file.read_text())
-        assert _ids(job.run_dir.dir / resubmitted["batches"][0]["input_file"]) == {f["custom_id"] for f in state["failed"]}
+        assert (_ids(job.run_dir.dir / resubmitted["batches"][0]["input_file"])
+                == {f["custom_id"] for f in state["failed"]})
         assert len(api.calls("/v1/completions")) == probes and not api.rejected()
 
 

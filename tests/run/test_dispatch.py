@@ -28,7 +28,10 @@ def items():
     return load("course_exam")  # the shipped demo course exam (data/demo/course_exam)
 
 
-def _run(items, tmp_path, st=Strategy.generate(shuffles=2, max_new_tokens=40), judge=None, model=None, name="r"):
+GENERATE = Strategy.generate(shuffles=2, max_new_tokens=40)
+
+
+def _run(items, tmp_path, st=GENERATE, judge=None, model=None, name="r"):
     judge = judge or ScriptedJudge()
     return run(items, model or ScriptedModel(), st, tmp_path / name, dataset="course_exam",
                judges=[LLMJudge(judge)], progress=False)

@@ -213,7 +213,8 @@ def test_killed_mcqa_run_resumes_with_the_records_of_an_uninterrupted_one(tmp_pa
     clean = _grid(tmp_path, tiny_model_dir, "clean")
     assert grid.run_params(clean, notebooks_dir() / cli.RUN_NOTEBOOK, tmp_path) == 0
     for job in killed:
-        resumed, uninterrupted = RunDir(job.run_dir.dir).load(), RunDir(tmp_path / "clean" / job.run_dir.dir.name).load()
+        resumed, uninterrupted = (RunDir(job.run_dir.dir).load(),
+                                  RunDir(tmp_path / "clean" / job.run_dir.dir.name).load())
         volatile = ["seconds", "n_forwarded_tokens"]  # a resumed run re-encodes its run prefix
         pd.testing.assert_frame_equal(resumed.drop(columns=volatile), uninterrupted.drop(columns=volatile))
         assert (job.run_dir.dir / "run_model.ipynb").exists()

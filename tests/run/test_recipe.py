@@ -86,7 +86,8 @@ def test_records_of_a_renewed_backend_equal_a_fresh_load(tiny_model_dir, tmp_pat
         reused = run_job(job, cache, progress=False).records
         fresh = run_job(dataclasses.replace(job, run_dir=tmp_path / "fresh" / name), progress=False).records
         assert_same_records(reused, fresh, ignore=["run_id"])
-        usage = [json.loads((tmp_path / d / name / "provenance.json").read_text())["usage"] for d in ("shared", "fresh")]
+        usage = [json.loads((tmp_path / d / name / "provenance.json").read_text())["usage"]
+                 for d in ("shared", "fresh")]
         assert {k: v for k, v in usage[0].items() if not k.endswith("seconds")} == \
                {k: v for k, v in usage[1].items() if not k.endswith("seconds")}    # timings aside
 

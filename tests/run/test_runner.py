@@ -7,8 +7,8 @@ import pytest
 
 import mcqa_toolkit.run.runner as runner_mod
 from mcqa_toolkit.datasets import load
-from mcqa_toolkit.run import Strategy, run, strategy
 from mcqa_toolkit.records.columns import COLUMNS
+from mcqa_toolkit.run import Strategy, run, strategy
 
 VOLATILE = ["seconds", "n_forwarded_tokens"]
 
@@ -143,3 +143,9 @@ def test_preparing_the_next_block_ahead_gives_the_same_records(tiny_gemma, demo_
     assert len(prepared) == 2 and all(prepared)  # blocks 2 and 3 of 3
     shown = got.groupby("item_id", sort=False).size()
     assert [len(x) for x in prepared] == [int(shown.iloc[2:4].sum()), int(shown.iloc[4:].sum())]
+
+
+def test_a_model_spec_without_a_pool_is_refused_in_one_sentence(tmp_path):
+    items = load("demo", language="en", per_subject=1)
+    with pytest.raises(ValueError, match="is a model spec: pass a loaded Backend, or pool="):
+        run(items, "some/model", strategy("S1"), tmp_path / "r")

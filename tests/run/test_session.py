@@ -54,8 +54,9 @@ def test_session_kernel_defaults_numpy_to_one_blas_thread(tmp_path, monkeypatch)
 def test_session_runs_notebooks_in_one_kernel_that_forgets(tmp_path):
     from mcqa_toolkit.run.session import KernelSession
 
-    nb = _notebook(tmp_path / "nb.ipynb", "import os\nprint(sorted(k for k in ('leftover', 'backend') if k in globals()),"
-                   " os.getcwd() == " + repr(str(tmp_path)) + ")\nleftover = backend = X", "print(os.getpid())")
+    nb = _notebook(tmp_path / "nb.ipynb", "import os\nprint(sorted(k for k in ('leftover', 'backend') if k in "
+                   "globals()), os.getcwd() == " + repr(str(tmp_path)) + ")\nleftover = backend = X",
+                   "print(os.getpid())")
     failing = _notebook(tmp_path / "fail.ipynb", "raise RuntimeError('boom ' + str(X))")
     with KernelSession(cwd=tmp_path, keep=("backend",)) as session:
         assert session.km.transport == "ipc"
@@ -81,7 +82,7 @@ def test_a_dead_kernel_is_replaced_before_the_next_notebook(tmp_path):
     dies = _notebook(tmp_path / "dies.ipynb", "import os\nos._exit(1)")
     nb = _notebook(tmp_path / "nb.ipynb", "print(X)")
     with KernelSession(cwd=tmp_path) as session:
-        with pytest.raises(Exception):
+        with pytest.raises(RuntimeError):  # nbclient's DeadKernelError
             session.execute(dies, tmp_path / "a.ipynb", {"X": 1})
         session.execute(nb, tmp_path / "b.ipynb", {"X": 2})
     assert _outputs(tmp_path / "b.ipynb") == ["2\n"]

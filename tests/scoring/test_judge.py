@@ -14,8 +14,8 @@ from mcqa_toolkit import measure
 from mcqa_toolkit.backends import Capabilities, CapabilityError, Generation
 from mcqa_toolkit.datasets.grades import read_human_grades
 from mcqa_toolkit.items import DatasetError, Item
-from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.records.columns import records_frame
+from mcqa_toolkit.records.factory import make_record, run_fields
 from mcqa_toolkit.scoring.judge import Judgement, LLMJudge, combine_scores, judge_answers, parse_verdict
 
 
@@ -140,7 +140,7 @@ def test_icc_reproduces_shrout_and_fleiss():
 def _judged_records(scores_a, scores_b, points=4.0):
     """Short-answer records judged by two judges (None = an unreadable verdict), combined by mean."""
     out = []
-    for k, (a, b) in enumerate(zip(scores_a, scores_b)):
+    for k, (a, b) in enumerate(zip(scores_a, scores_b, strict=True)):
         item = ITEM.with_(item_id=f"q{k}", points=points)
         verdicts = [Judgement(n, "h", "raw", s, "", "ok" if s is not None else "error").as_dict()
                     for n, s in (("ja", a), ("jb", b))]

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from mcqa_toolkit.backends.batch.base import BatchClient, Requests, Results
 from mcqa_toolkit.backends.cache import RequestCache
@@ -21,10 +22,11 @@ ENDED = {"completed", "failed", "expired", "cancelled"}  # not: validating, in_p
 
 def _failure(rec: dict[str, Any]) -> str:
     """The reason of one OpenAI batch output/error line that did not succeed."""
+    response: dict[str, Any]
     error, response = rec.get("error"), rec.get("response") or {}
     if isinstance(error, dict):
         return f"{error.get('code') or 'error'}: {error.get('message') or ''}".strip()
-    body = response.get("body") if isinstance(response.get("body"), dict) else {}
+    body: dict[str, Any] = response["body"] if isinstance(response.get("body"), dict) else {}
     message = (body.get("error") or {}).get("message") if isinstance(body.get("error"), dict) else body.get("error")
     return f"HTTP {response.get('status_code')}: {message or error or 'no body'}"
 

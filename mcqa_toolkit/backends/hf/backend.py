@@ -12,17 +12,23 @@ every call, generation included.
 from __future__ import annotations
 
 import importlib.metadata as md
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from mcqa_toolkit.backends.base import Capabilities, Continuation, ContinuationLogprobs, Generation, LetterLogprobs
 from mcqa_toolkit.backends.hf.distributions import TokenDistribution, token_distributions
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request
+from mcqa_toolkit.backends.hf.gencheck import padded_generation
 from mcqa_toolkit.backends.hf.generation import DEFAULT_STOP, generate_one, generate_padded
 from mcqa_toolkit.backends.hf.loading import LM
 from mcqa_toolkit.backends.hf.segments import TokenCache
-from mcqa_toolkit.backends.hf.gencheck import padded_generation
-from mcqa_toolkit.backends.hf.tokens import (continuation_requests, encode, letter_requests, prompt_text,
-                                             shared_prefix_ids)
+from mcqa_toolkit.backends.hf.tokens import (
+    continuation_requests,
+    encode,
+    letter_requests,
+    prompt_text,
+    shared_prefix_ids,
+)
 
 _PACKAGES = ("torch", "transformers", "tokenizers")
 
@@ -43,7 +49,7 @@ class HFBackend:
         self.prepare_ahead = self.engine.budget.prepare_ahead if prepare_ahead is None else prepare_ahead
         self._generated = {"generated_tokens": 0, "generation_padded": 0}
 
-    def renew(self) -> "HFBackend":
+    def renew(self) -> HFBackend:
         """A backend on the same loaded weights with empty caches and counters, as good as a fresh load: the
         KV-prefix cache and the token accounting start over, so records do not depend on earlier runs."""
         return HFBackend(self.lm, self.tokens, **self._engine_options)
@@ -55,7 +61,7 @@ class HFBackend:
                             chat_scoring=chat)
 
     def provenance(self) -> dict[str, Any]:
-        versions = {}
+        versions: dict[str, str | None] = {}
         for pkg in _PACKAGES:
             try:
                 versions[pkg] = md.version(pkg)
@@ -88,7 +94,7 @@ class HFBackend:
         groups = _by_item([getattr(p, "item_id", None) for p in prompts])
         logps = self._score(reqs, groups, [shared_prefix_ids(self.lm, prompts[g[0]], reqs[g[0]].tokens,
                                                              cache=self.tokens) for g in groups])
-        return [LetterLogprobs(lp, len(r.tokens), ex) for lp, r, ex in zip(logps, reqs, extras)]
+        return [LetterLogprobs(lp, len(r.tokens), ex) for lp, r, ex in zip(logps, reqs, extras, strict=True)]
 
     def token_distributions(self, texts: Sequence[str]) -> list[TokenDistribution]:
         """Optional part of the protocol (Min-K%++): per token of each text, its log-prob and the mean and
@@ -112,14 +118,16 @@ class HFBackend:
                   else shared_prefix_ids(self.lm, contexts[g[0]], cache=self.tokens)
                   for g in groups]
         logps = self._score(reqs, groups, shared)
-        return [ContinuationLogprobs(lp, text, r.n_context) for lp, (_, _, text), r in zip(logps, split, reqs)]
+        return [ContinuationLogprobs(lp, text, r.n_context)
+                for lp, (_, _, text), r in zip(logps, split, reqs, strict=True)]
 
     def _score(self, reqs: list[Request], groups: list[list[int]], shared: list[tuple[int, ...]]) -> list[Any]:
         """The engine's results for `reqs`, scored as one block of items (`groups`: each item's request indices)."""
         out: list[Any] = [None] * len(reqs)
         for idx, values in zip(groups, self.engine.score_block([([reqs[i] for i in g], s)
-                                                                for g, s in zip(groups, shared)])):
-            for i, v in zip(idx, values):
+                                                                for g, s in zip(groups, shared, strict=True)]),
+                               strict=True):
+            for i, v in zip(idx, values, strict=True):
                 out[i] = v
         return out
 
@@ -143,7 +151,7 @@ class HFBackend:
             self._generated["generation_padded"] += padded
         else:
             gens = []
-            for i, (p, ids) in enumerate(zip(prompts, id_lists)):
+            for i, (p, ids) in enumerate(zip(prompts, id_lists, strict=True)):
                 shared = shared_prefix_ids(self.lm, p, cache=self.tokens)
                 cache = self.engine.prefix_cache_for(ids, shared)
                 gen, forwarded = generate_one(self.lm, ids, max_new_tokens=max_new_tokens, temperature=temperature,

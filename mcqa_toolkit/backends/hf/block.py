@@ -19,9 +19,10 @@ sequences, which can only continue one contiguous cache. `score_parts` runs both
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,8 +30,15 @@ from torch.profiler import record_function
 
 from mcqa_toolkit.backends.hf.budget import ROW_TOKENS
 from mcqa_toolkit.backends.hf.heads import head_logprobs
-from mcqa_toolkit.backends.hf.masks import (layer_groups, row_arrays, rows_view, shared_cache, text_config, tree_masks,
-                                           upload)
+from mcqa_toolkit.backends.hf.masks import (
+    layer_groups,
+    row_arrays,
+    rows_view,
+    shared_cache,
+    text_config,
+    tree_masks,
+    upload,
+)
 from mcqa_toolkit.backends.hf.packing import Row, plan_batches, plan_items
 from mcqa_toolkit.backends.hf.tree import plan_call
 
@@ -81,7 +89,7 @@ def _slot_positions(run_slots: int, run_len: int, place: Sequence[tuple[int, int
     """(items, keep): the positions item i sees in the last `keep` slots of its row, [`run_slots` run slots ;
     `width` chain slots], its own chain at `place[i]`, every other chain slot -1."""
     new = np.full((len(lengths), width), -1, dtype=np.int64)
-    for i, ((_, start), n) in enumerate(zip(place, lengths)):
+    for i, ((_, start), n) in enumerate(zip(place, lengths, strict=True)):
         new[i, start: start + n] = np.arange(run_len, run_len + n)
     run = np.broadcast_to(np.arange(run_len - run_slots, run_len), (len(lengths), run_slots))
     full = np.concatenate([run, new], axis=1)
@@ -95,7 +103,7 @@ def _chain_rows(place: Sequence[tuple[int, int]], prefixes: Sequence[Sequence[in
     ids = np.full((n_rows, width), pad, dtype=np.int64)
     pos = np.full((n_rows, width), run_len, dtype=np.int64)
     end = np.tile(np.arange(1, width + 1, dtype=np.int64), (n_rows, 1))
-    for (row, start), p in zip(place, prefixes):
+    for (row, start), p in zip(place, prefixes, strict=True):
         ids[row, start: start + len(p)] = p
         pos[row, start: start + len(p)] = np.arange(run_len, run_len + len(p))
         end[row, start: start + len(p)] = start + len(p)
@@ -120,11 +128,13 @@ def open_block(engine: Any, run_cache: Any, run_len: int, prefixes: Sequence[Seq
     if width and n == 1:
         engine.forward(upload([np.array([prefixes[0]])], lm.device)[0], cache)
     elif width:
+        assert groups is not None  # n > 1 here, and several items without groups raised above
         with record_function("mcqa::masks"):
             ids, pos, end = _chain_rows(place, prefixes, n_rows, width, run_len, lm.tokenizer.pad_token_id or 0)
             keys = [_slot_positions(k, run_len, [(0, 0)] * n_rows, [0] * n_rows, 0, k) for _, k in groups.values()]
             ids_t, pos_t, end_t, *keys_t = upload([ids, pos, end, *keys], lm.device)
-            masks = tree_masks({g: w for g, (w, _) in groups.items()}, pos_t, end_t, dict(zip(groups, keys_t)),
+            masks = tree_masks({g: w for g, (w, _) in groups.items()}, pos_t, end_t,
+                               dict(zip(groups, keys_t, strict=True)),
                                text_config(lm.model)._attn_implementation, engine.dtype)
         engine.forward(ids_t, cache, attention_mask=masks, position_ids=pos_t)
         stats.padded += n_rows * width - sum(lengths)
@@ -134,9 +144,10 @@ def open_block(engine: Any, run_cache: Any, run_len: int, prefixes: Sequence[Seq
     after = layer_groups(lm.model, cache) if groups is not None else None
     if after is None:
         return BlockCache(cache, bases, rows, n_rows)
+    assert groups is not None  # `after` is read only with groups
     keys = [_slot_positions(groups[g][1], run_len, place, lengths, width, k) for g, (_, k) in after.items()]
     return BlockCache(cache, bases, rows, n_rows, {g: w for g, (w, _) in after.items()},
-                      dict(zip(after, upload(keys, lm.device))), dict(zip(after, keys)))
+                      dict(zip(after, upload(keys, lm.device), strict=True)), dict(zip(after, keys, strict=True)))
 
 
 def _forward_rows(engine: Any, rows: list[Row], block: BlockCache) -> torch.Tensor:
@@ -153,6 +164,7 @@ def _forward_rows(engine: Any, rows: list[Row], block: BlockCache) -> torch.Tens
         cache_rows = index_t[-1] if block.cache_rows > 1 else None
         extra: dict[str, Any] = {}
         if block.windows is not None:
+            assert block.keys is not None  # set with windows
             keys = {g: (k.expand(len(rows), -1) if items is None else k.index_select(0, items))
                     for g, k in block.keys.items()}
             extra = {"attention_mask": tree_masks(block.windows, positions, end, keys,
@@ -170,6 +182,7 @@ def _forward_rows(engine: Any, rows: list[Row], block: BlockCache) -> torch.Tens
 def _forward_tree(engine: Any, rows: list[Row], block: BlockCache) -> torch.Tensor:
     """`_forward_rows` with tree attention (tree.py): the call's plan instead of masks and per-row cache views."""
     lm = engine.lm
+    assert block.windows is not None and block.slots is not None  # set together with the block's keys
     with record_function("mcqa::masks"):
         ids, positions, end = row_arrays(rows, [block.bases[r.item] for r in rows], lm.tokenizer.pad_token_id or 0)
         plan = plan_call(block.cache, engine.groups(len(block.cache.layers)), block.windows, block.slots, positions,
@@ -244,11 +257,12 @@ def _score_items(engine: Any, parts: list[Any]) -> list[list[np.ndarray]]:
     run = parts[0].run
     ends = [p.item_prefix_end for p in parts]
     run_cache = engine._prefix_cache(run) if run else None
-    block = open_block(engine, run_cache, len(run), [p.reqs[0].tokens[len(run):e] for p, e in zip(parts, ends)],
+    block = open_block(engine, run_cache, len(run),
+                       [p.reqs[0].tokens[len(run):e] for p, e in zip(parts, ends, strict=True)],
                        engine.packed)
     with record_function("mcqa::plan"):
         width = engine.row_tokens or ROW_TOKENS["tree" if engine.tree else "masks"]
-        rows = plan_items([[r.tokens[e: r.needed] for r in p.reqs] for p, e in zip(parts, ends)], width,
+        rows = plan_items([[r.tokens[e: r.needed] for r in p.reqs] for p, e in zip(parts, ends, strict=True)], width,
                           packed=block.windows is not None)
         batches = plan_batches(rows, engine.max_batch_tokens, engine.max_batch_rows)
     reqs = [r for p in parts for r in p.reqs]

@@ -17,7 +17,8 @@ import contextlib
 import functools
 import os
 import platform
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -29,7 +30,7 @@ ISA_ENV = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL
 def _precision_backends(device: torch.device) -> list[Any]:
     """The torch.backends.* matmul settings that decide fp32 products on `device` (oneDNN's always: the CPU side
     of any run; CUDA's on a GPU)."""
-    out = [torch.backends.mkldnn.matmul]
+    out = [torch.backends.mkldnn.matmul]  # type: ignore[attr-defined]  # set at import; torch's stubs lack it
     if device.type == "cuda":
         out.append(torch.backends.cuda.matmul)
     return out
@@ -62,7 +63,8 @@ def _cpuinfo() -> tuple[str | None, tuple[str, ...]]:
         text = open("/proc/cpuinfo", encoding="utf-8", errors="replace").read()
     except OSError:
         return platform.processor() or None, ()
-    name, flags = None, set()
+    name: str | None = None
+    flags: set[str] = set()
     for line in text.splitlines():
         key, _, value = line.partition(":")
         key = key.strip()

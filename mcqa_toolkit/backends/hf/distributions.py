@@ -10,8 +10,8 @@ passes, E[(log p - mu)^2] (E[(log p)^2] - mu^2 cancels badly in float32 when the
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch

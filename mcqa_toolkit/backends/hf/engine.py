@@ -25,7 +25,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -170,7 +171,7 @@ class PrefixScorer:
     @property
     def dtype(self) -> torch.dtype:
         """The compute dtype (eager attention's additive masks are in it)."""
-        return self.lm.model.get_input_embeddings().weight.dtype
+        return self.lm.model.get_input_embeddings().weight.dtype  # type: ignore[return-value]  # torch types .weight of a Module loosely
 
     @property
     def packed(self) -> bool:
@@ -289,11 +290,11 @@ class PrefixScorer:
                 results[i] = sequential_scores(self, part.reqs, part.run)
         for chunk in ([] if self.plain or self.sequential else
                       chunks(parts, self.packed, self.max_batch_tokens, self.max_batch_rows)):
-            for i, values in zip(chunk, score_parts(self, [parts[i] for i in chunk])):
+            for i, values in zip(chunk, score_parts(self, [parts[i] for i in chunk]), strict=True):
                 results[i] = values
-        for (requests, _), part in zip(items, parts):
+        for (requests, _), part in zip(items, parts, strict=True):
             self.stats.naive += sum(len(r.tokens) for r in requests)
             self.stats.unique += unique_tokens([r.tokens[len(part.run): r.needed] for r in part.reqs])
             self.stats.items += 1
         self.stats.seconds += time.perf_counter() - t0
-        return [[values[k] for k in part.order] for values, part in zip(results, parts)]
+        return [[values[k] for k in part.order] for values, part in zip(results, parts, strict=True)]

@@ -23,24 +23,35 @@ import os
 import random
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tqdm.auto import tqdm
 
 from mcqa_toolkit.backends.hf.loading import load_model
-from mcqa_toolkit.backends.hf.manifest import (MANIFEST, check_same_training, make_manifest, read_manifest,
-                                               state_sha256, texts_sha256, write_manifest)
+from mcqa_toolkit.backends.hf.manifest import (
+    MANIFEST,
+    check_same_training,
+    make_manifest,
+    read_manifest,
+    state_sha256,
+    texts_sha256,
+    write_manifest,
+)
 from mcqa_toolkit.items import ItemSet
 from mcqa_toolkit.prompts.permutations import stable_seed
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 __all__ = ["fine_tune", "STATE"]
 
 STATE = ".contamination_state.pt"
 
 
-def _trainable(model: torch.nn.Module, train_embeddings: bool) -> list[torch.nn.Parameter]:
+def _trainable(model: PreTrainedModel, train_embeddings: bool) -> list[torch.nn.Parameter]:
     """Freeze the input embedding (and the output head when it is the same tensor) unless `train_embeddings`."""
     frozen = set() if train_embeddings else {id(model.get_input_embeddings().weight)}
     params = []

@@ -92,9 +92,10 @@ def _padded_check(engine: Any) -> tuple[bool, float]:
         except Exception:  # noqa: BLE001 - a model whose generate fails on padded rows: one at a time
             return False, float("inf")
         alone = [_generated(lm, [list(p)], [[1] * len(p)], pad)[0] for p in prompts]
-    if any(a.shape != b.shape for a, b in zip(padded, alone)):
+    if any(a.shape != b.shape for a, b in zip(padded, alone, strict=True)):
         return False, float("inf")
-    delta = max(float((a - b)[torch.isfinite(a) & torch.isfinite(b)].abs().max()) for a, b in zip(padded, alone))
+    delta = max(float((a - b)[torch.isfinite(a) & torch.isfinite(b)].abs().max())
+                for a, b in zip(padded, alone, strict=True))
     return delta <= selfcheck.bound(engine.dtype), delta
 
 

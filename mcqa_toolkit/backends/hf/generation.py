@@ -8,7 +8,8 @@ last (which is sampled, never fed back).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
@@ -33,7 +34,7 @@ class StopOnStrings(StoppingCriteria):
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.BoolTensor:
         done = [any(s in self.tokenizer.decode(row[self.prompt_len:], skip_special_tokens=True) for s in self.stops)
                 for row in input_ids]
-        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)  # type: ignore[return-value]  # a bool tensor; torch types it Tensor
 
 
 def cut_at_stop(text: str, stop: Sequence[str]) -> tuple[str, bool]:
@@ -82,7 +83,8 @@ def generate_one(lm: LM, ids: Sequence[int], *, max_new_tokens: int = 16, temper
     if cache is not None:
         kwargs["past_key_values"] = cache
     input_ids = torch.tensor([list(ids)], device=lm.device)
-    out = lm.model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
+    out = lm.model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),  # type: ignore[operator]  # transformers types PreTrainedModel without GenerationMixin
+                            **kwargs)
     row = out[0, len(ids):]
     n_new = _new_tokens(row, pad_id(tok)) if pad_id(tok) != tok.eos_token_id else len(row)
     text, reason = _finish(tok, row, n_new, max_new_tokens, stop)
@@ -112,10 +114,11 @@ def generate_padded(lm: LM, id_lists: Sequence[Sequence[int]], *, max_new_tokens
                               "temperature": None, "top_p": None, "top_k": None}
     if stop:
         kwargs["stopping_criteria"] = StoppingCriteriaList([StopOnStrings(tok, stop, width)])
-    out = lm.model.generate(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device), **kwargs)
+    out = lm.model.generate(input_ids=ids.to(lm.device), attention_mask=mask.to(lm.device),  # type: ignore[operator]  # as above
+                            **kwargs)
     new = out[:, width:]
     gens, forwarded = [], 0
-    for x, row in zip(id_lists, new):
+    for x, row in zip(id_lists, new, strict=True):
         n_new = _new_tokens(row, pad)
         text, reason = _finish(tok, row, n_new, max_new_tokens, stop)
         gens.append(Generation(text, len(x), n_new, reason))

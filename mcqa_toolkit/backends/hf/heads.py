@@ -8,14 +8,18 @@ reference path (engine.naive_scores) and precision.naive_padded_scores.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from itertools import chain
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from mcqa_toolkit.backends.hf.masks import text_config, upload
 from mcqa_toolkit.backends.hf.request import EngineStats, Request
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 def scale_logits(model: torch.nn.Module, logits: torch.Tensor) -> torch.Tensor:
@@ -33,12 +37,12 @@ def scale_logits(model: torch.nn.Module, logits: torch.Tensor) -> torch.Tensor:
     return logits
 
 
-def lm_head(model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+def lm_head(model: PreTrainedModel, hidden: torch.Tensor) -> torch.Tensor:
     """Logits from final hidden states exactly as the model's own forward computes them (incl. softcapping)."""
     return scale_logits(model, model.get_output_embeddings()(hidden))
 
 
-def _lse_and_pick(model: torch.nn.Module, hidden: torch.Tensor, pairs: list[tuple[torch.Tensor, torch.Tensor,
+def _lse_and_pick(model: PreTrainedModel, hidden: torch.Tensor, pairs: list[tuple[torch.Tensor, torch.Tensor,
                   torch.Tensor, int]], picked: torch.Tensor, vocab_chunk: int | None, linear: Callable) -> torch.Tensor:
     """fp32 log-sum-exp of the logits at every row of `hidden`, writing the picked logits into `picked`: per
     vocabulary slice of `vocab_chunk` entries (None: the whole vocabulary at once), `pairs[c]` = (indices into
@@ -62,13 +66,15 @@ def _lse_and_pick(model: torch.nn.Module, hidden: torch.Tensor, pairs: list[tupl
         if m is None:
             m, s = top, (logits - top[:, None]).exp().sum(-1)
         else:
+            assert s is not None  # set with m on the first slice
             new = torch.maximum(m, top)
             s = s * (m - new).exp() + (logits - new[:, None]).exp().sum(-1)
             m = new
+    assert m is not None and s is not None  # n_vocab >= 1: at least one slice
     return m + s.log()
 
 
-def head_logprobs(model: torch.nn.Module, reqs: Sequence[Request], scored: tuple[np.ndarray, np.ndarray],
+def head_logprobs(model: PreTrainedModel, reqs: Sequence[Request], scored: tuple[np.ndarray, np.ndarray],
                   hidden: torch.Tensor, head_rows: int, stats: EngineStats, vocab_chunk: int | None = None,
                   linear: Callable = torch.nn.functional.linear) -> list[np.ndarray]:
     """Log-probs of every request's targets: logits - logsumexp(logits) at its scored positions (`scored`: the

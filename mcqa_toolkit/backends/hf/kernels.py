@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import types
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 
@@ -50,7 +50,7 @@ def onednn_linears(model: torch.nn.Module) -> Iterator[None]:
     try:
         for m in model.modules():
             if type(m) is torch.nn.Linear and onednn_available(m.weight.device, m.weight.dtype):
-                m.forward = types.MethodType(_forward, m)
+                m.forward = types.MethodType(_forward, m)  # type: ignore[method-assign]  # instance override, undone below
                 routed.append(m)
         yield
     finally:

@@ -18,10 +18,11 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Literal
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
@@ -77,7 +78,7 @@ class LM:
         def holds_embeddings(module: Any) -> bool:  # a decoder, not a head some model also calls `decoder`
             return isinstance(module, torch.nn.Module) and any(m is embeddings for m in module.modules())
 
-        body = self.model
+        body: Any = self.model
         for _ in range(4):
             get = getattr(body, "get_decoder", None)
             try:
@@ -189,18 +190,18 @@ def _one_gguf_reader() -> Iterator[list[Path]]:
 
     real, readers, opened = gguf.GGUFReader, {}, []
 
-    def shared(path: Any, mode: str = "r") -> Any:
+    def shared(path: Any, mode: Literal["r", "r+", "c"] = "r") -> Any:
         key = (str(Path(path).resolve()), mode)
         if key not in readers:
             readers[key] = real(path, mode)
             opened.append(Path(path))
         return readers[key]
 
-    gguf.GGUFReader = shared
+    gguf.GGUFReader = shared  # type: ignore[misc, assignment]  # the class swapped for a caching factory
     try:
         yield opened
     finally:
-        gguf.GGUFReader = real
+        gguf.GGUFReader = real  # type: ignore[misc]  # the class put back
 
 
 def _write_dequantised(gguf_path: Path, out: Path) -> None:
@@ -211,7 +212,7 @@ def _write_dequantised(gguf_path: Path, out: Path) -> None:
     # the weights are plain float tensors after dequantisation; drop the GGUF marker so they can be saved
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]  # transformers leaves the attribute untyped
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
 
@@ -250,6 +251,7 @@ def load_model(name_or_path: str = DEFAULT_MODEL, device: str | torch.device | N
     torch_dtype, torch_device = _resolve_dtype(dtype), _resolve_device(device)
     sha = ""
     source = str(name_or_path)
+    path: str | Path
     if name_or_path in EMBEDDED or str(name_or_path).endswith(".gguf"):
         gguf = embedded_gguf(name_or_path) if name_or_path in EMBEDDED else Path(name_or_path)
         if not gguf.exists():
@@ -261,7 +263,7 @@ def load_model(name_or_path: str = DEFAULT_MODEL, device: str | torch.device | N
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, **from_pretrained_kwargs)
     tokenizer = AutoTokenizer.from_pretrained(path)
     if "device_map" not in from_pretrained_kwargs:  # accelerate placed it already otherwise
-        model.to(torch_device)
+        model.to(torch_device)  # type: ignore[arg-type]  # transformers' wrapped `to` hides torch's signature
     model.eval()
     _ensure_chat_template(model, tokenizer)
     return LM(model=model, tokenizer=tokenizer, name=str(name_or_path), source=source, weights_sha256=sha)

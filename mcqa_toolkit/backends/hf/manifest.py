@@ -15,8 +15,9 @@ import hashlib
 import importlib.metadata as md
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 
@@ -42,7 +43,7 @@ def texts_sha256(texts: Iterable[str]) -> str:
 
 
 def _versions() -> dict[str, str | None]:
-    out = {}
+    out: dict[str, str | None] = {}
     for pkg in ("mcqa_toolkit", "torch", "transformers"):
         try:
             out[pkg] = md.version(pkg)

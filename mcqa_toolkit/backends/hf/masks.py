@@ -26,7 +26,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import types
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -59,7 +60,7 @@ def text_config(model: Any) -> Any:
 
 def cached(layer: Any) -> int:
     """Number of cached key slots a cache layer holds (0 before its first update)."""
-    keys = getattr(layer, "keys", None)
+    keys: Any = getattr(layer, "keys", None)
     ready = getattr(layer, "is_initialized", False) and keys is not None and keys.dim() == 4
     return int(keys.shape[-2]) if ready else 0
 
@@ -80,6 +81,7 @@ def layer_groups(model: Any, cache: Any) -> dict[str | None, tuple[int | None, i
     if not layers or (types_ is not None and len(types_) != len(layers)):
         return None
     groups: dict[str | None, tuple[int | None, int]] = {}
+    spec: tuple[int | None, int]
     for i, layer in enumerate(layers):
         if type(layer) is DynamicSlidingWindowLayer:
             spec = (int(layer.sliding_window), cached(layer))
@@ -191,7 +193,7 @@ def row_arrays(rows: Sequence[Row], bases: Sequence[int], pad_id: int, width: in
     ids = np.full((n, width), pad_id, dtype=np.int64)
     pos = np.zeros((n, width), dtype=np.int64)
     end = np.tile(np.arange(1, width + 1, dtype=np.int64), (n, 1))
-    for i, (r, base) in enumerate(zip(rows, bases)):
+    for i, (r, base) in enumerate(zip(rows, bases, strict=True)):
         ids[i, : r.width] = r.tokens
         pos[i] = base
         pos[i, : r.width] += r.depth
@@ -207,7 +209,7 @@ def batch_inputs(rows: Sequence[Row], bases: Sequence[int], pad_id: int, device:
 
 
 def tree_masks(windows: dict[str | None, int | None], positions: torch.Tensor, end: torch.Tensor,
-               key_positions: dict[str | None, torch.Tensor | None], implementation: str, dtype: torch.dtype) -> Any:
+               key_positions: Mapping[str | None, torch.Tensor | None], implementation: str, dtype: torch.dtype) -> Any:
     """The 4D masks (rows, 1, width, cached + width) of packed rows, per layer type (a dict) or one tensor.
 
     Key j of the row is visible to query i when j is i or an ancestor of i (`j <= i < end[j]`, depth-first
@@ -227,6 +229,7 @@ def tree_masks(windows: dict[str | None, int | None], positions: torch.Tensor, e
         # keys) tensor of differences); a cached slot also needs p >= 0 (filled)
         low = None if window is None else positions - window
         if n_cached:
+            assert keys is not None  # n_cached is 0 without cached slots
             if low is None:
                 m[:, 0, :, :n_cached] = (keys >= 0)[:, None, :]
             else:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import sys
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -58,7 +59,7 @@ def key_lcp(a: bytes, b: bytes) -> int:
 def unique_tokens(seqs: Sequence[Sequence[int]]) -> int:
     """Number of nodes in the token trie of `seqs` (sorted neighbours' common prefixes are shared)."""
     ordered = sorted(set(map(token_key, seqs)))
-    return (sum(map(len, ordered)) // 4 - sum(key_lcp(a, b) for a, b in zip(ordered, ordered[1:])))
+    return (sum(map(len, ordered)) // 4 - sum(key_lcp(a, b) for a, b in pairwise(ordered)))
 
 
 @dataclass
@@ -152,10 +153,10 @@ def _cut_rows(whole: Row, width: int) -> list[Row]:
     cuts = _cuts(np.asarray(whole.depth), width) + [n_nodes]
     owner = np.searchsorted(cuts, [path[-1] for path in whole.paths.values()], side="right") - 1
     members: dict[int, list[int]] = {}
-    for key, c in zip(whole.paths, owner):
+    for key, c in zip(whole.paths, owner, strict=True):
         members.setdefault(int(c), []).append(key)
     rows = []
-    for c, (a, b) in enumerate(zip(cuts, cuts[1:])):
+    for c, (a, b) in enumerate(pairwise(cuts)):
         head, g = [], whole.parent[a]
         while g >= 0:
             head.append(g)

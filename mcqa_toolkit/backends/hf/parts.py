@@ -7,9 +7,9 @@ host prepares the next calls while the device computes, and this is part of what
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence
 
 from mcqa_toolkit.backends.hf.packing import key_lcp, token_key
 from mcqa_toolkit.backends.hf.request import Request
@@ -58,7 +58,8 @@ def chunks(parts: list[Part], packed: bool, max_tokens: int, max_rows: int) -> l
         return [[i] for idx in by_run.values() for i in idx]
     out: list[list[int]] = []
     for idx in by_run.values():
-        chunk, width = [], 0
+        chunk: list[int] = []
+        width = 0
         for i in idx:
             w = max(width, parts[i].item_prefix_end - len(parts[i].run))
             if chunk and (len(chunk) >= max_rows or (len(chunk) + 1) * w > max_tokens):

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import copy
 import inspect
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -59,7 +60,7 @@ def plain_scores(lm: Any, requests: Sequence[Request], max_tokens: int = PLAIN_T
         for lo in range(0, len(distinct), rows):
             chunk = distinct[lo: lo + rows]
             got = forward_logits(lm.model, torch.tensor(chunk, device=lm.device), keep)
-            logits.update(zip(chunk, got))
+            logits.update(zip(chunk, got, strict=True))
         for i in idx:
             r = requests[i]
             out[i] = request_logprobs(r, logits[r.tokens][keep - (length - r.n_context + 1):])

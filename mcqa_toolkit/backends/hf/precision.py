@@ -9,7 +9,7 @@ options, so choices are compared only where the naive path's top-2 margin exceed
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -40,7 +40,7 @@ def naive_padded_scores(lm: LM, requests: Sequence[Request], batch_size: int = 8
 
 def max_delta(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
     """Largest |a - b| over all requests' values."""
-    return max((float(np.abs(x - y).max()) for x, y in zip(a, b)), default=0.0)
+    return max((float(np.abs(x - y).max()) for x, y in zip(a, b, strict=True)), default=0.0)
 
 
 def top2_margins(scores: Sequence[np.ndarray]) -> np.ndarray:
@@ -55,5 +55,5 @@ def top2_margins(scores: Sequence[np.ndarray]) -> np.ndarray:
 def choice_agreement(reference: Sequence[np.ndarray], other: Sequence[np.ndarray], noise: float) -> tuple[int, int]:
     """(same argmax, prompts compared) over the prompts whose reference top-2 margin exceeds `noise`."""
     keep = top2_margins(reference) > noise
-    same = sum(int(np.argmax(a)) == int(np.argmax(b)) for a, b, k in zip(reference, other, keep) if k)
+    same = sum(int(np.argmax(a)) == int(np.argmax(b)) for a, b, k in zip(reference, other, keep, strict=True) if k)
     return same, int(keep.sum())

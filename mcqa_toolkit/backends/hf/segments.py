@@ -27,8 +27,9 @@ from __future__ import annotations
 import json
 import re
 import weakref
+from collections.abc import Sequence
 from itertools import chain
-from typing import Any, Sequence
+from typing import Any
 
 MAX_SEGMENTS = 20_000  # cached segments kept (a run's few-shot lines and a few items' lines; cleared when full)
 
@@ -93,7 +94,7 @@ def newline_followers(tokenizer: Any) -> frozenset[str] | None:
     return frozenset(followers | {c for c in _replaced(normaliser) if normalise(c) in followers})
 
 
-_PATTERNS: "weakref.WeakKeyDictionary[Any, re.Pattern | None]" = weakref.WeakKeyDictionary()
+_PATTERNS: weakref.WeakKeyDictionary[Any, re.Pattern | None] = weakref.WeakKeyDictionary()
 
 
 def _cut_pattern(tokenizer: Any) -> re.Pattern | None:
@@ -139,8 +140,10 @@ class TokenCache:
 
     def split(self, text: str) -> list[str]:
         """The segments of `text` (concatenated, they are `text`; at least one, "" for an empty text)."""
+        cut = self._cut
+        assert isinstance(cut, re.Pattern), "split() is used only when `supported`"
         out, a = [], 0
-        for m in self._cut.finditer(text):
+        for m in cut.finditer(text):
             out.append(text[a: m.end()])
             a = m.end()
         out.append(text[a:])
@@ -161,7 +164,7 @@ class TokenCache:
             missing = list(dict.fromkeys(p for ps in pieces for p in ps))
         for special in (True, False):
             todo = [s for s, sp in missing if sp == special]
-            for s, ids in zip(todo, self._plain(todo, special) if todo else []):
+            for s, ids in zip(todo, self._plain(todo, special) if todo else [], strict=True):
                 seg[s, special] = ids
         return seg
 
@@ -194,18 +197,18 @@ class TokenCache:
         if not texts:
             return []
         if not self.supported:
-            ids = self.encode_batch(texts, add_special_tokens)
-            wholes = iter(self.encode_batch([t + x for t, xs in zip(texts, suffixes) for x in xs],
+            text_ids = self.encode_batch(texts, add_special_tokens)
+            wholes = iter(self.encode_batch([t + x for t, xs in zip(texts, suffixes, strict=True) for x in xs],
                                             add_special_tokens))
-            return [(i, [(0, next(wholes)) for _ in xs]) for i, xs in zip(ids, suffixes)]
+            return [(i, [(0, next(wholes)) for _ in xs]) for i, xs in zip(text_ids, suffixes, strict=True)]
         self._count(texts)
         cuts = [self.split(t) for t in texts]
         pieces = [[(s, add_special_tokens and k == 0) for k, s in enumerate(c)] for c in cuts]
         tails = [[[(s, add_special_tokens and len(c) == 1 and k == 0) for k, s in enumerate(self.split(c[-1] + x))]
-                  for x in xs] for c, xs in zip(cuts, suffixes)]
+                  for x in xs] for c, xs in zip(cuts, suffixes, strict=True)]
         seg = self._ids(pieces + [t for ts in tails for t in ts])
         out = []
-        for ps, ts in zip(pieces, tails):
+        for ps, ts in zip(pieces, tails, strict=True):
             ids = tuple(chain.from_iterable(seg[p] for p in ps))
             n = len(ids) - len(seg[ps[-1]])
             out.append((ids, [(n, tuple(chain.from_iterable(seg[p] for p in t))) for t in ts]))

@@ -25,8 +25,9 @@ import os
 import time
 import warnings
 import weakref
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -81,7 +82,7 @@ def engine_fingerprint() -> str:
     return h.hexdigest()
 
 
-_DIGESTS: "weakref.WeakKeyDictionary[Any, tuple[tuple[int, ...], str]]" = weakref.WeakKeyDictionary()
+_DIGESTS: weakref.WeakKeyDictionary[Any, tuple[tuple[int, ...], str]] = weakref.WeakKeyDictionary()
 
 
 def _weights(lm: Any) -> str:
@@ -126,8 +127,8 @@ def _version(package: str) -> str | None:
 
 def _window(config: Any) -> int | None:
     """The model's sliding window (the largest, where layers differ), None without one."""
-    windows = [getattr(config, k, None) for k in ("sliding_window", "sliding_window_size", "attention_window")]
-    windows = [w for w in windows if isinstance(w, int) and not isinstance(w, bool) and w > 0]
+    found = [getattr(config, k, None) for k in ("sliding_window", "sliding_window_size", "attention_window")]
+    windows = [w for w in found if isinstance(w, int) and not isinstance(w, bool) and w > 0]
     return max(windows) if windows else None
 
 
@@ -147,7 +148,10 @@ def probe(lm: Any, items: int = 2) -> tuple[tuple[int, ...], list[list[Request]]
     bos = [tok.bos_token_id] if tok.bos_token_id is not None else []
     run = tuple(bos + ids[: run_len - len(bos)])
     rest = iter(ids[run_len - len(bos):])
-    take = (lambda n: tuple(next(rest) for _ in range(n)))
+
+    def take(n: int) -> tuple[int, ...]:
+        return tuple(next(rest) for _ in range(n))
+
     letters = _candidates(tok, ids)
     stem_a, orders_a, stem_b, order_b, option = take(6), [take(6), take(6)], take(6), take(6), take(3)
     prompts = [[run + stem_a + o for o in orders_a], [run + stem_b + order_b]][:items]
@@ -166,7 +170,8 @@ def _reference(engine: Any, letters: list[list[Request]], options: list[list[Req
     lm = engine.lm
     out_letters, out_options = [], []
     with torch.inference_mode(), engine.pinned(), engine.kernels():
-        for letter, option in zip((r for item in letters for r in item), (r for item in options for r in item)):
+        for letter, option in zip((r for item in letters for r in item), (r for item in options for r in item),
+                                  strict=True):
             keep = len(option.tokens) - option.n_context + 1
             logits = forward_logits(lm.model, torch.tensor([option.tokens], device=lm.device), keep)[0]
             out_letters.append(request_logprobs(letter, logits[:1]))
@@ -193,7 +198,7 @@ def _scored(engine: Any, run: tuple[int, ...], items: list[list[Request]]) -> li
 
 
 def _delta(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:
-    return max(float(np.abs(np.asarray(x) - np.asarray(y)).max()) for x, y in zip(a, b))
+    return max(float(np.abs(np.asarray(x) - np.asarray(y)).max()) for x, y in zip(a, b, strict=True))
 
 
 def check(engine: Any) -> Verdict:
@@ -226,16 +231,17 @@ def check(engine: Any) -> Verdict:
             deltas[path] = None
             reasons[path] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
             continue
-        deltas[path] = _delta(got, reference)
-        if deltas[path] <= limit:
+        delta = deltas[path] = _delta(got, reference)
+        if delta <= limit:
             chosen = path
             break
-        reasons[path] = f"{deltas[path]:.2g} off the plain forward (bound {limit:g})"
+        reasons[path] = f"{delta:.2g} off the plain forward (bound {limit:g})"
     return Verdict(chosen, asked, deltas, reasons, limit, len(letters[0][0].tokens), time.perf_counter() - t0)
 
 
-PATH_OPTIONS = {"tree": {"attention": "tree", "pack": True}, "masks": {"attention": "masks", "pack": True},
-                "unpacked": {"pack": False}, "sequential": {"pack": False}}
+PATH_OPTIONS: dict[str, dict[str, Any]] = {
+    "tree": {"attention": "tree", "pack": True}, "masks": {"attention": "masks", "pack": True},
+    "unpacked": {"pack": False}, "sequential": {"pack": False}}
 
 _MEMO: dict[str, Verdict] = {}
 

@@ -21,15 +21,23 @@ from __future__ import annotations
 import copy
 import warnings
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from torch.profiler import record_function
 
-from mcqa_toolkit.backends.hf.masks import (attention_kernels, cached, group_names, row_arrays, rows_view, text_config,
-                                           tree_masks)
+from mcqa_toolkit.backends.hf.masks import (
+    attention_kernels,
+    cached,
+    group_names,
+    row_arrays,
+    rows_view,
+    text_config,
+    tree_masks,
+)
 from mcqa_toolkit.backends.hf.packing import Row
 
 WIDTH_STEP, SLOT_STEP, ROW_STEP = 64, 256, 16
@@ -65,7 +73,7 @@ class _Call:
     width: int
     graph: Any = None
     out: torch.Tensor | None = None
-    run: Callable[[], torch.Tensor] | None = field(default=None, repr=False)
+    run: Callable[[], torch.Tensor] = field(kw_only=True, repr=False)
 
 
 class StaticRows:
@@ -97,7 +105,7 @@ class StaticRows:
                 del self._caches[old]
                 self._calls = {k: c for k, c in self._calls.items() if k[0] != old}
             layers = []
-            for layer, name in zip(block.cache.layers, names):
+            for layer, name in zip(block.cache.layers, names, strict=True):
                 static = copy.copy(layer)
                 if cached(layer):
                     shape = (entries, layer.keys.shape[1], slots[name], layer.keys.shape[3])
@@ -109,7 +117,7 @@ class StaticRows:
             keys = {g: torch.full((items, n), -1, dtype=torch.long, device=self.engine.lm.device)
                     for g, n in slots.items()}
             bucket = self._caches[key] = _CacheBucket(cache, keys, dict(block.windows))
-        for static, layer in zip(bucket.cache.layers, block.cache.layers):
+        for static, layer in zip(bucket.cache.layers, block.cache.layers, strict=True):
             n = cached(layer)
             if n:
                 static.keys[: block.cache_rows, :, :n].copy_(layer.keys.expand(block.cache_rows, -1, -1, -1))
@@ -166,7 +174,7 @@ class StaticRows:
         n_rows, n_width = row_bucket(len(rows)), round_up(width, WIDTH_STEP)
         call = self._calls.get((key, n_rows, n_width))
         fresh = call is None
-        if fresh:
+        if call is None:
             call = self._calls[key, n_rows, n_width] = self._new_call(self._caches[key], n_rows, n_width)
         with record_function("mcqa::masks"):
             ids, pos, end = row_arrays(rows, [block.bases[r.item] for r in rows], engine.lm.tokenizer.pad_token_id or 0,
@@ -187,4 +195,5 @@ class StaticRows:
         real = sum(r.width for r in rows)
         engine.stats.forwarded += real
         engine.stats.padded += n_rows * n_width - real
+        assert call.out is not None  # set by the run or the capture above
         return call.out[: len(rows), :width]

@@ -16,14 +16,24 @@ seen before (the few-shot block once per run, a stem once per item), with the sa
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from mcqa_toolkit.backends.hf.loading import LM
 from mcqa_toolkit.backends.hf.segments import TokenCache
 from mcqa_toolkit.prompts.builder import move_trailing
 
 
-def prompt_text(lm: LM, prompt: Any) -> tuple[str, bool]:
+class Tokenized(Protocol):
+    """What this module needs of a model (a loading.LM, or vLLM's stand-in): its tokenizer and name."""
+
+    @property
+    def tokenizer(self) -> Any: ...
+
+    @property
+    def name(self) -> str: ...
+
+
+def prompt_text(lm: Tokenized, prompt: Any) -> tuple[str, bool]:
     """(text, add_special_tokens) for a Prompt: its completion text, or its chat rendering when it has messages."""
     if getattr(prompt, "messages", None):
         tok = lm.tokenizer
@@ -34,13 +44,14 @@ def prompt_text(lm: LM, prompt: Any) -> tuple[str, bool]:
     return prompt.text, True
 
 
-def encode(lm: LM, text: str, add_special_tokens: bool = True, cache: TokenCache | None = None) -> tuple[int, ...]:
+def encode(lm: Tokenized, text: str, add_special_tokens: bool = True, cache: TokenCache | None = None
+           ) -> tuple[int, ...]:
     if cache is not None:
         return cache.encode(text, add_special_tokens)
     return tuple(lm.tokenizer(text, add_special_tokens=add_special_tokens).input_ids)
 
 
-def encode_batch(lm: LM, texts: Sequence[str], add_special_tokens: bool = True, cache: TokenCache | None = None
+def encode_batch(lm: Tokenized, texts: Sequence[str], add_special_tokens: bool = True, cache: TokenCache | None = None
                  ) -> list[tuple[int, ...]]:
     """Token ids of several texts in one tokenizer call: the same ids as one call each, but a fast tokenizer
     encodes a batch on all cores (Gemma's BPE treats a whole prompt as one word: ~1 MB/s per core). With `cache`,
@@ -55,7 +66,7 @@ def encode_batch(lm: LM, texts: Sequence[str], add_special_tokens: bool = True, 
 Tails = list[tuple[int, tuple[int, ...]]]  # per suffix (n, tail): the ids of text + suffix are text_ids[:n] + tail
 
 
-def extensions(lm: LM, texts: Sequence[str], suffixes: Sequence[Sequence[str]], add_special_tokens: bool = True,
+def extensions(lm: Tokenized, texts: Sequence[str], suffixes: Sequence[Sequence[str]], add_special_tokens: bool = True,
                cache: TokenCache | None = None) -> list[tuple[tuple[int, ...], Tails]]:
     """Per text: its ids and, per suffix, the ids of text + suffix as (n, tail) = text_ids[:n] + tail (segments.py:
     with `cache`, only the text's last segment is encoded again with each suffix; without, every text + suffix
@@ -63,17 +74,18 @@ def extensions(lm: LM, texts: Sequence[str], suffixes: Sequence[Sequence[str]], 
     if cache is not None:
         return cache.encode_extensions(texts, suffixes, add_special_tokens)
     ids = encode_batch(lm, texts, add_special_tokens)
-    wholes = iter(encode_batch(lm, [t + x for t, xs in zip(texts, suffixes) for x in xs], add_special_tokens))
-    return [(i, [(0, next(wholes)) for _ in xs]) for i, xs in zip(ids, suffixes)]
+    wholes = iter(encode_batch(lm, [t + x for t, xs in zip(texts, suffixes, strict=True) for x in xs],
+                               add_special_tokens))
+    return [(i, [(0, next(wholes)) for _ in xs]) for i, xs in zip(ids, suffixes, strict=True)]
 
 
-def context_continuation(lm: LM, context: str, continuation: str, add_special_tokens: bool = True
+def context_continuation(lm: Tokenized, context: str, continuation: str, add_special_tokens: bool = True
                          ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Token ids of (context, continuation), split the lm-evaluation-harness way."""
     return context_continuations(lm, [(context, continuation)], add_special_tokens)[0]
 
 
-def context_continuations(lm: LM, pairs: Sequence[tuple[str, str]], add_special_tokens: bool = True,
+def context_continuations(lm: Tokenized, pairs: Sequence[tuple[str, str]], add_special_tokens: bool = True,
                           cache: TokenCache | None = None) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """`context_continuation` for many pairs in two tokenizer calls; each distinct context is encoded once
     (an item's options share their prompt), and with `cache` each whole text as an extension of its context."""
@@ -89,7 +101,7 @@ def context_continuations(lm: LM, pairs: Sequence[tuple[str, str]], add_special_
         suffixes[k].append(x)
     ext = extensions(lm, list(index), suffixes, add_special_tokens, cache)
     out = []
-    for (context, continuation), (k, j) in zip(split, where):
+    for (_, continuation), (k, j) in zip(split, where, strict=True):
         ctx, tails = ext[k]
         n, tail = tails[j]
         cont = tail[len(ctx) - n:]  # (ctx[:n] + tail)[len(ctx):], the lm-evaluation-harness split
@@ -99,7 +111,7 @@ def context_continuations(lm: LM, pairs: Sequence[tuple[str, str]], add_special_
     return out
 
 
-def continuation_requests(lm: LM, requests: Sequence[Any], cache: TokenCache | None = None
+def continuation_requests(lm: Tokenized, requests: Sequence[Any], cache: TokenCache | None = None
                           ) -> list[tuple[tuple[int, ...], int, str]]:
     """Per Continuation request: (token ids of context + continuation, number of context tokens, the continuation
     as scored, i.e. with the context's trailing whitespace moved to its front), split the lm-evaluation-harness
@@ -111,10 +123,10 @@ def continuation_requests(lm: LM, requests: Sequence[Any], cache: TokenCache | N
     for special in {sp for _, sp in rendered}:
         idx = [i for i, (_, sp) in enumerate(rendered) if sp == special]
         pairs = context_continuations(lm, [(rendered[i][0], requests[i].continuation) for i in idx], special, cache)
-        for i, pair in zip(idx, pairs):
+        for i, pair in zip(idx, pairs, strict=True):
             split[i] = pair
     out = []
-    for r, (text, _), (ctx, cont) in zip(requests, rendered, split):
+    for r, (text, _), (ctx, cont) in zip(requests, rendered, split, strict=True):
         if not ctx:
             ctx, cont = cont[:1], cont[1:]
             if not cont:
@@ -123,25 +135,28 @@ def continuation_requests(lm: LM, requests: Sequence[Any], cache: TokenCache | N
     return out
 
 
-def _first_tokens(lm: LM, context_ids: Sequence[int], tails: Tails, continuations: Sequence[str]
+def _first_tokens(lm: Tokenized, context_ids: Sequence[int], tails: Tails, continuations: Sequence[str]
                   ) -> tuple[tuple[int, ...], tuple[bool, ...]]:
     """Per continuation, the token after the context in context + continuation (`tails`: its ids as
     context_ids[:m] + tail) when that whole is the context's ids plus exactly one token; else the continuation's
     own first token, flagged not exact."""
-    ids, exact = [], []
+    ids: list[int] = []
+    exact: list[bool] = []
     n = len(context_ids)
-    for cont, (m, tail) in zip(continuations, tails):
+    for cont, (m, tail) in zip(continuations, tails, strict=True):
         if m + len(tail) == n + 1 and tuple(tail[: n - m]) == tuple(context_ids[m:]):
-            ids.append(tail[-1]), exact.append(True)
+            ids.append(tail[-1])
+            exact.append(True)
         else:
             alone = encode(lm, cont, False)
-            ids.append(alone[0]), exact.append(False)
+            ids.append(alone[0])
+            exact.append(False)
     if len(set(ids)) != len(ids):
         raise ValueError(f"option letters {list(continuations)} map to non-distinct tokens {ids}")
     return tuple(ids), tuple(exact)
 
 
-def next_token_candidates(lm: LM, context_ids: Sequence[int], context: str, continuations: Sequence[str],
+def next_token_candidates(lm: Tokenized, context_ids: Sequence[int], context: str, continuations: Sequence[str],
                           add_special_tokens: bool = True) -> tuple[tuple[int, ...], tuple[bool, ...]]:
     """The single token each continuation (e.g. 'A' after 'Answer: (' or ' A' after 'Resposta:') starts with.
 
@@ -153,7 +168,7 @@ def next_token_candidates(lm: LM, context_ids: Sequence[int], context: str, cont
     return _first_tokens(lm, context_ids, [(0, w) for w in wholes], continuations)
 
 
-def letter_requests(lm: LM, prompts: Sequence[Any], cache: TokenCache | None = None
+def letter_requests(lm: Tokenized, prompts: Sequence[Any], cache: TokenCache | None = None
                     ) -> list[tuple[tuple[int, ...], tuple[int, ...], tuple[bool, ...]]]:
     """Per prompt: (token ids, letter candidate ids, exact flags), as `encode` + `next_token_candidates` give,
     with every text of the batch (prompts and prompt + letter) encoded in one tokenizer call per mode (with `cache`,
@@ -164,13 +179,13 @@ def letter_requests(lm: LM, prompts: Sequence[Any], cache: TokenCache | None = N
         idx = [i for i, (_, sp) in enumerate(rendered) if sp == special]
         conts = [list(prompts[i].letter_continuations) for i in idx]
         ext = extensions(lm, [rendered[i][0] for i in idx], conts, special, cache)
-        for i, (text_ids, tails), cs in zip(idx, ext, conts):
+        for i, (text_ids, tails), cs in zip(idx, ext, conts, strict=True):
             cands, exact = _first_tokens(lm, text_ids, tails, cs)
             out[i] = (text_ids, cands, exact)
     return out
 
 
-def shared_prefix_ids(lm: LM, prompt: Any, ids: Sequence[int] | None = None, min_tokens: int = 16,
+def shared_prefix_ids(lm: Tokenized, prompt: Any, ids: Sequence[int] | None = None, min_tokens: int = 16,
                       cache: TokenCache | None = None) -> tuple[int, ...]:
     """Token ids of the run-level prefix a prompt shares with the rest of its run (KV cache reused across items).
 
@@ -189,7 +204,7 @@ def shared_prefix_ids(lm: LM, prompt: Any, ids: Sequence[int] | None = None, min
     if len(pre) < len(ids) and ids[: len(pre)] == pre:
         return pre
     n = 0
-    for a, b in zip(ids, pre):
+    for a, b in zip(ids, pre, strict=True):
         if a != b:
             break
         n += 1

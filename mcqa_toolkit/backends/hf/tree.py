@@ -33,8 +33,9 @@ matrix products (exact, not tuned).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -115,8 +116,8 @@ def plan_call(cache: Any, groups: list[str | None], windows: dict[str | None, in
             if window is not None:
                 visible = visible & (q[:, None] - s[None, :] < window)
             mask = None if visible.all() else _additive(visible, dtype, device)[None, None]
-            index = None if len(items) == 1 else upload([rows], device)[0]
-            parts.append(_CachedPart(index, int(item_entries[item]), lo, hi, mask))
+            row_index = None if len(items) == 1 else upload([rows], device)[0]
+            parts.append(_CachedPart(row_index, int(item_entries[item]), lo, hi, mask))
         cached[g] = parts
     blocks = []
     for a in range(0, width, QUERY_BLOCK):

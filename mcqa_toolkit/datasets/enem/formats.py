@@ -5,11 +5,21 @@ rows; `parse_record` picks the parser from the record's fields.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
-from mcqa_toolkit.datasets.common import (check_options, is_annulled, is_missing, option_columns, parse_bool,
-                                          parse_int, question_text, require, require_text)
+from mcqa_toolkit.datasets.common import (
+    check_options,
+    is_annulled,
+    is_missing,
+    option_columns,
+    parse_bool,
+    parse_int,
+    question_text,
+    require,
+    require_text,
+)
 from mcqa_toolkit.datasets.labels import letter_to_index
 from mcqa_toolkit.datasets.languages import language_code
 from mcqa_toolkit.enem.itens_prova import AREAS
@@ -80,7 +90,8 @@ def _parse_csv_row(rec: Mapping[str, Any], n: int, path: Any, language: str | No
     foreign = is_foreign_position(year, area, number)
     lang = _language(rec.get("language"), path, n, "language")
     if info and info.language and lang and lang != info.language and not foreign:
-        raise DatasetError(path, n, "language", f"{rec['language']!r} contradicts the file-name prefix {info.language}_")
+        raise DatasetError(path, n, "language",
+                           f"{rec['language']!r} contradicts the file-name prefix {info.language}_")
     version = (info and info.language) or exam_language or language or "pt"   # the exam version's language
     lang = lang or version
     answer, annulled = _answer(rec, "answer", path, n)
@@ -88,7 +99,8 @@ def _parse_csv_row(rec: Mapping[str, Any], n: int, path: Any, language: str | No
     exam = f"ENEM_{year}_{area}" + (f"_{co_prova}" if co_prova else "")
     meta: dict[str, Any] = {"area": area, "number": number, "co_prova": co_prova, "annulled": annulled}
     if foreign:
-        meta["foreign_language"] = _language(rec.get("foreign_language"), path, n, "foreign_language") or foreign_language
+        meta["foreign_language"] = (_language(rec.get("foreign_language"), path, n, "foreign_language")
+                                    or foreign_language)
     if lang != version:   # a foreign-language question of this exam version: its prompt is the version's
         meta["exam_language"] = version
     parallel_id = f"{exam}_q{number}" + (f"_{meta['foreign_language']}" if meta.get("foreign_language") else "")
@@ -117,13 +129,13 @@ def _stem(rec: Mapping[str, Any], path: Any, n: int) -> str:
     return f"{context}\n\n{question}"
 
 
-def _alternatives(alternatives: list) -> tuple:
+def _alternatives(alternatives: Sequence[Any]) -> tuple[str, ...]:
     """BLUEX's letter-prefixed alternatives ("A  text", "B) text") without their letters (kept as they are when
     not every one carries its letter)."""
     texts = [str(a) if a is not None else "" for a in alternatives]
-    prefixes = [_LETTER_PREFIX.match(t) for t in texts]
-    if all(m and m[1] == LETTERS[i] for i, m in enumerate(prefixes)):
-        return tuple(t[m.end():].strip() or t.strip() for t, m in zip(texts, prefixes))
+    ends = [m.end() for i, m in enumerate(map(_LETTER_PREFIX.match, texts)) if m and m[1] == LETTERS[i]]
+    if len(ends) == len(texts):  # every alternative starts with its own letter
+        return tuple(t[end:].strip() or t.strip() for t, end in zip(texts, ends, strict=True))
     return tuple(t.strip() for t in texts)
 
 
@@ -132,7 +144,7 @@ def _json_options(rec: Mapping[str, Any], path: Any, n: int, raw_id: str) -> tup
     else `alternatives`; neither holding any text (image alternatives lost in extraction) -> "no option text"."""
     if "options" not in rec and "alternatives" not in rec:
         raise DatasetError(path, n, "options", "missing field (neither `options` nor `alternatives`)")
-    given = rec.get("options")
+    given: Any = rec.get("options")  # parsed JSON
     if not is_missing(given) and not isinstance(given, (list, tuple)):
         raise DatasetError(path, n, "options", f"expected a list, got {type(given).__name__}")
     spare = rec.get("alternatives") if isinstance(rec.get("alternatives"), (list, tuple)) else None
@@ -200,8 +212,8 @@ def _parse_json_record(rec: Mapping[str, Any], n: int, path: Any, language: str 
                     has_image=has_image, meta=meta)
     parallel_id = raw_id if raw_id.upper().startswith("ENEM") else f"ENEM_{year}_{raw_id}"
     return Item(item_id=f"{parallel_id}-{lang}", source="enem", exam=f"ENEM_{year}" + (f"_{area}" if area else ""),
-                stem=stem, options=options, answer=answer, year=year, subject=AREA_NAMES.get(area, ""), language=lang,
-                parallel_id=parallel_id, has_image=has_image, meta=meta)
+                stem=stem, options=options, answer=answer, year=year, subject=AREA_NAMES.get(area or "", ""),
+                language=lang, parallel_id=parallel_id, has_image=has_image, meta=meta)
 
 
 def _parse_challenge_record(rec: Mapping[str, Any], n: int, path: Any, language: str | None,
@@ -238,8 +250,8 @@ def _parse_challenge_record(rec: Mapping[str, Any], n: int, path: Any, language:
     parallel_id = f"ENEM_{raw_id}" if raw_id.startswith(str(year)) else f"ENEM_{year}_{raw_id}"
     lang = language or "pt"
     return Item(item_id=f"{parallel_id}-{lang}", source="enem", exam=f"ENEM_{year}" + (f"_{area}" if area else ""),
-                stem=stem, options=options, answer=answer, year=year, subject=AREA_NAMES.get(area, ""), language=lang,
-                parallel_id=parallel_id, has_image=_has_marker(stem, *options), meta=meta)
+                stem=stem, options=options, answer=answer, year=year, subject=AREA_NAMES.get(area or "", ""),
+                language=lang, parallel_id=parallel_id, has_image=_has_marker(stem, *options), meta=meta)
 
 
 def parse_record(rec: Mapping[str, Any], n: int, path: Any, language: str | None = None,

@@ -3,8 +3,9 @@ item parameters attached and the language / area filters (rules: the package doc
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Mapping
+from typing import Any
 
 from mcqa_toolkit.datasets.common import UniqueIds, concat, parse_records, reports_skipped
 from mcqa_toolkit.datasets.enem.formats import CSV_REQUIRED, exam_file_info, language_of, parse_record
@@ -75,11 +76,17 @@ def load_enem(path: str | Path, item_params: str | Path | None = None, language:
         suffix = f.suffix.lower()
         if suffix == ".csv":
             records, implied, version = _csv_rows(f, foreign_language)
-            parse = (lambda rec, n, f=f, fl=implied, info=exam_file_info(f), version=version:
-                     parse_record(rec, n, f, language, fl[n], info, version))
+            info = exam_file_info(f)
+
+            def parse_row(rec, n, f=f, fl=implied, info=info, version=version):
+                return parse_record(rec, n, f, language, fl[n], info, version)
+            parse: Callable[[Any, Any], Item] = parse_row
         elif suffix in (".json", ".jsonl", ".parquet"):
             records = {".json": json_entries, ".jsonl": jsonl_file_entries, ".parquet": _iter_parquet}[suffix](f)
-            parse = (lambda rec, n, f=f: _with_booklet(parse_record(rec, n, f, language, foreign_language), co_prova))
+
+            def parse_entry(rec, n, f=f):
+                return _with_booklet(parse_record(rec, n, f, language, foreign_language), co_prova)
+            parse = parse_entry
         else:
             raise DatasetError(f, "-", None, "expected an exam .csv, a .json list, a .jsonl or .parquet file or a "
                                              "directory")
@@ -138,7 +145,8 @@ def _with_booklet(item: Item, co_prova: int | Mapping[str, int] | None) -> Item:
     """A JSON/Parquet ENEM item with the booklet code its numbering follows (the caller's `co_prova`)."""
     if co_prova is None or item.source != "enem" or item.meta.get("co_prova") is not None:
         return item
-    code = co_prova.get(item.meta.get("area")) if isinstance(co_prova, Mapping) else co_prova
+    area = item.meta.get("area")
+    code = (None if area is None else co_prova.get(area)) if isinstance(co_prova, Mapping) else co_prova
     return item if code is None else item.with_(meta={**item.meta, "co_prova": int(code)})
 
 

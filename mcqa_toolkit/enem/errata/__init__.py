@@ -14,10 +14,26 @@ they are found from data.
 The package imports only `format` and `apply` (what reading an item file needs); discovery is imported on demand
 (it needs scipy.optimize and the scoring kernel of enem.booklet, which itself applies the blank-sheet rule).
 """
-from mcqa_toolkit.enem.errata.apply import (ERRATUM_STATUSES, ErrataWarning, apply_errata, blank_all_wrong, errata,
-                                            errata_markdown, errata_table, rules, zip_correction)
-from mcqa_toolkit.enem.errata.format import (KINDS, PARAMS, Erratum, ErratumResult, booklet_signature, load_errata,
-                                             parse_errata)
+from mcqa_toolkit.enem.errata.apply import (
+    ERRATUM_STATUSES,
+    ErrataWarning,
+    apply_errata,
+    blank_all_wrong,
+    errata,
+    errata_markdown,
+    errata_table,
+    rules,
+    zip_correction,
+)
+from mcqa_toolkit.enem.errata.format import (
+    KINDS,
+    PARAMS,
+    Erratum,
+    ErratumResult,
+    booklet_signature,
+    load_errata,
+    parse_errata,
+)
 
 __all__ = ["ERRATUM_STATUSES", "ErrataWarning", "Erratum", "ErratumResult", "apply_errata", "blank_all_wrong",
            "booklet_signature", "errata", "errata_markdown", "errata_table", "load_errata", "parse_errata", "rules",

@@ -33,16 +33,25 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.enem.errata.format import (KINDS, PARAMS, Erratum, ErratumResult, booklet_signature, load_errata,
-                                             markdown, parse_errata, table_frame)
+from mcqa_toolkit.enem.errata.format import (
+    KINDS,
+    PARAMS,
+    Erratum,
+    ErratumResult,
+    booklet_signature,
+    load_errata,
+    markdown,
+    parse_errata,
+    table_frame,
+)
 
 __all__ = ["ERRATUM_STATUSES", "ErrataWarning", "Erratum", "ErratumResult", "apply_errata", "booklet_signature",
            "errata", "rules", "errata_table", "errata_markdown", "load_errata", "zip_correction", "blank_all_wrong"]
@@ -154,8 +163,8 @@ def zip_correction(ref: pd.DataFrame, e: Erratum) -> dict[int, tuple[int, float,
     codes = ref["CO_ITEM"].fillna(-1).to_numpy(dtype=np.int64)     # -1: an uncoded row, flagged (read_itens_prova)
     skip = flag | np.isin(codes, [*e.not_scored, *unpublished])
     out = {int(i): (1, np.nan, np.nan, np.nan) for i in codes if i >= 0}
-    for i, p in zip(codes[~skip], published):
-        out[int(i)] = (0, *map(float, p))
+    for i, (a, b, c) in zip(codes[~skip], published, strict=False):  # INEP laid the list onto fewer items
+        out[int(i)] = (0, float(a), float(b), float(c))
     for i, p in unpublished.items():
         out[i] = (0, *p)
     return out
@@ -166,7 +175,7 @@ def _key(df: pd.DataFrame, e: Erratum, year: int | None) -> ErratumResult:
     for one CO_ITEM, in `booklets` (every booklet of the area when empty)."""
     if year is not None and year != e.year:
         return ErratumResult(e.id, "not in this file", f"not a {e.year} file")
-    mask = _concerned(df, e, {e.co_item})
+    mask = _concerned(df, e, set() if e.co_item is None else {e.co_item})  # no item code: no row
     if e.booklets:
         mask &= df["CO_PROVA"].isin(e.booklets)
     rows = df.index[mask]

@@ -17,18 +17,19 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from mcqa_toolkit.enem.cases import is_case_list, item_files, read_cases, score_cases
 from mcqa_toolkit.enem.errata.apply import ErrataWarning, apply_errata
-from mcqa_toolkit.enem.errata.format import Erratum, booklet_signature, errata_json
 from mcqa_toolkit.enem.errata.estimate import METHOD
-from mcqa_toolkit.enem.errata.greedy import K, AreaResult, discover_area
+from mcqa_toolkit.enem.errata.format import Erratum, booklet_signature, errata_json
+from mcqa_toolkit.enem.errata.greedy import AreaResult, K, discover_area
+from mcqa_toolkit.enem.errata.sample import PER_GROUP, sample_microdata
 from mcqa_toolkit.enem.itens_prova import read_itens_prova, year_in_name
 from mcqa_toolkit.enem.reproducibility import EnemEstimatedParamsWarning, EnemReproducibilityWarning
-from mcqa_toolkit.enem.errata.sample import PER_GROUP, sample_microdata
 
 AREA_COLUMNS = ["year", "area", "n_candidates", "left_out", "exact_published", "exact_after", "corrections"]
 
@@ -43,8 +44,8 @@ class Discovery:
 
     def write(self, path: str | Path) -> Path:
         """Write the errata file (the package's format) and return its path."""
-        about = (f"Errata discovered by mcqa_toolkit.enem.errata.discover from {self.source}: the corrections of INEP's "
-                 "ITENS_PROVA that the candidates' official scores (NU_NOTA) imply. Apply with "
+        about = (f"Errata discovered by mcqa_toolkit.enem.errata.discover from {self.source}: the corrections of "
+                 "INEP's ITENS_PROVA that the candidates' official scores (NU_NOTA) imply. Apply with "
                  "read_itens_prova(path, errata=<this file>) or mcqa validate-enem ... --errata <this file>.")
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -67,6 +68,7 @@ def discover_errata(item_params: str | Path, data: str | Path, areas: list[str] 
     """Search the errata that `data` implies for `item_params` (see the module docstring). data: INEP's microdata
     CSV (with one ITENS_PROVA file; sampled, `per_group` candidates per booklet and language) or a .json/.jsonl
     case list (with a directory of ITENS_PROVA_<year>.csv, or one file for one year)."""
+    files: str | Path | dict[int, str | Path] = item_params
     if is_case_list(data):
         cases = read_cases(data)
         source = f"the case list {Path(data).name}"
@@ -78,11 +80,11 @@ def discover_errata(item_params: str | Path, data: str | Path, areas: list[str] 
             raise ValueError(f"{data}: the year is needed for errata; name the files ITENS_PROVA_<year>.csv / "
                              "MICRODADOS_ENEM_<year>.csv")
         cases = sample_microdata(data, year, areas, per_group, chunksize=chunksize, progress=progress)
-        item_params = {year: item_params}
+        files = {year: item_params}
         source = f"a sample of {len(cases):,} candidates of {Path(data).name}"
     if areas:
         cases = cases[cases["area"].isin(areas)]
-    return discover_cases(cases, item_params, k, source)
+    return discover_cases(cases, files, k, source)
 
 
 def discover_cases(cases: pd.DataFrame, item_params, k: int = K, source: str = "cases") -> Discovery:
@@ -155,20 +157,21 @@ def area_entries(result: AreaResult) -> list[Erratum]:
     return entries
 
 
-def _entry(d: dict, s, year: int | None, area: str, n: int, n_zips: int) -> Erratum:
+def _entry(d: dict, s, year: int, area: str, n: int, n_zips: int) -> Erratum:
     corr, found = d["corr"], d["found"]
     fixed = tuple(dict.fromkeys(i for f in found for i in f.fixed))
     broken = tuple(dict.fromkeys(i for f in found for i in f.broken))
     before, after = found[0].exact_before, found[-1].exact_after
-    common = dict(year=int(year), area=area, source="discovered", n_candidates=n, fixed=fixed, broken=broken,
-                  evidence=f"{len(fixed)} of the {n} candidates searched become exact with it and {len(broken)} stop "
-                           f"being exact", gain=f"{before} -> {after} of {n}")
+    common: dict[str, Any] = dict(
+        year=int(year), area=area, source="discovered", n_candidates=n, fixed=fixed, broken=broken,
+        evidence=f"{len(fixed)} of the {n} candidates searched become exact with it and {len(broken)} stop being exact",
+        gain=f"{before} -> {after} of {n}")
     if d["kind"] == "blank":
         return Erratum(f"{year}-{area}-blank", "blank", what="INEP gave all-blank answer sheets the all-wrong "
                        "pattern's score, not 0", **common)
     if d["kind"] == "zip":
         ref = s.rows[s.booklet == d["ref"]]
-        where = dict(zip(ref["CO_ITEM"].fillna(-1).astype(int), ref["CO_POSICAO"]))
+        where = dict(zip(ref["CO_ITEM"].fillna(-1).astype(int), ref["CO_POSICAO"], strict=True))
         parts = []
         if d["not_scored"]:
             parts.append(f"item(s) {', '.join(f'{i} (position {where[i]})' for i in d['not_scored'])} of booklet "
@@ -212,11 +215,11 @@ def cross_validate(cases: pd.DataFrame, item_params, k: int = K) -> pd.DataFrame
             found = discover_cases(train.drop(columns="fold"), item_params, k)
             held = score_cases(test.drop(columns="fold"), item_params, errata=found.entries)
             raw = score_cases(test.drop(columns="fold"), item_params, errata=False)
-            ids = {}
+            ids: dict[tuple[int, str], list[str]] = {}
             for e in found.entries:
                 ids.setdefault((e.year, e.area), []).append(e.id)
             parts.append(test.assign(exact_published=(raw["error"].abs() < 0.05).to_numpy(),
                                      exact_held_out=(held["error"].abs() < 0.05).to_numpy(),
                                      corrections=[", ".join(ids.get((y, a), [])) for y, a in
-                                                  zip(test["year"], test["area"])]))
+                                                  zip(test["year"], test["area"], strict=True)]))
     return pd.concat(parts).loc[cases.index]

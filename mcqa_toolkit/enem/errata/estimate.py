@@ -50,7 +50,7 @@ class FitData:
     nota: np.ndarray
     area: str
 
-    def subset(self, keep: np.ndarray) -> "FitData":
+    def subset(self, keep: np.ndarray) -> FitData:
         return FitData(self.base[keep], self.u[keep], self.nota[keep], self.area)
 
 

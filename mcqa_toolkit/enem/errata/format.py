@@ -22,9 +22,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -119,7 +120,7 @@ def parse_errata(data: Any, path: Any = "errata") -> tuple[Erratum, ...]:
 
 
 def _entry(raw: Any, n: int, path: Any) -> Erratum:
-    def bad(name: str, message: str) -> DatasetError:
+    def bad(name: str | None, message: str) -> DatasetError:
         return DatasetError(path, n, name, message)
 
     if not isinstance(raw, dict):
@@ -136,7 +137,7 @@ def _entry(raw: Any, n: int, path: Any) -> Erratum:
     missing = [k for k in _NEEDS[kind] if raw.get(k) in (None, "", [])]
     if missing:
         raise bad(missing[0], f"missing (a {kind} entry needs {list(_NEEDS[kind])})")
-    e = {k: tuple(v) if k in _TUPLES and isinstance(v, list) else v for k, v in raw.items()}
+    e: dict[str, Any] = {k: tuple(v) if k in _TUPLES and isinstance(v, list) else v for k, v in raw.items()}
     checks = [("id", isinstance(e["id"], str) and e["id"] != "", "a non-empty string"),
               ("year", _is_int(e["year"]), "an integer"), ("area", e["area"] in AREAS, f"one of {AREAS}"),
               ("source", e.get("source", "hand") in SOURCES, f"one of {SOURCES}"),

@@ -62,7 +62,7 @@ class Found:
 class AreaResult:
     """One exam-area's search: candidates used and left out, exact as published and after, what was found."""
 
-    year: int | None
+    year: int
     area: str
     n_candidates: int
     left_out: int
@@ -85,7 +85,7 @@ class _Move:
         return (-self.outcome.gain, _ORDER[self.corrections[-1].kind] + len(self.corrections) - 1, self.outcome.sse)
 
 
-def discover_area(rows: pd.DataFrame, cases: pd.DataFrame, year: int | None, area: str, k: int = K) -> AreaResult:
+def discover_area(rows: pd.DataFrame, cases: pd.DataFrame, year: int, area: str, k: int = K) -> AreaResult:
     """Search one exam-area (rows: its ITENS_PROVA rows as published; cases: its candidates, case-list columns)."""
     s = AreaSearch(rows, cases, year, area)
     start = int(s.exact().sum())
@@ -161,6 +161,7 @@ def _distinct(moves: list[_Move]) -> list[_Move]:
 def _scoped(s: AreaSearch, m: _Move) -> _Move:
     """A key / annul move without the booklets where it breaks more candidates than it fixes."""
     corr = m.corrections[0]
+    assert corr.co_item is not None  # _best scopes only its key / annul moves, each made with an item code
     booklets = s.booklets_listing(corr.co_item)
     fixed = pd.Series(s.cand_booklet[m.outcome.fixed]).value_counts()
     broken = pd.Series(s.cand_booklet[m.outcome.broken]).value_counts()
@@ -273,6 +274,7 @@ def fit_data(s: AreaSearch, st: State, co_item: int, members: np.ndarray | None 
 
 def _holds_out(s: AreaSearch, m: _Move, k: int) -> bool:
     """2-fold check of an estimate: fitted on every other candidate who took the item, scored on the rest."""
+    assert m.estimate is not None  # _best checks only moves with an estimate
     i, _ = m.estimate
     base = m.state.copy()
     rows = s.co == i

@@ -69,7 +69,7 @@ def sample_microdata(microdata_csv: str | Path, year: int | None, areas: list[st
             parts = [p for p in [kept] + [_candidates(chunk, rows, a, year, seed) for a in areas] if len(p)]
             if parts:
                 kept = _bound(pd.concat(parts, ignore_index=True), per_group, blank_per_area)
-            bar.update(fh.buffer.tell() - bar.n)
+            bar.update(fh.buffer.tell() - bar.n)  # type: ignore[attr-defined]  # typeshed: _WrappedBuffer lacks tell
     kept = kept.assign(_row=kept["case"].astype(np.int64)).sort_values(["area", "CO_PROVA", "_row"])
     return kept[CASE_COLUMNS].reset_index(drop=True)
 

@@ -17,8 +17,16 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from mcqa_toolkit.enem.booklet import (ENEM_CONSTANTS, Booklet, KeyMismatch, booklet_sets, choose_sets, layout,
-                                       score_chars, valid_rows)
+from mcqa_toolkit.enem.booklet import (
+    ENEM_CONSTANTS,
+    Booklet,
+    KeyMismatch,
+    booklet_sets,
+    choose_sets,
+    layout,
+    score_chars,
+    valid_rows,
+)
 from mcqa_toolkit.enem.errata.apply import zip_correction
 from mcqa_toolkit.enem.errata.format import PARAMS, Erratum
 
@@ -51,8 +59,9 @@ class State:
     c: np.ndarray
     blank_all_wrong: bool = False
 
-    def copy(self) -> "State":
-        return State(*(x.copy() for x in (self.key, self.scored, self.a, self.b, self.c)), self.blank_all_wrong)
+    def copy(self) -> State:
+        return State(self.key.copy(), self.scored.copy(), self.a.copy(), self.b.copy(), self.c.copy(),
+                     self.blank_all_wrong)
 
 
 @dataclass(frozen=True)
@@ -94,7 +103,10 @@ class AreaSearch:
                                *(self.rows[p].to_numpy(float).copy() for p in PARAMS))
         self.groups: list[_Group] = []
         self.left_out = 0
-        ids, nota, blank, cand_booklet = [], [], [], []
+        ids: list[str] = []
+        nota: list[np.ndarray] = []
+        blank: list[np.ndarray] = []
+        cand_booklet: list[np.ndarray] = []
         for (co, lang, length, key), g in cases.groupby(
                 [cases["CO_PROVA"], cases["TP_LINGUA"].astype("Int64").fillna(-1), cases["answers"].str.len(),
                  cases["key"].fillna("")], sort=True):
@@ -169,10 +181,10 @@ class AreaSearch:
         """Score the candidates whose items (or blank rule) differ between `st` and the current state."""
         diff = ((st.key != self.state.key) | (st.scored != self.state.scored)
                 | ~_same(st.a, self.state.a) | ~_same(st.b, self.state.b) | ~_same(st.c, self.state.c))
-        groups = set(np.flatnonzero(self.touches[:, diff].any(axis=1)))
+        touched: set[int] = set(np.flatnonzero(self.touches[:, diff].any(axis=1)).tolist())
         if st.blank_all_wrong != self.state.blank_all_wrong:
-            groups |= {i for i, g in enumerate(self.groups) if self.blank[g.members].any()}
-        groups = sorted(groups)
+            touched |= {i for i, g in enumerate(self.groups) if self.blank[g.members].any()}
+        groups = sorted(touched)
         score, unrounded = self._score(st, groups)
         changed = np.concatenate([self.groups[i].members for i in groups]) if groups else np.zeros(0, np.int64)
         before, after = self.exact()[changed], self.exact(score)[changed]

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-
 DEFAULT_CHUNK = 4096  # persons per chunk: a chunk's n x items and n x grid blocks stay in L2 cache
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from mcqa_toolkit.irt.ability.base import (DEFAULT_CHUNK, AbilityEstimate, check_chunk, check_grid,
-                                           posterior_moments)
+from mcqa_toolkit.irt.ability.base import DEFAULT_CHUNK, AbilityEstimate, check_chunk, check_grid, posterior_moments
 from mcqa_toolkit.irt.models import check_items, check_responses, log_irf, response_chunk
 
 

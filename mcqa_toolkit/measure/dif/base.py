@@ -9,8 +9,8 @@ floor, not a literature value; operational DIF programmes use hundreds per group
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Hashable
 
 import numpy as np
 import pandas as pd

@@ -17,7 +17,7 @@ gives exact p-values.
 """
 from __future__ import annotations
 
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,7 +35,7 @@ def loo_eap(u: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, anchor: 
             grid: int | ArrayLike = 40) -> np.ndarray:
     """EAP theta (n, items) of every person without each studied item: the anchor items' log-likelihood on the
     quadrature grid minus the studied item's own term, N(0, 1) prior (grid: n points on [-4, 4] or the points)."""
-    points = irt.normal_grid(int(grid))[0] if np.ndim(grid) == 0 else np.asarray(grid, dtype=float)
+    points = irt.normal_grid(int(np.asarray(grid)))[0] if np.ndim(grid) == 0 else np.asarray(grid, dtype=float)
     log_prior = -0.5 * points ** 2
     log_p, log_q = log_irf(points, a, b, c, D)                                     # (G, items)
     ell = u[:, :, None] * log_p.T[None] + (1 - u)[:, :, None] * log_q.T[None]      # (n, items, G)

@@ -17,7 +17,7 @@ note says so.
 from __future__ import annotations
 
 import warnings
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 import pandas as pd

@@ -30,7 +30,7 @@ persons of each block (seeded, vectorised): under "no DIF within a model" its p-
 """
 from __future__ import annotations
 
-from typing import Hashable
+from collections.abc import Hashable
 
 import numpy as np
 import pandas as pd

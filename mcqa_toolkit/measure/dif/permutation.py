@@ -5,7 +5,7 @@ analysis, its strata and (with purification) its anchor items are measure.dif.ma
 """
 from __future__ import annotations
 
-from typing import Hashable
+from collections.abc import Hashable
 
 import numpy as np
 import pandas as pd

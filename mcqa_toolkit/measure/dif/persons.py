@@ -17,8 +17,8 @@ changes?"), not about a population of models.
 """
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -73,10 +73,10 @@ def dif_persons(records: pd.DataFrame, focal: Hashable, reference: Hashable, bet
     if complete.sum() < 2:
         raise ValueError(f"only {int(complete.sum())} of {len(keys)} items are answered by every person of both "
                          f"groups: no DIF analysis (are the {between} runs on the same items, matched on {item_key}?)")
-    kept = [k for k, ok in zip(keys, complete) if ok]
+    kept = [k for k, ok in zip(keys, complete, strict=True) if ok]
     responses = pd.DataFrame(u[:, complete].astype(np.int8), columns=kept)
     label = pd.Series("all", index=persons.index) if not block else persons[block[0]].astype(str)
     for col in block[1:]:                                   # a loop over the block columns, not the persons
         label = label + " / " + persons[col].astype(str)
     return DifPersons(persons, responses, persons[between].rename("group"), label.rename("block"),
-                      tuple(k for k, ok in zip(keys, complete) if not ok))
+                      tuple(k for k, ok in zip(keys, complete, strict=True) if not ok))

@@ -14,8 +14,8 @@ lands near the B band. Which class each injected item gets is what the analysis 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pandas as pd

@@ -16,17 +16,32 @@ it. `save(fig, directory, name)` writes PNG (300 dpi) and PDF.
     plots.save(fig, "figures", "irt_fig1")
 """
 from mcqa_toolkit.report.plots._layout import COLUMN_WIDTH, PAGE_WIDTH, STYLE, save
-from mcqa_toolkit.report.plots.adaptive import (adaptive_savings, anchor_error, bank_error, cat_agreement,
-                                                cat_length, model_cat_vs_full)
+from mcqa_toolkit.report.plots.adaptive import (
+    adaptive_savings,
+    anchor_error,
+    bank_error,
+    cat_agreement,
+    cat_length,
+    model_cat_vs_full,
+)
 from mcqa_toolkit.report.plots.contamination import detector_roc
 from mcqa_toolkit.report.plots.course_exam import student_comparison
 from mcqa_toolkit.report.plots.dif import dif_deltas
 from mcqa_toolkit.report.plots.enem import among_candidates, score_agreement
-from mcqa_toolkit.report.plots.exam import (accuracy_by_position, min_k_accuracy, position_distributions,
-                                            shuffle_consistency)
+from mcqa_toolkit.report.plots.exam import (
+    accuracy_by_position,
+    min_k_accuracy,
+    position_distributions,
+    shuffle_consistency,
+)
+from mcqa_toolkit.report.plots.irt import (
+    accuracy_theta,
+    discrimination_distributions,
+    information_theta,
+    lz_theta,
+    response_patterns,
+)
 from mcqa_toolkit.report.plots.language import language_scores, quality_gap
-from mcqa_toolkit.report.plots.irt import (accuracy_theta, discrimination_distributions, information_theta, lz_theta,
-                                    response_patterns)
 
 __all__ = ["COLUMN_WIDTH", "PAGE_WIDTH", "STYLE", "save", "accuracy_theta", "response_patterns", "lz_theta",
            "information_theta", "discrimination_distributions", "language_scores", "quality_gap",

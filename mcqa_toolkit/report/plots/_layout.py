@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, overload
 
 import matplotlib as mpl
 import numpy as np
@@ -53,7 +54,7 @@ def _num(x: float, fmt: str = ".2f") -> str:
 
 
 def _title(by: str | Sequence[str] | None, key: tuple) -> str:
-    return " · ".join(_nice(v, c) for c, v in zip(_cols(by), key))
+    return " · ".join(_nice(v, c) for c, v in zip(_cols(by), key, strict=True))
 
 
 def _levels(frame: pd.DataFrame, by: str | Sequence[str] | None) -> list[tuple]:
@@ -63,12 +64,16 @@ def _levels(frame: pd.DataFrame, by: str | Sequence[str] | None) -> list[tuple]:
     return list(frame[cols].drop_duplicates().sort_values(cols).itertuples(index=False, name=None))
 
 
+@overload
+def _select(frame: None, by: str | Sequence[str] | None, key: tuple) -> None: ...
+@overload
+def _select(frame: pd.DataFrame, by: str | Sequence[str] | None, key: tuple) -> pd.DataFrame: ...
 def _select(frame: pd.DataFrame | None, by: str | Sequence[str] | None, key: tuple) -> pd.DataFrame | None:
     cols = _cols(by)
     if frame is None or not cols or not set(cols) <= set(frame.columns):
         return frame
     mask = np.ones(len(frame), dtype=bool)
-    for c, v in zip(cols, key):
+    for c, v in zip(cols, key, strict=True):
         mask &= (frame[c] == v).to_numpy()
     return frame[mask]
 

@@ -3,7 +3,7 @@ full-test theta for a population and for model runs, what a CAT run saved, and a
 Data: `mcqa_toolkit.measure.adaptive`."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -13,9 +13,21 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import PercentFormatter
 
-from mcqa_toolkit.report.plots._layout import (COLUMN_WIDTH, PAGE_WIDTH, _check, _cols,
-                                               _facets, _hue_handles, _label_outer, _labels, _legend, _markers,
-                                               _num, _palette, _styled)
+from mcqa_toolkit.report.plots._layout import (
+    COLUMN_WIDTH,
+    PAGE_WIDTH,
+    _check,
+    _cols,
+    _facets,
+    _hue_handles,
+    _label_outer,
+    _labels,
+    _legend,
+    _markers,
+    _num,
+    _palette,
+    _styled,
+)
 
 ORDER_NAMES = {"adaptive": "CAT (maximum information)", "random": "random order"}
 SELECTION_NAMES = {"nearest": "k-means, nearest the centre", "informative": "k-means, most informative",
@@ -148,7 +160,7 @@ def adaptive_savings(savings: pd.DataFrame, rows: str | Sequence[str] = ("model"
     for k, (column, name) in enumerate(kinds.items()):
         pos = y + (k - (len(kinds) - 1) / 2) * step
         ax.barh(pos, savings[column].to_numpy(float), height=step * 0.9, color=colors[column], label=name)
-        for yy, v in zip(pos, savings[column].to_numpy(float)):
+        for yy, v in zip(pos, savings[column].to_numpy(float), strict=True):
             if np.isfinite(v):
                 ax.annotate(f"{v:.0f}%", (max(v, 0.0), yy), xytext=(3, 0), textcoords="offset points", va="center")
     ax.set_yticks(y, labels)
@@ -194,7 +206,7 @@ def _error_panels(frame: pd.DataFrame, x: str, group: str, names: dict[str, str]
     levels = [g for g in names if g in set(frame[group])]
     colors, markers = _palette(levels), _markers(levels)
     fig = Figure(figsize=(PAGE_WIDTH * 0.85, 2.6), layout="constrained")
-    for ax, (y, label) in zip(fig.subplots(1, len(panels), sharex=True), panels):
+    for ax, (y, label) in zip(fig.subplots(1, len(panels), sharex=True), panels, strict=True):
         _lines(ax, frame, x, y, group, colors, markers)
         ax.set_ylim(0, None)
         ax.set_xlabel(xlabel)

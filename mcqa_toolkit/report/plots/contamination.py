@@ -1,7 +1,8 @@
 """Figure of the contamination validation: the ROC curve of every detector (one panel each) for the models trained
 on an exam, one colour per number of exposures (grey: the clean model, against the same splits; thin light grey:
-the controls fine-tuned on other exams, one line per control and split), one line style per seed of the split. Data: `contamination.roc_curves` with each model's exposures and split
-(`report.contamination.with_models`); the AUCs are in the table beside it (report.contamination.auc_table)."""
+the controls fine-tuned on other exams, one line per control and split), one line style per seed of the split. Data:
+`contamination.roc_curves` with each model's exposures and split (`report.contamination.with_models`); the AUCs are in
+the table beside it (report.contamination.auc_table)."""
 from __future__ import annotations
 
 import math
@@ -37,7 +38,7 @@ def detector_roc(curves: pd.DataFrame) -> Figure:
     nrows = math.ceil(len(detectors) / ncols)
     fig = Figure(figsize=(PAGE_WIDTH, 1.85 * nrows + 0.9), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True, sharey=True).ravel()
-    for ax, det in zip(axes, detectors):
+    for ax, det in zip(axes, detectors, strict=False):   # the grid may have spare axes
         for _, g in controls[controls["detector"] == det].groupby(["model", "split"], sort=True):
             ax.plot(g["fpr"], g["tpr"], color="0.78", lw=0.6, drawstyle="steps-post", zorder=1.5)
         d = curves[curves["detector"] == det]

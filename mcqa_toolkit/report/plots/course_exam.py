@@ -4,17 +4,26 @@ as the normal density with that mean and SD over [0, score_max], labelled as an 
 from __future__ import annotations
 
 import textwrap
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from scipy import stats as sps
 
-from mcqa_toolkit.report.plots._layout import (HUMAN_COLOR, _check, _facets, _label_outer, _legend, _markers,
-                                               _palette, _styled)
+from mcqa_toolkit.report.plots._layout import (
+    HUMAN_COLOR,
+    _check,
+    _facets,
+    _label_outer,
+    _legend,
+    _markers,
+    _palette,
+    _styled,
+)
 
 
 @_styled
@@ -50,7 +59,7 @@ def student_comparison(comparison: pd.DataFrame, hue: str | Sequence[str] = ("mo
         p.ax.set_ylim(0, peak * 1.15)
         p.ax.set_yticks([])
     _label_outer(fig, panels, "Exam score (points on the exam's scale)", "Students (density)")
-    handles = [Line2D([], [], ls="", marker=markers[s], color=colors[s], label=s) for s in systems]
+    handles: list[Artist] = [Line2D([], [], ls="", marker=markers[s], color=colors[s], label=s) for s in systems]
     handles += [Patch(facecolor=HUMAN_COLOR, label="students: normal approx. (mean, SD)"),
                 Line2D([], [], color="0.35", ls="--", label="student mean"),
                 Line2D([], [], color="0.35", ls=":", label="student median")]

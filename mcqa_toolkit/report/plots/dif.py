@@ -9,6 +9,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -46,14 +47,14 @@ def dif_deltas(table: pd.DataFrame, reference: str = "en", simulated: bool = Fal
     lim = float(np.clip(np.nan_to_num(reach, nan=2.0) * 1.08, 2.2, 6.0))
     fig = Figure(figsize=(PAGE_WIDTH, 1.75 * len(focal) + 1.3), layout="constrained")
     axes = fig.subplots(len(focal), 1, squeeze=False, sharex=True, sharey=True)[:, 0]
-    for ax, lang in zip(axes, focal):
+    for ax, lang in zip(axes, focal, strict=True):
         t = table[table["focal"] == lang]
         x = xs.reindex(t["parallel_id"]).to_numpy(float)
         for _, lo, hi, shade in BANDS:
             for sign in (1, -1):
                 ax.axhspan(sign * lo, sign * min(hi, lim), color=shade, lw=0, zorder=0)
         ax.axhline(0, color="0.3", lw=0.8, zorder=1)
-        for _, first, last in spans[1:]:
+        for _, first, _ in spans[1:]:
             ax.axvline(first - 1, color="0.6", lw=0.6, ls=":", zorder=1)
         d, se = t["delta_mh"].to_numpy(float), t["delta_se"].to_numpy(float)
         for cls, (color, marker) in CLASS_STYLE.items():
@@ -78,7 +79,8 @@ def dif_deltas(table: pd.DataFrame, reference: str = "en", simulated: bool = Fal
         ax.tick_params(axis="x", length=0)      # subject names, not positions
     axes[-1].set_xlabel("Questions, grouped by subject")
     fig.supylabel(DELTA_LABEL, fontsize=9) if len(axes) > 1 else axes[0].set_ylabel(DELTA_LABEL)
-    handles = [Line2D([], [], ls="", marker=m, color=c, label=f"class {k}") for k, (c, m) in CLASS_STYLE.items()]
+    handles: list[Artist] = [Line2D([], [], ls="", marker=m, color=c, label=f"class {k}")
+                             for k, (c, m) in CLASS_STYLE.items()]
     handles += [Patch(facecolor=BANDS[0][3], label="|Δ| 1–1.5"), Patch(facecolor=BANDS[1][3], label="|Δ| ≥ 1.5")]
     title = None
     if simulated:

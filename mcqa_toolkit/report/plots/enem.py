@@ -2,7 +2,7 @@
 the models' official scores among the real candidates of the exam (data: `enem.candidates`)."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -11,9 +11,22 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import PercentFormatter
 
-from mcqa_toolkit.report.plots._layout import (COLUMN_WIDTH, HUMAN_COLOR, MISSING_COLOR, PAGE_WIDTH, _check, _cols,
-                                               _facets, _label_outer, _labels, _legend, _markers, _nice, _palette,
-                                               _styled)
+from mcqa_toolkit.report.plots._layout import (
+    COLUMN_WIDTH,
+    HUMAN_COLOR,
+    MISSING_COLOR,
+    PAGE_WIDTH,
+    _check,
+    _cols,
+    _facets,
+    _label_outer,
+    _labels,
+    _legend,
+    _markers,
+    _nice,
+    _palette,
+    _styled,
+)
 
 BANDS = {"share_exact": "equal at 0.1", "share_within_1": "within 1 point", "share_within_2": "within 2 points"}
 
@@ -112,7 +125,7 @@ def among_candidates(histogram: pd.DataFrame, placement: pd.DataFrame, y: str | 
         pos = np.array([cats.index(v) for v in labels[g.index]]) + (k - (len(levels) - 1) / 2) * step
         bottom.hlines(pos, g["score_min"], g["score_max"], color=colors[lv], lw=1.0)
         bottom.scatter(g["enem_score"], pos, marker=markers[lv], color=colors[lv], s=26, zorder=3)
-        for x, yy, pct in zip(g["score_max"], pos, g["percentile"]):
+        for x, yy, pct in zip(g["score_max"], pos, g["percentile"], strict=True):
             if np.isfinite(pct):
                 bottom.annotate(f"{pct:.0f}", (x, yy), xytext=(4, 0), textcoords="offset points", va="center")
     bottom.set_yticks(range(len(cats)), cats)

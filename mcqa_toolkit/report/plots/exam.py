@@ -2,16 +2,28 @@
 `mcqa_toolkit.measure`."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from mcqa_toolkit.report.plots._layout import (COLUMN_WIDTH, PAGE_WIDTH, _check, _corr_title, _facets, _fit,
-                                               _hue_handles, _label_outer, _legend, _markers, _palette, _select,
-                                               _styled)
+from mcqa_toolkit.report.plots._layout import (
+    COLUMN_WIDTH,
+    PAGE_WIDTH,
+    _check,
+    _corr_title,
+    _facets,
+    _fit,
+    _hue_handles,
+    _label_outer,
+    _legend,
+    _markers,
+    _palette,
+    _select,
+    _styled,
+)
 
 
 # ---- position bias ---------------------------------------------------------------------------------------------
@@ -125,8 +137,8 @@ def min_k_accuracy(frame: pd.DataFrame, correlations: pd.DataFrame | None = None
         for lv, g in p.frame.groupby(hue, sort=True):
             p.ax.scatter(g["min_k_prob"], g["accuracy"], s=12, marker=markers[lv], color=colors[lv], alpha=0.75,
                          linewidths=0)
-        corr = _select(correlations, col, p.key)
         if correlations is not None:
+            corr = _select(correlations, col, p.key)
             p.ax.set_title(f"{p.ax.get_title()}\n{_corr_title(corr.iloc[0] if len(corr) else None, False)}")
         p.ax.set_ylim(-0.05, 1.05)
     _label_outer(fig, panels, f"Min-{k_percent}% prob (higher = less familiar)", "Accuracy (share of shuffles)")

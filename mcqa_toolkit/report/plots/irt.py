@@ -2,7 +2,7 @@
 each model's theta, and item discrimination of models vs humans. Data: `mcqa_toolkit.measure`."""
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import matplotlib as mpl
 import numpy as np
@@ -12,10 +12,30 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from mcqa_toolkit.report.plots._layout import (ACCURACY_LABEL, COLUMN_WIDTH, MISSING_COLOR, PAGE_WIDTH, THETA_LABEL,
-                                        _check, _cols, _facets, _hue_handles, _human_background, _human_handle,
-                                        _label_outer, _labels, _legend, _levels, _markers, _nice, _num, _palette,
-                                        _select, _styled, _title)
+from mcqa_toolkit.report.plots._layout import (
+    ACCURACY_LABEL,
+    COLUMN_WIDTH,
+    MISSING_COLOR,
+    PAGE_WIDTH,
+    THETA_LABEL,
+    _check,
+    _cols,
+    _facets,
+    _hue_handles,
+    _human_background,
+    _human_handle,
+    _label_outer,
+    _labels,
+    _legend,
+    _levels,
+    _markers,
+    _nice,
+    _num,
+    _palette,
+    _select,
+    _styled,
+    _title,
+)
 
 
 def _person_scatter(abilities, humans, regions, x, y, xlabel, ylabel, col, hue, human_label, ref=None):
@@ -80,7 +100,7 @@ def response_patterns(shares: pd.DataFrame, rows: str | Sequence[str] = ("model"
     axes = fig.subplots(len(facets), 1, squeeze=False, gridspec_kw={"height_ratios": heights})[:, 0]
     cmap = mpl.colormaps["Greys"].with_extremes(bad=MISSING_COLOR)
     missing = False
-    for ax, key in zip(axes, facets):
+    for ax, key in zip(axes, facets, strict=True):
         sub = _select(shares, row_facet, key).assign(_row=lambda d: _labels(d, rows))
         order = sub.drop_duplicates(item_key).sort_values(["b", item_key], na_position="last")
         grid = sub.pivot_table(index="_row", columns=item_key, values="share_correct", aggfunc="first",

@@ -10,16 +10,32 @@ flips its meaning when the reference score is negative (a kappa of -0.17 against
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from mcqa_toolkit.report.plots._layout import (ACCURACY_LABEL, PAGE_WIDTH, _check, _corr_title, _facets, _fit,
-                                               _hue_handles, _label_outer, _legend, _levels, _markers, _nice,
-                                               _palette, _panel_width, _select, _styled, _title)
+from mcqa_toolkit.report.plots._layout import (
+    ACCURACY_LABEL,
+    PAGE_WIDTH,
+    _check,
+    _corr_title,
+    _facets,
+    _fit,
+    _hue_handles,
+    _label_outer,
+    _legend,
+    _levels,
+    _markers,
+    _nice,
+    _palette,
+    _panel_width,
+    _select,
+    _styled,
+    _title,
+)
 
 SCORE_NAMES = {"kappa": "κ", "accuracy": "accuracy"}
 

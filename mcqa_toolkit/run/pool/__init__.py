@@ -14,10 +14,17 @@ driver) writes every record.
 
 Ray itself is imported only when a pool connects (`import mcqa_toolkit.run.pool` does not); docs/cluster.md.
 """
-from mcqa_toolkit.run.pool.driver import (INSTALL_HINT, SERVED, ClusterOptions, RayPool, check_address,
-                                          cluster_options, require_ray)
-from mcqa_toolkit.run.pool.sizing import in_process_threads, worker_resources
+from mcqa_toolkit.run.pool.driver import (
+    INSTALL_HINT,
+    SERVED,
+    ClusterOptions,
+    RayPool,
+    check_address,
+    cluster_options,
+    require_ray,
+)
 from mcqa_toolkit.run.pool.scheduler import PoolError
+from mcqa_toolkit.run.pool.sizing import in_process_threads, worker_resources
 
 __all__ = ["RayPool", "PoolError", "ClusterOptions", "cluster_options", "check_address", "worker_resources",
            "in_process_threads", "require_ray", "INSTALL_HINT", "SERVED"]

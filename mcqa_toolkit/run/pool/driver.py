@@ -29,13 +29,21 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from mcqa_toolkit.backends import Backend, backend_entry, load_backend
 from mcqa_toolkit.backends.base import PooledBackend
-from mcqa_toolkit.run.pool.joining import (HOST_PORT, auth_refused, loopback, node_ip, reachable,
-                                           stay_on_loopback, use_local_token)
+from mcqa_toolkit.run.pool.joining import (
+    HOST_PORT,
+    auth_refused,
+    loopback,
+    node_ip,
+    reachable,
+    stay_on_loopback,
+    use_local_token,
+)
 from mcqa_toolkit.run.pool.sizing import cpu_threads, fitting_threads, in_process_threads, worker_resources
 from mcqa_toolkit.run.recipe import BackendCache
 
@@ -120,7 +128,7 @@ class RayPool:
         self._ray: Any = None
         self._owns_connection = False
 
-    def __enter__(self) -> "RayPool":
+    def __enter__(self) -> RayPool:
         self.connect()
         return self
 

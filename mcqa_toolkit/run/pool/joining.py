@@ -20,6 +20,7 @@ import re
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 from mcqa_toolkit.run.pool.scheduler import PoolError
 
@@ -74,10 +75,10 @@ def node_ip(address: str) -> str:
     IP for a head that registered there (`ray start --head` does, even when told 127.0.0.1), which ray.init
     reaches through 127.0.0.1 too. Asked of the GCS; 127.0.0.1 when it cannot tell (Ray then says why)."""
     import ray._raylet
-    from ray.core.generated.gcs_pb2 import GcsNodeInfo
+    from ray.core.generated.gcs_pb2 import GcsNodeInfo  # type: ignore[attr-defined]  # protobuf stubs lack it
 
     try:
-        nodes = ray._raylet.GcsClient(address=address).get_all_node_info(
+        nodes = ray._raylet.GcsClient(address=address).get_all_node_info(  # type: ignore[attr-defined]  # Ray's stubs
             timeout=10, state_filter=GcsNodeInfo.GcsNodeState.ALIVE).values()
         ips = sorted({n.node_manager_address for n in nodes})
     except Exception:                # an older Ray, a GCS that does not answer: keep to loopback
@@ -99,7 +100,7 @@ def stay_on_loopback() -> None:
     cluster its documented switch, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, keeps it on loopback (read when ray is
     first imported, hence also set on its constants if that already happened)."""
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    constants = sys.modules.get("ray._private.ray_constants")
+    constants: Any = sys.modules.get("ray._private.ray_constants")  # Ray's module of constants, if imported
     if constants is not None:
         constants.ENABLE_RAY_CLUSTER = False
 
@@ -107,6 +108,8 @@ def stay_on_loopback() -> None:
 def reachable(address: str) -> None:
     """One clear PoolError when nothing listens at HOST:PORT (Ray itself retries for minutes)."""
     m = HOST_PORT.match(address)
+    if m is None:
+        raise ValueError(f"{address!r}: expected HOST:PORT (or ray://HOST:PORT)")
     host, port = m.group(1).strip("[]"), int(m.group(2))
     try:
         socket.create_connection((host, port), timeout=5).close()
@@ -129,7 +132,7 @@ def gcs_requires_token(address: str) -> bool:
     import ray._raylet
 
     try:
-        ray._raylet.GcsClient(address=address).get_all_node_info(timeout=10)
+        ray._raylet.GcsClient(address=address).get_all_node_info(timeout=10)  # type: ignore[attr-defined]  # Ray's stubs
     except Exception as e:
         return auth_refused(e, address) is not None
     return False
@@ -157,7 +160,7 @@ def use_local_token(address: str) -> bool:
 def auth_refused(error: BaseException, address: str) -> PoolError | None:
     """One clear PoolError when ray.init failed because the cluster asked for a token it was not given; None for
     any other failure (its own message stands)."""
-    seen = error
+    seen: BaseException | None = error
     while seen is not None:
         if type(seen).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(seen):
             return PoolError(

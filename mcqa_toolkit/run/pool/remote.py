@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from mcqa_toolkit import __version__
 from mcqa_toolkit.backends.base import Capabilities
@@ -44,10 +45,13 @@ class WorkerGroup:
         options = dict(max_restarts=MAX_RESTARTS, max_task_retries=0, scheduling_strategy="SPREAD", **resources)
         actor = ray.remote(PoolWorker).options(**options)
         self.actors = [actor.remote(i, factories, threads) for i in range(workers)]
-        self.token, self.entries, self.backends = 0, [], []
+        self.token = 0
+        self.entries: list[dict[str, Any]] = []
+        self.backends: list[RemoteBackend] = []
         self.prepares: dict[int, Future] = {}
         self.known: dict[int, dict[str, Any]] = {}
-        self.stats, self.blocks_by_worker = DispatchStats(), Counter()
+        self.stats = DispatchStats()
+        self.blocks_by_worker: Counter[int] = Counter()
 
     def failure(self, exc: BaseException) -> str | None:
         """run.pool.scheduler's classification of a Ray error: a worker lost (it restarts), dead, or neither."""
@@ -65,7 +69,7 @@ class WorkerGroup:
         """What to raise for a worker's error: a model that cannot load is one line (PoolError); others as raised."""
         return PoolError(_one_line(exc)) if isinstance(exc, WorkerLoadError) else exc
 
-    def start_run(self, entries: Sequence[dict[str, Any]]) -> list["RemoteBackend"]:
+    def start_run(self, entries: Sequence[dict[str, Any]]) -> list[RemoteBackend]:
         """Ask every worker to load (first run) or renew (later runs) the run's backends; return once one is
         ready, as RemoteBackends (the others join the run as they become ready)."""
         self.token += 1
@@ -106,8 +110,8 @@ class WorkerGroup:
                     pending[self.prepares[i]] = i
             if not pending:
                 raise PoolError(f"no worker of {model_label(self.entry)!r} could start; the last error: {last}")
-        raise PoolError(f"no worker of {model_label(self.entry)!r} became ready in {self.stall_seconds:.0f} s: does the "
-                        f"cluster have what each asks ({self.resources})? {last}")
+        raise PoolError(f"no worker of {model_label(self.entry)!r} became ready in {self.stall_seconds:.0f} s: "
+                        f"does the cluster have what each asks ({self.resources})? {last}")
 
     def wait_ready(self, timeout: float | None = None) -> int:
         """Wait until every worker has prepared the current run (or `timeout` seconds); how many have."""

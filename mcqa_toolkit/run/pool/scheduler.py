@@ -24,9 +24,10 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 __all__ = ["PoolError", "DispatchStats", "dispatch"]
 
@@ -52,9 +53,12 @@ class DispatchStats:
         return dict(self.__dict__)
 
 
-def dispatch(n_blocks: int, workers: Sequence[Hashable], submit: Callable[[Hashable, int], Future],
-             probe: Callable[[Hashable], Future], failure: Callable[[BaseException], str | None], *,
-             probes: Mapping[Hashable, Future] | None = None, depth: int = 2, window: int | None = None,
+W = TypeVar("W", bound=Hashable)  # a worker's name
+
+
+def dispatch(n_blocks: int, workers: Sequence[W], submit: Callable[[W, int], Future],
+             probe: Callable[[W], Future], failure: Callable[[BaseException], str | None], *,
+             probes: Mapping[W, Future] | None = None, depth: int = 2, window: int | None = None,
              stall_seconds: float = 1800.0, max_block_losses: int = 3,
              stats: DispatchStats | None = None) -> Iterator[tuple[int, Any]]:
     """Yield (block index, result) for blocks 0..n_blocks-1, in order, each once (see the module docstring).
@@ -65,11 +69,11 @@ def dispatch(n_blocks: int, workers: Sequence[Hashable], submit: Callable[[Hasha
     stats = stats if stats is not None else DispatchStats()
     window = window or max(16, 4 * depth * len(workers))
     queue = list(range(n_blocks))  # a heap: retried blocks go back in front of later ones
-    out: dict[Future, tuple[Hashable, int]] = {}
-    probing: dict[Future, Hashable] = {f: w for w, f in (probes or {}).items()}
+    out: dict[Future, tuple[W, int]] = {}
+    probing: dict[Future, W] = {f: w for w, f in (probes or {}).items()}
     ready = [w for w in workers if w not in (probes or {})]
-    retry_at: dict[Hashable, float] = {}
-    dead: set[Hashable] = set()
+    retry_at: dict[W, float] = {}
+    dead: set[W] = set()
     load: Counter = Counter()
     copies_out: Counter = Counter()
     losses: Counter = Counter()
@@ -79,7 +83,7 @@ def dispatch(n_blocks: int, workers: Sequence[Hashable], submit: Callable[[Hasha
     def wanted(i: int) -> bool:
         return i >= next_i and i not in results
 
-    def next_block(w: Hashable) -> int | None:
+    def next_block(w: W) -> int | None:
         while queue and not wanted(queue[0]):
             heapq.heappop(queue)  # given back meanwhile (a copy or a retry finished first)
         if queue and queue[0] < next_i + window:
@@ -100,7 +104,7 @@ def dispatch(n_blocks: int, workers: Sequence[Hashable], submit: Callable[[Hasha
                 copies_out[i] += 1
                 stats.sent += 1
 
-    def lose(w: Hashable, kind: str) -> None:
+    def lose(w: W, kind: str) -> None:
         if w in ready:
             ready.remove(w)
             stats.workers_lost += 1
@@ -156,6 +160,7 @@ def dispatch(n_blocks: int, workers: Sequence[Hashable], submit: Callable[[Hasha
                 if wanted(i):
                     results[i] = f.result()
                 continue
+            assert kind is not None, "an error failure() does not classify was raised above"
             lose(w, kind)
             losses[i] += 1
             if losses[i] >= max_block_losses:

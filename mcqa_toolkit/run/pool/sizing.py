@@ -10,7 +10,8 @@ caps that at the largest node of the cluster, with a warning.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["RESOURCE_KEYS", "cpu_threads", "fitting_threads", "in_process_threads", "worker_resources"]
 

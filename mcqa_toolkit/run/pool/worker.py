@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from mcqa_toolkit import __version__
 from mcqa_toolkit.backends import Backend
@@ -97,7 +98,8 @@ class PoolWorker:
             me = self.hello()
             raise WorkerLoadError(" ".join(
                 f"worker {self.index} ({me['host']}{', ' + me['node_ip'] if me.get('node_ip') else ''}, pid "
-                f"{me['pid']}) could not load model {model_label(failed)!r}: {type(e).__name__}: {e}".split())) from None
+                f"{me['pid']}) could not load model {model_label(failed)!r}: "
+                f"{type(e).__name__}: {e}".split())) from None
         self.loads += len(fresh)
         self.token = token
         return True

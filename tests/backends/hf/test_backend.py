@@ -23,13 +23,13 @@ def test_several_items_in_one_call_equal_one_call_each(tiny_gemma):
     assert items_per_call(block) == 3 and items_per_call(alone) == 1  # CPU's budget: one item per call
     got = block.letter_logprobs(prompts)
     want = [r for it in items for r in alone.letter_logprobs([p for p in prompts if p.item_id == it.item_id])]
-    assert max(float(np.abs(a.logprobs - b.logprobs).max()) for a, b in zip(got, want)) <= 1e-5
+    assert max(float(np.abs(a.logprobs - b.logprobs).max()) for a, b in zip(got, want, strict=True)) <= 1e-5
     assert [a.n_prompt_tokens for a in got] == [b.n_prompt_tokens for b in want]
     assert block.engine.stats.items == 3 and block.engine.stats.calls < alone.engine.stats.calls
     reqs = [Continuation(p, c) for p in prompts for c in p.continuations]
     got = block.loglikelihoods(reqs)
     want = [r for it in items for r in alone.loglikelihoods([q for q in reqs if q.context.item_id == it.item_id])]
-    assert max(float(np.abs(a.logprobs - b.logprobs).max()) for a, b in zip(got, want)) <= 1e-5
+    assert max(float(np.abs(a.logprobs - b.logprobs).max()) for a, b in zip(got, want, strict=True)) <= 1e-5
     texts = block.loglikelihoods([Continuation("", "A canção é bonita."), Continuation("", "Perché?")])
     assert [t.n_tokens for t in texts] == [len(t.logprobs) for t in texts]
 

@@ -16,7 +16,8 @@ TOL = 1e-4
 
 
 def _delta(lm, items, got):
-    return max(float(np.abs(a - b).max()) for reqs, res in zip(items, got) for a, b in zip(naive_scores(lm, reqs), res))
+    return max(float(np.abs(a - b).max()) for reqs, res in zip(items, got, strict=True)
+               for a, b in zip(naive_scores(lm, reqs), res, strict=True))
 
 
 def _prefix_len(reqs, run):
@@ -71,7 +72,7 @@ def test_one_item_block_is_the_single_item_path(tiny_lm):
     shared = encode(tiny_lm, PREFIX)
     one = PrefixScorer(tiny_lm).score(reqs, shared)
     block = PrefixScorer(tiny_lm).score_block([(reqs, shared)])[0]
-    assert all(np.array_equal(a, b) for a, b in zip(one, block))
+    assert all(np.array_equal(a, b) for a, b in zip(one, block, strict=True))
 
 
 def test_a_block_gives_the_same_numbers_whatever_ran_before(tiny_lm):
@@ -83,7 +84,7 @@ def test_a_block_gives_the_same_numbers_whatever_ran_before(tiny_lm):
     used = PrefixScorer(tiny_lm)
     used.score_block([(items[0], shared)])
     again = used.score_block(block)
-    assert all(np.array_equal(a, b) for x, y in zip(fresh, again) for a, b in zip(x, y))
+    assert all(np.array_equal(a, b) for x, y in zip(fresh, again, strict=True) for a, b in zip(x, y, strict=True))
 
 
 def test_item_prefixes_are_packed_as_chains(tiny_gemma):
@@ -120,7 +121,7 @@ def test_scored_slots_are_gathered_once_in_order_of_first_use():
     b = Row(tokens=[5, 6], paths={1: [0, 1]})
     req, idx, (at, col) = scored_slots([a, b], [2, 1, 2])
     assert req.tolist() == [2, 2, 0, 0, 1]
-    slots = list(zip(at.tolist(), col.tolist()))
+    slots = list(zip(at.tolist(), col.tolist(), strict=True))
     assert slots == [(0, 1), (0, 2), (0, 3), (1, 1)]
     assert [slots[i] for i in idx] == [(0, 1), (0, 2), (0, 1), (0, 3), (1, 1)]
     assert isinstance(idx, np.ndarray)

@@ -84,5 +84,5 @@ def test_records_do_not_depend_on_what_ran_before_in_the_process(gemma, tiny_mod
     finally:
         torch.backends.mkldnn.matmul.fp32_precision = "none"
         torch.set_num_threads(threads)
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=True):
         assert_same_records(a, b, ignore=("run_id",))

@@ -27,7 +27,7 @@ def _float64(lm, text):
 
 @pytest.mark.parametrize("chunk", [3, 128])
 def test_statistics_equal_a_float64_computation(tiny_lm, chunk):
-    for d, text in zip(token_distributions(tiny_lm, TEXTS, chunk=chunk), TEXTS):
+    for d, text in zip(token_distributions(tiny_lm, TEXTS, chunk=chunk), TEXTS, strict=True):
         lp, mean, var = _float64(tiny_lm, text)
         assert len(d.logprobs) == len(encode(tiny_lm, text)) - 1
         for got, want in ((d.logprobs, lp), (d.mean, mean), (d.var, var)):
@@ -38,7 +38,7 @@ def test_log_probs_are_those_min_k_reads_and_the_backend_counts_tokens(tiny_lm):
     backend = HFBackend(tiny_lm)
     before = backend.usage()["forwarded_tokens"]
     dists = backend.token_distributions(TEXTS)
-    for d, lp in zip(dists, text_logprobs(HFBackend(tiny_lm), TEXTS)):
+    for d, lp in zip(dists, text_logprobs(HFBackend(tiny_lm), TEXTS), strict=True):
         np.testing.assert_allclose(d.logprobs, lp, atol=1e-4)
     assert backend.usage()["forwarded_tokens"] - before == sum(len(encode(tiny_lm, t)) for t in TEXTS)
     with pytest.raises(ValueError, match="no token to score"):

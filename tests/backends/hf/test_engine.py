@@ -12,8 +12,13 @@ import torch
 from engine_requests import PREFIX, long_requests, requests_for
 
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request, naive_scores
-from mcqa_toolkit.backends.hf.tokens import (context_continuation, context_continuations, encode, letter_requests,
-                                             next_token_candidates)
+from mcqa_toolkit.backends.hf.tokens import (
+    context_continuation,
+    context_continuations,
+    encode,
+    letter_requests,
+    next_token_candidates,
+)
 
 TOL = 1e-4
 
@@ -24,12 +29,12 @@ def test_prefix_sharing_equals_naive(tiny_lm, batch_tokens):
     assert len(encode(tiny_lm, PREFIX)) > 16, "prefix must exceed the sliding window"
     naive = naive_scores(tiny_lm, reqs)
     trimmed = naive_scores(tiny_lm, reqs, full_logits=False)
-    assert max(float(np.abs(a - b).max()) for a, b in zip(naive, trimmed)) <= 1e-5
+    assert max(float(np.abs(a - b).max()) for a, b in zip(naive, trimmed, strict=True)) <= 1e-5
     scorer = PrefixScorer(tiny_lm, max_batch_tokens=batch_tokens)
     shared = encode(tiny_lm, PREFIX)
     half = len(reqs) // 2
     got = scorer.score(reqs[:half], shared) + scorer.score(reqs[half:], shared)
-    delta = max(float(np.abs(a - b).max()) for a, b in zip(naive, got))
+    delta = max(float(np.abs(a - b).max()) for a, b in zip(naive, got, strict=True))
     assert delta <= TOL
     st = scorer.stats
     assert st.forwarded < st.naive and st.unique <= st.forwarded <= st.naive
@@ -44,8 +49,8 @@ def _max_suffix(reqs):
 
 def _assert_equal_to_naive(lm, reqs, got):
     naive = naive_scores(lm, reqs)
-    assert max(float(np.abs(a - b).max()) for a, b in zip(naive, got)) <= TOL
-    assert all(int(np.argmax(a)) == int(np.argmax(b)) for a, b in zip(naive, got) if a.size > 1)
+    assert max(float(np.abs(a - b).max()) for a, b in zip(naive, got, strict=True)) <= TOL
+    assert all(int(np.argmax(a)) == int(np.argmax(b)) for a, b in zip(naive, got, strict=True) if a.size > 1)
 
 
 @pytest.mark.parametrize("options", [dict(), dict(row_tokens=8, max_batch_tokens=64, max_batch_rows=3),
@@ -78,7 +83,7 @@ def test_scores_do_not_depend_on_how_many_rows_share_a_call(tiny_lm, options):
     shared = encode(tiny_lm, PREFIX)
     base = PrefixScorer(tiny_lm).score(reqs, shared)
     got = PrefixScorer(tiny_lm, **options).score(reqs, shared)
-    assert all(np.array_equal(a, b) for a, b in zip(base, got))
+    assert all(np.array_equal(a, b) for a, b in zip(base, got, strict=True))
 
 
 def test_packed_rows_with_eager_attention(tiny_tokenizer):
@@ -112,7 +117,7 @@ def test_wrong_shared_prefix_falls_back_correctly(tiny_lm):
     scorer = PrefixScorer(tiny_lm)
     got = scorer.score(reqs, shared_prefix=encode(tiny_lm, "Completely different text"))
     naive = naive_scores(tiny_lm, reqs)
-    assert max(float(np.abs(a - b).max()) for a, b in zip(naive, got)) <= TOL
+    assert max(float(np.abs(a - b).max()) for a, b in zip(naive, got, strict=True)) <= TOL
 
 
 def test_duplicates_computed_once_and_results_in_order(tiny_lm):
@@ -121,7 +126,7 @@ def test_duplicates_computed_once_and_results_in_order(tiny_lm):
     once = scorer.score(reqs)
     f1 = scorer.stats.forwarded
     twice = PrefixScorer(tiny_lm).score(reqs + reqs[::-1])
-    assert all(np.array_equal(a, b) for a, b in zip(once + once[::-1], twice))
+    assert all(np.array_equal(a, b) for a, b in zip(once + once[::-1], twice, strict=True))
     assert f1 > 0
 
 
@@ -140,7 +145,7 @@ def test_batch_tokenising_equals_one_by_one(tiny_lm):
 
     texts = [PREFIX + "Question: Why?\nAnswer: (", "Options: (A) red (B) blue. Answer:", "Resposta: ("]
     prompts = [SimpleNamespace(text=t, messages=None, letter_continuations=["A", "B", " C"]) for t in texts]
-    for p, (ids, cands, exact) in zip(prompts, letter_requests(tiny_lm, prompts)):
+    for p, (ids, cands, exact) in zip(prompts, letter_requests(tiny_lm, prompts), strict=True):
         assert ids == encode(tiny_lm, p.text)
         assert (cands, exact) == next_token_candidates(tiny_lm, ids, p.text, p.letter_continuations)
     pairs = [(t, c) for t in texts for c in (" red", "blue and green", "B) 4")]
@@ -171,8 +176,8 @@ def test_half_precision_paths_run_in_model_dtype(tiny_tokenizer, dtype, attn):
     for pack in (True, False):
         got = PrefixScorer(lm, row_tokens=12, pack=pack).score(reqs, encode(lm, PREFIX))
         assert all(np.isfinite(a).all() for a in got)
-        assert max(float(np.abs(a - b).max()) for a, b in zip(naive, got)) <= 1e-2
-        assert all(int(np.argmax(a)) == int(np.argmax(b)) for a, b in zip(naive, got) if a.size > 1)
+        assert max(float(np.abs(a - b).max()) for a, b in zip(naive, got, strict=True)) <= 1e-2
+        assert all(int(np.argmax(a)) == int(np.argmax(b)) for a, b in zip(naive, got, strict=True) if a.size > 1)
     cache = PrefixScorer(lm).new_cache()
     groups = layer_groups(lm.model, cache)
     depth, end = torch.tensor([[0, 1, 1]]), torch.tensor([[3, 2, 3]])

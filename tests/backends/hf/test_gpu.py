@@ -63,7 +63,7 @@ def test_half_precision_on_cuda_within_twice_the_naive_error(tiny_tokenizer, gpu
         got = PrefixScorer(lm, row_tokens=24, pack=pack).score(gpu_requests, encode(lm, PREFIX))
         assert all(np.isfinite(x).all() for x in got)
         assert max_delta(got, ref) <= 2 * noise, (pack, max_delta(got, ref), noise)
-        letters = [(a, b) for a, b, r in zip(naive, got, gpu_requests) if r.candidates is not None]
+        letters = [(a, b) for a, b, r in zip(naive, got, gpu_requests, strict=True) if r.candidates is not None]
         same, compared = choice_agreement([a for a, _ in letters], [b for _, b in letters], 2 * noise)
         assert same == compared, (pack, same, compared)
 
@@ -79,12 +79,12 @@ def test_several_items_per_call_and_graphs_on_cuda_equal_naive(tiny_tokenizer, a
     for graphs in (False, True):
         scorer = PrefixScorer(lm, row_tokens=24, graphs=graphs)
         got = scorer.score_block([(reqs, shared) for reqs in items])
-        assert max(max_delta(g, n) for g, n in zip(got, naive)) <= 1e-4
+        assert max(max_delta(g, n) for g, n in zip(got, naive, strict=True)) <= 1e-4
         if graphs:
             assert scorer.static.capture and not scorer.static.failed
             assert any(c.graph is not None for c in scorer.static._calls.values())
             again = scorer.score_block([(reqs, shared) for reqs in items])
-            assert max(max_delta(g, n) for g, n in zip(again, naive)) <= 1e-4
+            assert max(max_delta(g, n) for g, n in zip(again, naive, strict=True)) <= 1e-4
 
 
 def test_masks_and_cache_stay_on_the_device(tiny_tokenizer, gpu_requests):

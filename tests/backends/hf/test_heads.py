@@ -34,4 +34,4 @@ def test_head_logprobs_in_chunks_equal_full_logits(tiny_lm):
             with torch.no_grad():
                 got = head_logprobs(tiny_lm.model, reqs, scored, hidden, rows, stats, vocab)
             assert stats.scored_positions == n
-            assert all(np.allclose(a, b, atol=1e-5) for a, b in zip(got, want))
+            assert all(np.allclose(a, b, atol=1e-5) for a, b in zip(got, want, strict=True))

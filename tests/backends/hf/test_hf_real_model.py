@@ -3,13 +3,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mcqa_toolkit.datasets import load
-from mcqa_toolkit.prompts import load_template, render, select_shots, split_shots
 from mcqa_toolkit.backends.hf import HFBackend
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request, naive_scores
-from mcqa_toolkit.backends.hf.generation import generate_padded, generate_one
-from mcqa_toolkit.backends.hf.tokens import (context_continuation, context_continuations, encode, letter_requests,
-                                             next_token_candidates, prompt_text, shared_prefix_ids)
+from mcqa_toolkit.backends.hf.generation import generate_one, generate_padded
+from mcqa_toolkit.backends.hf.tokens import (
+    context_continuation,
+    context_continuations,
+    encode,
+    letter_requests,
+    next_token_candidates,
+    prompt_text,
+    shared_prefix_ids,
+)
+from mcqa_toolkit.datasets import load
+from mcqa_toolkit.prompts import load_template, render, select_shots, split_shots
 from mcqa_toolkit.prompts.permutations import permutations
 from mcqa_toolkit.scoring.first_token import score_first_token
 from mcqa_toolkit.scoring.loglik import score_loglik, text_logprobs
@@ -48,7 +55,7 @@ def test_prefix_sharing_equals_naive_on_gemma(gemma, four_shot_prompts):
         assert len(shared_prefix_ids(gemma, prompts[0])) > 300  # the few-shot block is shared at run level
         letters = score_first_token(backend, prompts)
         options = score_loglik(backend, prompts[:1], "sum")
-        for p, got in zip(prompts, letters):
+        for p, got in zip(prompts, letters, strict=True):
             text, sp = prompt_text(gemma, p)
             tok = encode(gemma, text, sp)
             cands, exact = next_token_candidates(gemma, tok, text, p.letter_continuations, sp)
@@ -94,12 +101,12 @@ def test_engine_equals_naive_per_token_with_and_without_packing(gemma, four_shot
     shared = shared_prefix_ids(gemma, four_shot_prompts[0][0])
     for letters, options, sizes, ref_letters, ref_options in engine_work:
         got_letters = scorer.score(letters, shared)
-        assert max(float(np.abs(a - b).max()) for a, b in zip(got_letters, ref_letters)) <= TOL
+        assert max(float(np.abs(a - b).max()) for a, b in zip(got_letters, ref_letters, strict=True)) <= TOL
         assert [int(np.argmax(a)) for a in got_letters] == [int(np.argmax(b)) for b in ref_letters]
         if not options:
             continue
         got_options = scorer.score(options, shared)
-        assert max(float(np.abs(a - b).max()) for a, b in zip(got_options, ref_options)) <= TOL
+        assert max(float(np.abs(a - b).max()) for a, b in zip(got_options, ref_options, strict=True)) <= TOL
         cut = np.cumsum(sizes)[:-1]
         mine = np.split(np.array([a.sum() for a in got_options]), cut)
         theirs = np.split(np.array([b.sum() for b in ref_options]), cut)
@@ -144,7 +151,7 @@ def test_batched_greedy_generation_matches_one_by_one(gemma):
     batched, forwarded, padded = generate_padded(gemma, ids, max_new_tokens=4)
     single = [generate_one(gemma, x, max_new_tokens=4)[0] for x in ids]
     assert [g.text for g in batched] == [g.text for g in single] and all(g.text for g in batched)
-    assert forwarded == sum(len(x) + g.n_generated_tokens - 1 for x, g in zip(ids, batched))
+    assert forwarded == sum(len(x) + g.n_generated_tokens - 1 for x, g in zip(ids, batched, strict=True))
     assert padded >= sum(max(map(len, ids)) - len(x) for x in ids)
 
 
@@ -163,8 +170,8 @@ def test_course_exam_of_every_type_on_gemma(gemma, tmp_path):
     import json
 
     from mcqa_toolkit import measure
-    from mcqa_toolkit.run import Strategy, run
     from mcqa_toolkit.records.columns import STATUSES
+    from mcqa_toolkit.run import Strategy, run
     from mcqa_toolkit.scoring.judge import LLMJudge
 
     backend = HFBackend(gemma)

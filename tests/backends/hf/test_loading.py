@@ -22,7 +22,8 @@ def _waiting_for(lock_file: Path) -> int:
     """How many processes wait for the flock on `lock_file`: /proc/locks marks a blocked request "->"."""
     st = lock_file.stat()
     file = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    return sum(line.split()[1] == "->" and file in line.split() for line in Path("/proc/locks").read_text().splitlines())
+    return sum(line.split()[1] == "->" and file in line.split()
+               for line in Path("/proc/locks").read_text().splitlines())
 
 
 def _slow_writer(log: Path, die: bool = False, waiting: int = 0):

@@ -4,6 +4,7 @@ Every plan must cover every sequence exactly once, keep each sequence's tokens o
 right depth, and respect its width limit; the vectorised masks must equal the definition written as loops.
 """
 import random
+from itertools import pairwise
 
 import pytest
 import torch
@@ -31,7 +32,7 @@ def _check_rows(rows, seqs):
         for k, path in row.paths.items():
             assert [row.tokens[i] for i in path] == list(seqs[k])
             assert [row.depth[i] for i in path] == list(range(len(path)))
-            for a, b in zip(path, path[1:]):  # each token's predecessor is an ancestor in the depth-first layout
+            for a, b in pairwise(path):  # each token's predecessor is an ancestor in the depth-first layout
                 assert a < b < row.end[a]
 
 
@@ -165,6 +166,6 @@ def test_keys_sort_and_share_prefixes_as_the_tokens_do():
     seqs = [tuple(rng.choice(values) for _ in range(rng.randrange(0, 7))) for _ in range(300)]
     seqs += [(7,) * 1500 + (k,) for k in (1, 2)] + [(7,) * 1500, ()]
     assert sorted(seqs, key=token_key) == sorted(seqs)
-    for a, b in zip(seqs, seqs[1:] + seqs[:1]):
+    for a, b in zip(seqs, seqs[1:] + seqs[:1], strict=True):
         assert lcp(a, b) == _naive_lcp(a, b) == key_lcp(token_key(a), token_key(b))
         assert lcp(list(a), list(b)) == _naive_lcp(a, b)

@@ -21,7 +21,8 @@ def _texts():
     out = []
     for stem in ("What colour is the sky?", "Qual é a capital do Brasil?\nPregunta: y"):
         for perm in (("red", "blue", "green"), ("blue", "green", "red"), ("green", "red", "blue")):
-            text = SHOTS + f"Question: {stem}\nOptions:\n" + "".join(f"({x}) {o}\n" for x, o in zip("ABC", perm))
+            text = SHOTS + f"Question: {stem}\nOptions:\n" + "".join(f"({x}) {o}\n"
+                                                                     for x, o in zip("ABC", perm, strict=True))
             out += [text + "Answer: (", text + "Answer: (A", text + "Answer: ( B"]
     return out + ["9.\nQuestion: What", "answer.\nHere are", "x.\nQuestion: a\n\n\nOptions:", "", "\n", "a\n"]
 
@@ -54,7 +55,8 @@ def test_cuts_skip_what_merges_join_across_a_newline():
     assert _whole(tok, [text])[0] != tuple(tok(text[:cut]).input_ids) + tuple(
         tok(text[cut:], add_special_tokens=False).input_ids)
     cache = TokenCache(tok)
-    assert cache.encode_batch([text, "Madrid, la ciudad.\nDomanda"]) == _whole(tok, [text, "Madrid, la ciudad.\nDomanda"])
+    assert (cache.encode_batch([text, "Madrid, la ciudad.\nDomanda"])
+            == _whole(tok, [text, "Madrid, la ciudad.\nDomanda"]))
     assert cache.stats["encoded_chars"] == len(text) + len("Madrid, la ciudad.\n") + len("Domanda")
 
 
@@ -105,8 +107,8 @@ def test_extensions_equal_whole_texts(kind, tiny_tokenizer):
     texts = _texts()
     for special in (True, False):
         got = cache.encode_extensions(texts, [SUFFIXES] * len(texts), special)
-        for text, (ids, tails) in zip(texts, got):
+        for text, (ids, tails) in zip(texts, got, strict=True):
             assert ids == _whole(tok, [text], special)[0]
-            for x, (n, tail) in zip(SUFFIXES, tails):
+            for x, (n, tail) in zip(SUFFIXES, tails, strict=True):
                 assert ids[:n] + tail == _whole(tok, [text + x], special)[0], (text[-20:], x)
                 assert kind == "byte-level" and n == 0 or len(tail) < len(ids) or len(text) < 40

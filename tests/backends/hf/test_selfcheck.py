@@ -50,7 +50,7 @@ def test_a_broken_tree_attention_is_caught_and_routed_around_with_a_warning(tiny
     assert engine.path == "masks" and engine.verdict.deltas["tree"] > selfcheck.FP32_BOUND
     run, reqs = _requests(tiny_gemma)
     got = engine.score(reqs, run)
-    assert max(float(np.abs(a - b).max()) for a, b in zip(got, naive_scores(tiny_gemma, reqs))) < 1e-4
+    assert max(float(np.abs(a - b).max()) for a, b in zip(got, naive_scores(tiny_gemma, reqs), strict=True)) < 1e-4
 
 
 def test_a_path_that_fails_is_refused_with_its_error(tiny_gemma, verdicts, monkeypatch):
@@ -91,7 +91,7 @@ def test_a_recurrent_model_is_scored_exactly_with_its_run_prefix_shared_where_it
     assert engine.path in ("sequential", "plain")
     run, reqs = _requests(lm)
     got = engine.score(reqs, run)
-    assert max(float(np.abs(a - b).max()) for a, b in zip(got, naive_scores(lm, reqs))) < 1e-4
+    assert max(float(np.abs(a - b).max()) for a, b in zip(got, naive_scores(lm, reqs), strict=True)) < 1e-4
 
 
 def test_left_padded_generation_is_checked_once_and_refused_where_positions_shift(tiny_lm, verdicts, monkeypatch):
@@ -108,5 +108,5 @@ def test_the_probe_crosses_the_sliding_window_and_has_two_items(tiny_gemma):
     assert len(run) == window + 16 and len(letters) == len(options) == 2
     assert [len(reqs) for reqs in options] == [2, 1]  # item A in two option orders, item B in one
     assert all(o.tokens[: len(letter.tokens)] == letter.tokens
-               for a, b in zip(letters, options) for letter, o in zip(a, b))
+               for a, b in zip(letters, options, strict=True) for letter, o in zip(a, b, strict=True))
     assert all(isinstance(r, Request) and r.tokens[: len(run)] == run for reqs in letters + options for r in reqs)

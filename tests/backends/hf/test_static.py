@@ -25,7 +25,8 @@ def test_static_calls_equal_naive_and_reuse_their_buffers(tiny_gemma):
     second = scorer.score_block([(r, shared) for r in items[2:]] + [(items[0], ())])
     got = first + second
     want = [naive_scores(tiny_gemma, r) for r in items[:2] + items[2:] + [items[0]]]
-    assert max(float(np.abs(a - b).max()) for x, y in zip(got, want) for a, b in zip(x, y)) <= 1e-4
+    assert max(float(np.abs(a - b).max())
+               for x, y in zip(got, want, strict=True) for a, b in zip(x, y, strict=True)) <= 1e-4
     dynamic = PrefixScorer(tiny_gemma, row_tokens=12)
     dynamic.score_block([(r, shared) for r in items[:2]])
     assert scorer.stats.padded > dynamic.stats.padded  # rows, width rounded up to their buckets
@@ -33,4 +34,4 @@ def test_static_calls_equal_naive_and_reuse_their_buffers(tiny_gemma):
     n_calls, n_caches = len(scorer.static._calls), len(scorer.static._caches)
     again = scorer.score_block([(r, shared) for r in items[:2]])  # same buckets: no new buffer
     assert (len(scorer.static._calls), len(scorer.static._caches)) == (n_calls, n_caches)
-    assert all(np.array_equal(a, b) for x, y in zip(first, again) for a, b in zip(x, y))
+    assert all(np.array_equal(a, b) for x, y in zip(first, again, strict=True) for a, b in zip(x, y, strict=True))

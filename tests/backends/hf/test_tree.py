@@ -2,7 +2,8 @@
 both tiny architectures (Gemma 3's sliding layers with a 16-token window, Llama's full attention): one item with
 rows split many ways, query blocks of 4 (many blocks per row, ancestors gathered) and the cached part in small
 chunks, several items per block, the CPU flash kernel and the plain matrix-product path other devices take; it
-computes fewer (query, key) pairs than the dense masks on a deep trie; the model's attention implementation is back after every call."""
+computes fewer (query, key) pairs than the dense masks on a deep trie; the model's attention implementation is back
+after every call."""
 import numpy as np
 import pytest
 import torch
@@ -23,14 +24,15 @@ def naive():
 
     def scores(lm, reqs):
         todo = [r for r in reqs if (lm.name, r) not in memo]
-        for r, v in zip(todo, naive_scores(lm, todo) if todo else []):
+        for r, v in zip(todo, naive_scores(lm, todo) if todo else [], strict=True):
             memo[lm.name, r] = v
         return [memo[lm.name, r] for r in reqs]
     return scores
 
 
 def _delta(naive, lm, items, got):
-    return max(float(np.abs(a - b).max()) for reqs, res in zip(items, got) for a, b in zip(naive(lm, reqs), res))
+    return max(float(np.abs(a - b).max()) for reqs, res in zip(items, got, strict=True)
+               for a, b in zip(naive(lm, reqs), res, strict=True))
 
 
 @pytest.mark.parametrize("options, block", [(dict(), tree.QUERY_BLOCK),

@@ -1,6 +1,7 @@
-"""Errata from data (enem.errata.discover, enem.errata.greedy, enem.errata.search, enem.errata.estimate, enem.errata.sample): INEP's known errors planted
-in an item file are found from the candidates' official scores, written in the errata format and applied; the K
-rule; microdata sampled in bounded memory; on one real exam-area (2017 MT) the procedure finds the shipped erratum.
+"""Errata from data (enem.errata.discover, enem.errata.greedy, enem.errata.search, enem.errata.estimate,
+enem.errata.sample): INEP's known errors planted in an item file are found from the candidates' official scores, written
+in the errata format and applied; the K rule; microdata sampled in bounded memory; on one real exam-area (2017 MT) the
+procedure finds the shipped erratum.
 
 Planted data: candidates simulated (enem.simulate) on the golden booklets' real parameters (the truth), the item
 file published with a zip in MT 1211, a wrong key in CN 1221 and an item of CH 1055 scored but published flagged
@@ -16,15 +17,20 @@ from paths import FIXTURES, SHARED
 
 from mcqa_toolkit import cli, enem
 from mcqa_toolkit.enem.cases import read_cases, score_cases
-from mcqa_toolkit.enem.errata.discover import cross_validate, discover_cases, discover_errata
 from mcqa_toolkit.enem.errata import ErrataWarning, errata
+from mcqa_toolkit.enem.errata.discover import cross_validate, discover_cases, discover_errata
 from mcqa_toolkit.enem.errata.format import booklet_signature, load_errata
 from mcqa_toolkit.enem.errata.greedy import K
+from mcqa_toolkit.enem.errata.sample import sample_microdata
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
 from mcqa_toolkit.enem.reproducibility import EnemEstimatedParamsWarning
-from mcqa_toolkit.enem.errata.sample import sample_microdata
-from mcqa_toolkit.enem.simulate import (itens_prova_layout, publish_key, publish_unpublished, publish_zip,
-                                        simulate_microdata)
+from mcqa_toolkit.enem.simulate import (
+    itens_prova_layout,
+    publish_key,
+    publish_unpublished,
+    publish_zip,
+    simulate_microdata,
+)
 from mcqa_toolkit.enem.validate import validate_enem
 
 GOLDEN = FIXTURES / "enem" / "ITENS_PROVA_golden.csv"

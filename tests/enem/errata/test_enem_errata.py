@@ -15,9 +15,9 @@ import pytest
 from paths import FIXTURES, SHARED
 
 from mcqa_toolkit import enem
+from mcqa_toolkit.enem.errata import ErrataWarning, Erratum, booklet_signature, errata, errata_table
 from mcqa_toolkit.enem.errata import apply as errata_mod
 from mcqa_toolkit.enem.errata import format as errata_format
-from mcqa_toolkit.enem.errata import ErrataWarning, Erratum, booklet_signature, errata, errata_table
 from mcqa_toolkit.enem.itens_prova import read_itens_prova
 from mcqa_toolkit.enem.reproducibility import EnemEstimatedParamsWarning
 from mcqa_toolkit.enem.simulate import itens_prova_layout

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 import pytest
-from ability_data import A, B, C, EDGE
+from ability_data import EDGE, A, B, C
 
 from mcqa_toolkit import irt
 

@@ -1,7 +1,7 @@
 """ability_ml: documented infinities, the likelihood equation, bounds."""
 import numpy as np
 import pytest
-from ability_data import A, B, C, EDGE, loglik
+from ability_data import EDGE, A, B, C, loglik
 
 from mcqa_toolkit import irt
 
@@ -19,7 +19,7 @@ def test_ml_documented_infinities_and_all_missing_error():
 def test_ml_solves_the_likelihood_equation_and_respects_bounds():
     u = np.array([[1, 1, 0, 1, 0], [1, 0, 1, 0, 0]], dtype=float)
     est = irt.ability_ml(u, A, B, C)
-    for row, t in zip(u, est.theta):
+    for row, t in zip(u, est.theta, strict=True):
         if -6 < t < 6:
             h = 1e-5
             slope = (loglik(t + h, row, A, B, C) - loglik(t - h, row, A, B, C)) / (2 * h)

@@ -1,5 +1,6 @@
 """measure.dif.mantel_haenszel: a hand example, R's published UCBAdmissions example, statsmodels' StratifiedTable,
-ETS classes, recovery of seeded simulated DIF, purification, pinned numbers, and the input checks every method shares."""
+ETS classes, recovery of seeded simulated DIF, purification, pinned numbers, and the input checks every method
+shares."""
 import numpy as np
 import pandas as pd
 import pytest

@@ -273,7 +273,7 @@ def test_a_worker_given_fewer_cpus_computes_with_as_many_threads_within_the_stat
     far = refs[ray_cluster.cpus_per_node]
     delta = max(float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
                 for a, b in zip(far.sort_values(["item_id", "shuffle"])["option_scores"],
-                                got.sort_values(["item_id", "shuffle"])["option_scores"]))
+                                got.sort_values(["item_id", "shuffle"])["option_scores"], strict=True))
     assert delta <= THREADS_BOUND, delta  # another thread count may move the scores, within the bound
     assert (far.sort_values(["item_id", "shuffle"])["choice"].to_numpy()
             == got.sort_values(["item_id", "shuffle"])["choice"].to_numpy()).all()

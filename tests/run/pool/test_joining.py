@@ -18,7 +18,7 @@ def test_a_loopback_address_joins_where_this_machines_nodes_registered(monkeypat
     pytest.importorskip("ray", reason="the ray extra is not installed (pip install '.[ray]')")
     import ray._raylet
 
-    
+
     class Node:
         def __init__(self, ip):
             self.node_manager_address = ip
