@@ -12,11 +12,13 @@ the block, on the weights as they are (oneDNN reads the plain layout; reordering
 measured no faster and would keep a second copy of every weight). The sums run in another order than MKL's, so
 results differ from the naive path by float rounding (the engine's 1e-4 equality holds:
 tests/backends/hf/test_kernels.py). Outside the block the modules are as they were. Only fp32 and bf16 weights on
-a CPU with oneDNN are routed; anything else keeps PyTorch's linear.
+a CPU with oneDNN are routed, bf16 only where oneDNN can compute it (a CPU with bf16 instructions: an AVX2-only
+CPU, or one whose ISA is forced down to AVX2, has no bf16 inner product); anything else keeps PyTorch's linear.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import types
 from collections.abc import Iterator
 
@@ -26,9 +28,22 @@ LINEAR = ("torch", "onednn")
 ONEDNN_DTYPES = (torch.float32, torch.bfloat16)
 
 
-def onednn_available(device: torch.device, dtype: torch.dtype) -> bool:
-    """Whether oneDNN's linear can run on `device` in `dtype` (a CPU, a oneDNN build, fp32 or bf16)."""
-    return torch.device(device).type == "cpu" and torch.backends.mkldnn.is_available() and dtype in ONEDNN_DTYPES
+def onednn_available(device: torch.device | str, dtype: torch.dtype) -> bool:
+    """Whether oneDNN's linear can run on `device` in `dtype`: a CPU, a oneDNN build, fp32, or bf16 where this
+    process's oneDNN computes a bf16 inner product (tried once: the CPU's instructions and a forced ISA decide)."""
+    if torch.device(device).type != "cpu" or not torch.backends.mkldnn.is_available() or dtype not in ONEDNN_DTYPES:
+        return False
+    return dtype == torch.float32 or _onednn_runs(dtype)
+
+
+@functools.cache
+def _onednn_runs(dtype: torch.dtype) -> bool:
+    """One 2 x 4 x 3 product in `dtype` through oneDNN: whether it has a kernel for it here."""
+    try:
+        onednn_linear(torch.ones(2, 4, dtype=dtype), torch.ones(3, 4, dtype=dtype))
+    except RuntimeError:  # "could not create a primitive descriptor for the inner product ..."
+        return False
+    return True
 
 
 def onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:

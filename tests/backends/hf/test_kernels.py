@@ -46,3 +46,22 @@ def test_engine_with_onednn_equals_naive(tiny_lm, attention):
     assert delta <= 1e-4
     with pytest.raises(ValueError, match="linear 'mkl'"):
         PrefixScorer(tiny_lm, linear="mkl")
+
+
+def test_bf16_is_routed_only_where_onednn_computes_it():
+    """An AVX2-only CPU's oneDNN (or one whose ISA is forced down to AVX2) has no bf16 inner product: "could not create
+    a primitive descriptor". There a bf16 model keeps PyTorch's linear (a bf16 load on such a machine failed in its
+    self-check before); where oneDNN has one, bf16 is routed. fp32 is routed on every CPU with oneDNN."""
+    x, w = torch.randn(5, 8, dtype=torch.bfloat16), torch.randn(3, 8, dtype=torch.bfloat16)
+    try:
+        onednn_linear(x, w)
+        runs = True
+    except RuntimeError:
+        runs = False
+    assert onednn_available("cpu", torch.bfloat16) is runs
+    assert onednn_available("cpu", torch.float32) is torch.backends.mkldnn.is_available()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 3)).to(torch.bfloat16)
+    with onednn_linears(model):
+        got = model(x)
+    torch.testing.assert_close(got, torch.nn.functional.linear(x, model[0].weight, model[0].bias), rtol=2e-2,
+                               atol=2e-2)
