@@ -6,6 +6,11 @@ The Backend protocol is synchronous (the runner calls it once per unit of work);
 runs the unit's requests concurrently on an event loop that lives in a daemon thread, which also works
 inside Jupyter, where the notebook's own loop is already running. Cache hits never reach the network.
 In collect mode (batch submission) misses are recorded instead of sent and come back as None.
+
+Why not the SDKs' own retries (their clients are made with max_retries=0): their rules differ (openai 3.57 obeys
+Retry-After up to 120 s, anthropic 2.16 any wait, google-genai its HttpRetryOptions), they sleep on the real clock
+(the 429-storm tests drive an injected one), keep no time budget per unit of work and count no retries for
+provenance; one policy here serves all three.
 """
 from __future__ import annotations
 

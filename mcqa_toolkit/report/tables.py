@@ -3,8 +3,8 @@
 A `Table` holds a frame of numbers (rows x columns), optionally a same-shaped frame of errors shown as
 `value ± error`, the rule that picks the best cell of each column (bolded; ties after rounding all bold),
 and, for tables in blocks (UNED Table 5: Spanish, then English), the index level that splits the rows.
-The builders below give the shapes of the seed papers; `Table.to_latex()` writes the LaTeX by hand so that
-escaping, bolding and rules are exactly as tested.
+The builders give the seed papers' shapes; `to_latex()` writes by hand what pandas' `Styler.to_latex` (3.1) cannot:
+blocks as header rows (it makes a multirow column), the best per block (it: per column), `value ± error` ranked.
 """
 from __future__ import annotations
 
