@@ -4,6 +4,7 @@ tier, and under pytest-xdist (`make test` runs two workers) a file's tests stay 
 one kernel; module fixtures are built once) and the Ray pool's tests on one (they share one Ray cluster)."""
 from __future__ import annotations
 
+import zlib
 from pathlib import PurePosixPath
 
 import pytest
@@ -19,8 +20,13 @@ ALONE_TESTS = RAY_TESTS  # where tests marked `alone` live: `make test` collects
 def pytest_collection_modifyitems(config, items):
     """Test tiers: nbval cells are `notebooks`; any test without a tier marker is `unit` (`make test-fast`). A Ray
     test outside RAY_TESTS is refused: under two workers it could start a second cluster beside the first; an `alone`
-    test outside ALONE_TESTS too: `make test`'s second pytest, which runs them, collects that folder only."""
+    test outside ALONE_TESTS too: `make test`'s second pytest, which runs them, collects that folder only. A test
+    that uses the Ray cluster (fixture `ray_cluster`) is `alone`: each of the cluster's nodes must register within
+    Ray's fixed 30 s (ray/_private/node.py), which 10 of 10 such tests missed beside the other worker's load in a
+    fresh-clone `make test` on a 2-core AMD EPYC."""
     for item in items:
+        if "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.alone)
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebooks)
         elif not any(item.get_closest_marker(t) for t in TIERS):
@@ -33,10 +39,20 @@ def pytest_collection_modifyitems(config, items):
                                     "from there)")
 
 
+# files whose tests share no fixture worth building once, cut into this many slices that workers take apart (the
+# support sweep: ~200 families, 514 s on one worker in a fresh-clone make test on a 2-core AMD EPYC)
+SLICED = {"tests/backends/hf/test_support_sweep.py": 4}
+
+
 def scope(nodeid: str) -> str:
-    """The unit of work one xdist worker takes whole: the test's file, or the Ray pool's folder."""
+    """The unit of work one xdist worker takes whole: the test's file (a slice of it for SLICED's, by a checksum of
+    the test's id, so the same slice every run), or the Ray pool's folder."""
     path = PurePosixPath(nodeid.split("::", 1)[0])
-    return str(RAY_TESTS) if RAY_TESTS in path.parents else str(path)
+    if RAY_TESTS in path.parents:
+        return str(RAY_TESTS)
+    if str(path) in SLICED:
+        return f"{path}::slice{zlib.crc32(nodeid.encode()) % SLICED[str(path)]}"
+    return str(path)
 
 
 def pytest_xdist_make_scheduler(config, log):

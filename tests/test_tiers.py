@@ -4,6 +4,10 @@ run)."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,6 +38,30 @@ def test_a_file_is_one_scope_and_the_ray_folder_is_one():
     assert tiers.scope("tests/run/pool/test_driver.py::t") == tiers.scope("tests/run/pool/test_remote.py::t") \
         == "tests/run/pool"
     assert tiers.scope("tests/run/pooled/test_x.py::t") == "tests/run/pooled/test_x.py"
+
+
+def test_a_sliced_file_is_cut_into_its_slices_the_same_way_every_run():
+    path, n = next(iter(tiers.SLICED.items()))
+    ids = [f"{path}::test_every_family[{name}]" for name in ("llama", "gemma3", "falcon", "mamba", "gpt2", "qwen3",
+                                                             "phi3", "olmo2", "bloom", "opt", "xglm", "mistral")]
+    slices = [tiers.scope(i) for i in ids]
+    assert set(slices) <= {f"{path}::slice{k}" for k in range(n)} and len(set(slices)) > 1
+    # a checksum, not Python's salted hash: each xdist worker computes the scopes and they must agree
+    code = ("import importlib.util, json, sys; s = importlib.util.spec_from_file_location('c', sys.argv[1]); "
+            "m = importlib.util.module_from_spec(s); s.loader.exec_module(m); "
+            "print(json.dumps([m.scope(i) for i in sys.argv[2:]]))")
+    for seed in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", code, str(REPO / "conftest.py"), *ids], check=True, text=True,
+                             capture_output=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+        assert json.loads(out) == slices
+
+
+def test_a_test_using_the_ray_cluster_is_alone():
+    item = Item("tests/run/pool/test_driver.py::t", "ray")
+    item.fixturenames = ("ray_cluster", "tmp_path")
+    other = Item("tests/run/pool/test_driver.py::u")
+    tiers.pytest_collection_modifyitems(None, [item, other])
+    assert "alone" in item.markers and "alone" not in other.markers
 
 
 def test_each_test_gets_its_first_tier_or_unit():

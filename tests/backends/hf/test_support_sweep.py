@@ -2,11 +2,11 @@
 family that transformers can build and run small is scored exactly as a user gets it (the self-check on), on every
 engine path, and generates the plain forward's tokens; its status is the committed raw file's
 (results/tests/support_sweep.json, which docs/support.md renders), so a change of support is seen and the table
-rendered again (`python scripts/support_table.py`). `MCQA_SUPPORT_OUT`: where to write the rows (that script)."""
+rendered again (`python scripts/support_table.py`). Under pytest-xdist its families are cut into slices that
+workers take apart (the checkout's conftest.py, `SLICED`)."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 import support_sweep
@@ -22,18 +22,6 @@ def _families() -> list[str]:
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     return sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
-
-
-@pytest.fixture(scope="module")
-def rows(tmp_path_factory):
-    """Every family's row, written to $MCQA_SUPPORT_OUT after the last test when that is set."""
-    collected: dict[str, dict] = {}
-    yield collected
-    out = os.environ.get("MCQA_SUPPORT_OUT")
-    if out:
-        with open(out, "w", encoding="utf-8") as f:
-            json.dump(support_sweep.raw_file(collected), f, indent=1)
-            f.write("\n")
 
 
 @pytest.fixture
@@ -55,9 +43,8 @@ def _committed() -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("family", _families())
-def test_every_family_is_scored_exactly_as_a_user_gets_it(family, rows, tiny_tokenizer, fresh_verdicts):
+def test_every_family_is_scored_exactly_as_a_user_gets_it(family, tiny_tokenizer, fresh_verdicts):
     row = support_sweep.sweep(family, tiny_tokenizer)
-    rows[family] = row
     status = support_sweep.status(row)
     assert support_sweep.verdict(row) in ("exact", "unbuildable"), json.dumps(row, indent=1)
     committed = _committed().get(family)
