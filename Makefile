@@ -96,8 +96,8 @@ demo-full: $(STAMP)
 TEST_WORKERS ?= 2
 PYTEST := OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 # Tests marked `alone` run afterwards in one process of their own (the Ray cluster's tests and a Ray head inside a
-# network namespace: their nodes' start-up failed on a machine the other worker loaded); they live in tests/run/pool (conftest.py refuses one
-# elsewhere), so only that folder is collected for them.
+# network namespace: their nodes' start-up failed on a machine the other worker loaded); they live in tests/run/pool
+# (conftest.py refuses one elsewhere), so only that folder is collected for them.
 # the linter and the type checker first (ruff and mypy, their settings in pyproject.toml): a finding fails `make test`
 # in seconds (mypy: about two minutes without its .mypy_cache), before vLLM's environment is built or any model loads
 lint: $(TEST_STAMP)
