@@ -20,13 +20,9 @@ ALONE_TESTS = RAY_TESTS  # where tests marked `alone` live: `make test` collects
 def pytest_collection_modifyitems(config, items):
     """Test tiers: nbval cells are `notebooks`; any test without a tier marker is `unit` (`make test-fast`). A Ray
     test outside RAY_TESTS is refused: under two workers it could start a second cluster beside the first; an `alone`
-    test outside ALONE_TESTS too: `make test`'s second pytest, which runs them, collects that folder only. A test
-    that uses the Ray cluster (fixture `ray_cluster`) is `alone`: each of the cluster's nodes must register within
-    Ray's fixed 30 s (ray/_private/node.py), which 10 of 10 such tests missed beside the other worker's load in a
-    fresh-clone `make test` on a 2-core AMD EPYC."""
+    test outside ALONE_TESTS too: `make test`'s second pytest, which runs them, collects that folder only
+    (tests/run/conftest.py marks the tests using the Ray cluster `alone` before this runs)."""
     for item in items:
-        if "ray_cluster" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.alone)
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebooks)
         elif not any(item.get_closest_marker(t) for t in TIERS):

@@ -56,10 +56,20 @@ def test_a_sliced_file_is_cut_into_its_slices_the_same_way_every_run():
         assert json.loads(out) == slices
 
 
-def test_a_test_using_the_ray_cluster_is_alone():
+def test_a_test_using_the_ray_cluster_is_alone_before_the_checkout_checks_where_alone_tests_live(monkeypatch):
+    """tests/run/conftest.py marks it (its hook runs first: the checkout's, registered earlier, then finds an
+    `alone` test inside ALONE_TESTS and lets it be)."""
+    spec = importlib.util.spec_from_file_location("run_conftest", REPO / "tests/run/conftest.py")
+    run = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "run_conftest", run)  # its dataclasses look their module up there
+    spec.loader.exec_module(run)
+    hook = run.pytest_collection_modifyitems
+    assert hook.pytest_impl["tryfirst"]
     item = Item("tests/run/pool/test_driver.py::t", "ray")
     item.fixturenames = ("ray_cluster", "tmp_path")
-    other = Item("tests/run/pool/test_driver.py::u")
+    other = Item("tests/run/pool/test_driver.py::u", "ray")
+    other.fixturenames = ("tmp_path",)
+    hook(None, [item, other, Item("notebooks/11_irt.ipynb::Cell 0")])
     tiers.pytest_collection_modifyitems(None, [item, other])
     assert "alone" in item.markers and "alone" not in other.markers
 

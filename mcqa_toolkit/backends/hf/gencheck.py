@@ -1,7 +1,9 @@
 """Generation checked like scoring (selfcheck.py), on first use: whether greedy generation may start from a copy
 of the run prefix's cache (`cached_generation`) and whether several prompts may be left-padded into one call
 (`padded_generation`) on this model, each against transformers' own generate without it. Only runs that generate
-pay; the results are kept like the verdict (in this process and on disk, per the verdict's key).
+pay; the results are kept like the verdict (in this process and on disk, per the verdict's key). A half-precision
+model's generation is checked on its float32 twin where it fits (selfcheck.judge: the dtype's rounding would hide a
+wrong cache), else in its dtype to a few steps of its rounding (selfcheck.bound).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ def _lazy(engine: Any, what: str, run: Any, warning: str) -> bool:
     try:
         ok = bool(json.loads(path.read_text())["exact"])
     except (OSError, ValueError, KeyError, TypeError):
-        ok, delta = run(engine)
+        ok, delta = run(selfcheck.judge(engine) or engine)
         selfcheck.save(path, {"exact": ok, "max_delta": delta})
         if not ok:
             warnings.warn(f"{engine.lm.name} ({type(engine.lm.model).__name__}): {warning} ({delta:.2g} off)",
@@ -63,7 +65,7 @@ def _cached_check(engine: Any) -> tuple[bool, float]:
         return False, float("inf")
     finite = torch.isfinite(scores[0]) & torch.isfinite(scores[1])
     delta = float((scores[0] - scores[1])[finite].abs().max())
-    return delta <= selfcheck.bound(engine.dtype), delta
+    return delta <= selfcheck.bound(engine.dtype, float(scores[0][finite].abs().max())), delta
 
 
 def padded_generation(engine: Any) -> bool:
@@ -94,9 +96,10 @@ def _padded_check(engine: Any) -> tuple[bool, float]:
         alone = [_generated(lm, [list(p)], [[1] * len(p)], pad)[0] for p in prompts]
     if any(a.shape != b.shape for a, b in zip(padded, alone, strict=True)):
         return False, float("inf")
-    delta = max(float((a - b)[torch.isfinite(a) & torch.isfinite(b)].abs().max())
-                for a, b in zip(padded, alone, strict=True))
-    return delta <= selfcheck.bound(engine.dtype), delta
+    finite = [torch.isfinite(a) & torch.isfinite(b) for a, b in zip(padded, alone, strict=True)]
+    delta = max(float((a - b)[f].abs().max()) for a, b, f in zip(padded, alone, finite, strict=True))
+    largest = max(float(a[f].abs().max()) for a, f in zip(alone, finite, strict=True))
+    return delta <= selfcheck.bound(engine.dtype, largest), delta
 
 
 def _generated(lm: Any, ids: list[list[int]], mask: list[list[int]], pad: int, steps: int = 3,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from mcqa_toolkit.backends.hf import gencheck, selfcheck, tree, wrap
+from mcqa_toolkit.backends.hf import gencheck, selfcheck, tree, twin, wrap
 from mcqa_toolkit.backends.hf.engine import PrefixScorer, Request, naive_scores
 
 
@@ -110,3 +110,80 @@ def test_the_probe_crosses_the_sliding_window_and_has_two_items(tiny_gemma):
     assert all(o.tokens[: len(letter.tokens)] == letter.tokens
                for a, b in zip(letters, options, strict=True) for letter, o in zip(a, b, strict=True))
     assert all(isinstance(r, Request) and r.tokens[: len(run)] == run for reqs in letters + options for r in reqs)
+
+
+@pytest.fixture
+def bf16_gemma(tiny_tokenizer):
+    """A tiny Gemma 3 in bfloat16 of the test's own (the shared fp32 one is left as it is)."""
+    from tiny_models import tiny_model
+
+    return wrap(tiny_model("gemma3", tiny_tokenizer).to(torch.bfloat16), tiny_tokenizer, name="tiny-gemma3-bf16")
+
+
+def test_twin_steps_are_the_dtype_ulp_at_the_magnitude():
+    """By hand: bf16 has 8 significant bits (eps 2^-7), so at 21.4 (in [16, 32)) one step is 2^-7 x 16 = 0.125 and
+    four are 0.5; fp16 (eps 2^-10) four steps 0.0625; below 1 the magnitude is taken as 1."""
+    assert twin.steps(torch.bfloat16, 21.4) == 0.5 and twin.steps(torch.float16, -21.4) == 0.0625
+    assert twin.steps(torch.bfloat16, 0.01, n=1) == 2.0 ** -7
+    assert selfcheck.bound(torch.float32, 21.4) == selfcheck.FP32_BOUND
+
+
+def test_the_float32_twin_is_a_copy_and_only_where_it_fits(bf16_gemma, tiny_gemma, monkeypatch):
+    copy = twin.float32(bf16_gemma)
+    assert copy is not None and copy.dtype == torch.float32 and copy.tokenizer is bf16_gemma.tokenizer
+    assert bf16_gemma.dtype == torch.bfloat16 and next(bf16_gemma.model.parameters()).dtype == torch.bfloat16
+    assert twin.model_bytes(copy.model) == twin.model_bytes(bf16_gemma.model, torch.float32)
+    assert twin.float32(tiny_gemma) is None  # already float32
+    monkeypatch.setattr(twin, "FREE_SHARE", 0.0)
+    assert twin.float32(bf16_gemma) is None  # no room
+
+
+def test_a_bf16_model_is_judged_on_its_float32_twin_and_keeps_its_path(bf16_gemma, verdicts):
+    """In bf16 the engine and the plain forward differ by rounding alone; on the float32 twin the tree path is
+    within the fp32 bound, and in bf16 it is no further from the twin's plain forward than HALF_RATIO times the bf16
+    plain forward is."""
+    engine = PrefixScorer(bf16_gemma)
+    v = engine.verdict
+    assert v.path == "tree" and v.judged_in == "torch.float32" and v.deltas["tree"] <= selfcheck.FP32_BOUND
+    assert v.dtype_bound is not None and v.dtype_deltas["tree"] <= v.dtype_bound
+
+
+def test_a_broken_attention_in_bf16_is_caught_on_the_twin(bf16_gemma, verdicts, monkeypatch):
+    """The broken tree attention of the fp32 test, on a bf16 model: its few 1e-3 hide in bf16's rounding (a step
+    is 4e-3 at these log-probs), but the float32 twin shows them, and the engine steps down to dense masks."""
+    real = tree.attend_cached
+    monkeypatch.setattr(tree, "attend_cached", lambda q, k, v, mask, scale, linear: real(q, k, v, mask, scale * 1.1,
+                                                                                         linear))
+    with pytest.warns(RuntimeWarning, match="tree path is refused .* in float32"):
+        engine = PrefixScorer(bf16_gemma)
+    assert engine.path == "masks" and engine.verdict.deltas["tree"] > selfcheck.FP32_BOUND
+
+
+def test_without_room_for_the_twin_a_bf16_model_is_judged_in_bf16_to_its_rounding(bf16_gemma, verdicts,
+                                                                                     monkeypatch):
+    monkeypatch.setattr(twin, "FREE_SHARE", 0.0)
+    v = PrefixScorer(bf16_gemma).verdict
+    assert v.path == "tree" and v.judged_in == "torch.bfloat16" and v.dtype_bound is None and not v.dtype_deltas
+    assert v.bound > selfcheck.FP32_BOUND and v.bound == twin.steps(torch.bfloat16, v.bound / 4 / 2.0 ** -7)
+
+
+def test_differences_of_non_finite_values_are_never_within_a_bound():
+    nan, inf = np.nan, np.inf
+    assert selfcheck._delta([np.array([-inf, 1.0])], [np.array([-inf, 1.5])]) == 0.5  # equal -inf: 0
+    assert selfcheck._delta([np.array([nan, 1.0])], [np.array([nan, 1.0])]) == inf
+    assert selfcheck._delta([np.array([-inf])], [np.array([-3.0])]) == inf
+
+
+def test_a_model_whose_own_forward_overflows_its_dtype_is_refused_with_one_sentence(tiny_gemma, verdicts,
+                                                                                      monkeypatch):
+    """As the embedded Gemma-3-270M in float16 does (its activations pass fp16's 65504 and every log-prob is NaN):
+    the plain forward's answers made NaN here, the check refuses the model rather than pick a path."""
+    real = selfcheck._reference
+
+    def overflowing(engine, letters, options):
+        a, b = real(engine, letters, options)
+        return [np.full_like(x, np.nan) for x in a], b
+
+    monkeypatch.setattr(selfcheck, "_reference", overflowing)
+    with pytest.raises(selfcheck.NotFinite, match="non-finite log-probabilities .* load it in float32 or bfloat16"):
+        PrefixScorer(tiny_gemma)
