@@ -118,6 +118,12 @@ def _least_wrong(raw: dict) -> str:
 
 
 SELFCHECK_COST = "results/benchmarks/engine5_2026-12-02/selfcheck_cost.json"
+SELFCHECK_BF16 = "results/benchmarks/engine6_2026-12-03/selfcheck_bfloat16.json"
+
+
+def _twin_deltas(raw: dict, pick: Callable[..., float]) -> str:
+    """The smallest or largest max |delta| of a path on the float32 twin against the twin's plain forward."""
+    return _sci(pick(p["twin_vs_twin_plain"] for p in raw["paths"].values()))
 # (page, figure, times on the page) -> (raw file, the figure as the raw file gives it)
 SOURCED: dict[tuple[str, str, int], tuple[str, Callable[[Any], str]]] = {
     ("docs/backends.md", "11.5x", 1): ("results/benchmarks/vs_vllm_2026-11-25.json", _prefix_cache_gain),
@@ -134,6 +140,10 @@ SOURCED: dict[tuple[str, str, int], tuple[str, Callable[[Any], str]]] = {
                                      lambda r: f"{r['rows']['cpu']['first_seconds'] / r['exam_run']['seconds']:.1%}"),
     ("docs/support.md", "143.6 s", 1): (SELFCHECK_COST, lambda r: f"{r['exam_run']['seconds']:.1f} s"),
     ("docs/support.md", "2.5 ms", 1): (SELFCHECK_COST, lambda r: f"{r['rows']['cpu']['later_seconds'] * 1e3:.1f} ms"),
+    ("docs/support.md", "2.9e-5", 1): (SELFCHECK_BF16, lambda r: _twin_deltas(r, min)),
+    ("docs/support.md", "5.4e-5", 1): (SELFCHECK_BF16, lambda r: _twin_deltas(r, max)),
+    ("docs/support.md", "5.9 s", 1): (SELFCHECK_BF16, lambda r: f"{r['verdict_with_twin']['seconds']:.1f} s"),
+    ("docs/support.md", "2.4 s", 1): (SELFCHECK_BF16, lambda r: f"{r['twin_seconds']:.1f} s"),
 }
 
 TESTED_1E4 = ("the engine's tolerance against the naive path, asserted by tests/backends/hf/test_block.py",
