@@ -27,6 +27,13 @@ def _requests(lm):
     return run, [r for reqs in letters + options for r in reqs]
 
 
+def _break_tree_attention(monkeypatch) -> None:
+    """Tree attention made wrong: the cached part's scale off by 10%."""
+    real = tree.attend_cached
+    monkeypatch.setattr(tree, "attend_cached", lambda q, k, v, mask, scale, linear: real(q, k, v, mask, scale * 1.1,
+                                                                                         linear))
+
+
 def test_a_model_the_engine_serves_keeps_its_path_and_the_verdict_is_kept(tiny_lm, verdicts, monkeypatch):
     engine = PrefixScorer(tiny_lm)
     assert engine.path == "tree" and engine.verdict.path == "tree" and engine.verdict.source == "checked"
@@ -42,9 +49,7 @@ def test_a_broken_tree_attention_is_caught_and_routed_around_with_a_warning(tiny
     """Tree attention made wrong (the cached part's scale off by 10%: a few 1e-3 on this tiny model, past the fp32
     bound; 1% moves it by 2.5e-4, within it), as an unseen family's attention might differ: the check refuses it,
     says so, and the engine scores with dense masks, equal to the naive path."""
-    real = tree.attend_cached
-    monkeypatch.setattr(tree, "attend_cached", lambda q, k, v, mask, scale, linear: real(q, k, v, mask, scale * 1.1,
-                                                                                         linear))
+    _break_tree_attention(monkeypatch)
     with pytest.warns(RuntimeWarning, match="tree path is refused .* it scores with the masks path"):
         engine = PrefixScorer(tiny_gemma)
     assert engine.path == "masks" and engine.verdict.deltas["tree"] > selfcheck.FP32_BOUND
@@ -151,9 +156,7 @@ def test_a_bf16_model_is_judged_on_its_float32_twin_and_keeps_its_path(bf16_gemm
 def test_a_broken_attention_in_bf16_is_caught_on_the_twin(bf16_gemma, verdicts, monkeypatch):
     """The broken tree attention of the fp32 test, on a bf16 model: its few 1e-3 hide in bf16's rounding (a step
     is 4e-3 at these log-probs), but the float32 twin shows them, and the engine steps down to dense masks."""
-    real = tree.attend_cached
-    monkeypatch.setattr(tree, "attend_cached", lambda q, k, v, mask, scale, linear: real(q, k, v, mask, scale * 1.1,
-                                                                                         linear))
+    _break_tree_attention(monkeypatch)
     with pytest.warns(RuntimeWarning, match="tree path is refused .* in float32"):
         engine = PrefixScorer(bf16_gemma)
     assert engine.path == "masks" and engine.verdict.deltas["tree"] > selfcheck.FP32_BOUND
