@@ -135,7 +135,6 @@ def check(engine: Any) -> Verdict:
     run, letters, options = probe(lm, 2 if engine.items_per_call > 1 else 1)
     plain = _answers(engine, "plain", run, letters, options)
     if not all(np.isfinite(v).all() for v in plain):
-        lm = engine.lm
         raise NotFinite(f"{lm.name} ({type(lm.model).__name__}) in {engine.dtype} on {lm.device}: its own plain "
                         f"forward gives non-finite log-probabilities on the self-check's probe (the model overflows "
                         f"this dtype); load it in float32 or bfloat16")
