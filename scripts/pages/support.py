@@ -53,7 +53,7 @@ def summary() -> str:
         f"Measured on {raw['date']} at commit {(raw['commit']['sha'] or 'unknown')[:7]}"
         f"{' + uncommitted changes' if raw['commit']['dirty'] else ''} with transformers {raw['transformers']} and "
         f"torch {raw['torch']} on {raw['cpu']['model']} ({raw['cpu']['capability']} kernels), {raw['threads']} "
-        f"threads (`{rel(RAW)}`):",
+        f"thread{'s' if raw['threads'] != 1 else ''} (`{rel(RAW)}`):",
         f"- {raw['families']} causal-LM model types; {len(built)} build and run at a small size, "
         f"{len(rows) - len(built)} do not (the reason is in their row);",
         f"- as a user gets them (the self-check on): {sum(r['verdict'] == 'exact' for r in built)} of {len(built)} "

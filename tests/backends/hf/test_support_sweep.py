@@ -5,8 +5,8 @@ engine path, and generates the plain forward's tokens; its status is the committ
 rendered again (`python scripts/support_table.py`). The table describes one transformers release: under another (a
 release that adds or rewrites families, which CI's fresh install picks up), every family is still held to the
 guarantee (exact, or listed as unbuildable), and the comparison with the table is reported as not made
-(`test_the_committed_table_describes_the_installed_transformers` skips, saying so). Under pytest-xdist its families are cut into slices that
-workers take apart (the checkout's conftest.py, `SLICED`)."""
+(`test_the_committed_table_describes_the_installed_transformers` skips, saying so). Under pytest-xdist its families
+are cut into slices that workers take apart (the checkout's conftest.py, `SLICED`)."""
 from __future__ import annotations
 
 import json
