@@ -157,7 +157,8 @@ def body_kernels() -> str:
         parts.append(table(["variant", *[f"tok/s median / best, rows {s}" for s in shapes],
                             "max \\|hidden - eager\\|", "warm-up s", "could not run"], rows,
                            "l" + "r" * (len(shapes) + 2) + "l")
-                     + f"\n\n{date_of(path)}, {raw['device']['device']}, {raw['device']['torch_threads']} torch "
+                     + f"\n\n{date_of(path)}, {raw['device']['device']}, {raw['device']['dtype']}, "
+                     f"{raw['device']['torch_threads']} torch "
                      f"threads, {raw['rounds']} interleaved rounds, 1-minute load {load['before']:.2f} -> "
                      f"{load['after']:.2f}; GEMM rate on this device: torch.mm {gemm['torch_mm_gflops']['best']:.0f} "
                      f"GFLOP/s, oneDNN {_int(dnn)} GFLOP/s. Raw file: `{rel(path)}`.")
