@@ -121,6 +121,7 @@ def main() -> None:
     if unknown:
         ap.error(f"unknown variants {sorted(unknown)}: expected some of {', '.join(variants)}")
     variants = {k: v for k, v in variants.items() if args.variants is None or k in args.variants}
+
     def call(fn, route, x: torch.Tensor) -> torch.Tensor:
         with route(lm.model) if route else contextlib.nullcontext():
             return fn(input_ids=x, use_cache=False).last_hidden_state

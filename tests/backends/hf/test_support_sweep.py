@@ -9,6 +9,7 @@ guarantee (exact, or listed as unbuildable), and the comparison with the table i
 are cut into slices that workers take apart (the checkout's conftest.py, `SLICED`)."""
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -41,7 +42,9 @@ def fresh_verdicts(tmp_path, monkeypatch):
     torch.set_num_threads(threads)
 
 
+@functools.lru_cache(maxsize=1)
 def _table() -> dict:
+    """The committed raw file, read once per process (every family's test consults it)."""
     return json.loads(RAW.read_text()) if RAW.exists() else {"transformers": None, "rows": []}
 
 
