@@ -69,17 +69,18 @@ def add_arguments(ap: argparse.ArgumentParser, *, items: int, shuffles: int) -> 
     ap.add_argument("--items-per-call", type=int, default=None, help="items per engine call (default: the budget's)")
     ap.add_argument("--max-batch-tokens", type=int, default=None, help="slots per forward call (default: the budget's)")
     ap.add_argument("--max-batch-rows", type=int, default=None, help="rows per forward call (default: the budget's)")
+    ap.add_argument("--fused", action="store_true", help="the engine's fused body (backends/hf/fused.py)")
 
 
-def engine_options(args: argparse.Namespace) -> dict[str, int]:
+def engine_options(args: argparse.Namespace) -> dict[str, Any]:
     """PrefixScorer options from --budget / --items-per-call / --max-batch-tokens / --max-batch-rows (unset: the
-    device's budget)."""
+    device's budget) and --fused."""
     from mcqa_toolkit.backends.hf.engine import BUDGETS
 
-    out: dict[str, int] = {}
+    out: dict[str, Any] = {"fused": True} if getattr(args, "fused", False) else {}
     if args.budget:
         b = BUDGETS[args.budget]
-        out = {"max_batch_tokens": b.max_batch_tokens, "max_batch_rows": b.max_batch_rows,
+        out |= {"max_batch_tokens": b.max_batch_tokens, "max_batch_rows": b.max_batch_rows,
                "items_per_call": b.items_per_call, "attention": b.attention, "linear": b.linear}
     for key in ("items_per_call", "max_batch_tokens", "max_batch_rows"):
         if getattr(args, key) is not None:

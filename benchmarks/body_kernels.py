@@ -6,9 +6,10 @@ prompt length, with
   eager     PyTorch's own kernels (MKL's GEMM for fp32 on a CPU),
   onednn    every nn.Linear through oneDNN (kernels.onednn_linears: the engine's CPU default),
   compiled  torch.compile (inductor, default mode, static shapes) of the eager body,
-  compiled+onednn  both (inductor has to lower oneDNN's op; the reason is recorded where it cannot),
-  compiled+onednn-op  both, oneDNN's linear wrapped as an opaque custom op (`mcqa_bench::onednn_linear`) that
-            inductor calls as it is while fusing the element-wise work around it;
+  compiled+onednn-op  both: oneDNN's linear through kernels.onednn_linears, which under the compiler is the opaque
+            operator `mcqa::onednn_linear` that inductor calls as it is while fusing the element-wise work around it
+            (the engine's fused body, backends/hf/fused.py; inductor cannot lower oneDNN's own op on weights it has
+            not packed itself);
   onednn+compiled-norms  onednn, with each normalisation module (a class named ...RMSNorm / ...LayerNorm)
             compiled alone with dynamic shapes (one compiled forward per class, shared by its instances): the
             fusion that needs no change to the engine's attention or linears (6 of a Gemma 3 layer's ~8-op norms);
@@ -43,17 +44,6 @@ except ModuleNotFoundError:
 SHAPES = {"16x256": (16, 256), "3x1500": (3, 1500)}
 
 
-@torch.library.custom_op("mcqa_bench::onednn_linear", mutates_args=())
-def onednn_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """oneDNN's linear as an opaque operator for the compiler (2D input)."""
-    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
-
-
-@onednn_op.register_fake
-def _(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    return x.new_empty(x.shape[0], weight.shape[0])
-
-
 _COMPILED_NORMS: dict[type, object] = {}
 
 
@@ -79,24 +69,6 @@ def compiled_norms(model: torch.nn.Module):
             m.__dict__.pop("forward", None)
 
 
-@contextlib.contextmanager
-def opaque_linears(model: torch.nn.Module):
-    """Every nn.Linear through `onednn_op` for the block."""
-    import types
-
-    routed = [m for m in model.modules() if type(m) is torch.nn.Linear]
-
-    def forward(module, x):
-        return onednn_op(x.reshape(-1, x.shape[-1]), module.weight, module.bias).view(*x.shape[:-1], -1)
-    try:
-        for m in routed:
-            m.forward = types.MethodType(forward, m)
-        yield
-    finally:
-        for m in routed:
-            m.__dict__.pop("forward", None)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="gemma-3-270m")
@@ -113,9 +85,9 @@ def main() -> None:
     body = lm.model.base_model
     gen = torch.Generator().manual_seed(0)
     ids = {k: torch.randint(1000, 30000, shape, generator=gen) for k, shape in SHAPES.items()}
-    compiled = [torch.compile(body, dynamic=False) for _ in range(3)]
+    compiled = [torch.compile(body, dynamic=False) for _ in range(2)]
     variants = {"eager": (body, None), "onednn": (body, onednn_linears), "compiled": (compiled[0], None),
-                "compiled+onednn": (compiled[1], onednn_linears), "compiled+onednn-op": (compiled[2], opaque_linears),
+                "compiled+onednn-op": (compiled[1], onednn_linears),
                 "onednn+compiled-norms": (body, compiled_norms)}
     unknown = set(args.variants or ()) - set(variants)
     if unknown:

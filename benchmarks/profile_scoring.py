@@ -84,18 +84,30 @@ def body_breakdown(events) -> dict[str, float]:
     return out
 
 
-def launches(events) -> tuple[int, int]:
-    """(inside `mcqa::body`, in all) operators that would each launch at least one kernel on a GPU: aten operators
-    without aten children, views left out."""
+def launches(events) -> tuple[list[int], int]:
+    """(inside each `mcqa::body` call, in all) operators that would each launch at least one kernel on a GPU: aten
+    and oneDNN operators without operator children, views left out, and the kernels inductor generated (the fused
+    body: recorded by name with `cpp.enable_kernel_profile`)."""
     spans = [(e.time_range.start, e.time_range.end, e.thread) for e in events if e.name == "mcqa::body"]
-    body = every = 0
+    body, every = [0] * len(spans), 0
     for e in events:
-        leaf = not any(c.name.startswith("aten::") for c in e.cpu_children)
-        if not e.name.startswith("aten::") or e.name in VIEWS or not leaf:
+        if not is_launch(e):
             continue
         every += 1
-        body += any(s <= e.time_range.start and e.time_range.end <= t and e.thread == th for s, t, th in spans)
+        for k, (s, t, th) in enumerate(spans):
+            body[k] += s <= e.time_range.start and e.time_range.end <= t and e.thread == th
     return body, every
+
+
+def is_launch(e) -> bool:
+    """Whether profiler event `e` is one kernel launch (see `launches`)."""
+    if "cpp_fused" in e.name or e.name.startswith("triton_"):
+        return True
+    return _operator(e) and not any(_operator(c) for c in e.cpu_children)
+
+
+def _operator(e) -> bool:
+    return e.name.startswith(("aten::", "mkldnn::")) and e.name not in VIEWS
 
 
 def main() -> None:
@@ -109,6 +121,10 @@ def main() -> None:
     ap.add_argument("--no-token-cache", action="store_true", help="tokenise every prompt whole (as before the "
                     "run's TokenCache): the host time it saves")
     args = ap.parse_args()
+    if args.fused:  # name the generated kernels in the profile (counted as launches)
+        import torch._inductor.config
+
+        torch._inductor.config.cpp.enable_kernel_profile = True
     lm, pool, evaluated = setup(args)
     print(_machine.line(_machine.reference(lm.device, lm.tokenizer)), flush=True)
     options = {**engine_options(args), **({} if args.row_tokens is None else {"row_tokens": args.row_tokens})}
@@ -144,7 +160,8 @@ def main() -> None:
         total = t_render + t_tok + t_score
         rows = [("rendering", t_render), ("tokenisation", t_tok)] + [(p, phase[p]) for p in PHASES]
         rows.append(("other (Python glue in score)", t_score - sum(phase.values())))
-        in_body, ops = launches(events)
+        per_call, ops = launches(events)
+        in_body = sum(per_call)
         host = total - phase["mcqa::body"] - phase["mcqa::head"]
         print(f"[{scoring}] {n} item(s) ({', '.join(it.item_id for it in items)}), items_per_call="
               f"{scorer.items_per_call} max_batch_tokens={scorer.max_batch_tokens} "
@@ -162,7 +179,8 @@ def main() -> None:
             f"{g} {t / max(d['unique'], 1):.0f} us" for g, t in sorted(body.items(), key=lambda kv: -kv[1])) +
             f"; in all {body_total / max(d['unique'], 1):.0f} us (vllm_body.py prints vLLM's)")
         predicted = 1000 * host / n + ops / n * args.launch_us / 1000
-        print(f"[{scoring}]   kernel-launching ops: {in_body / max(d['calls'], 1):.0f} per forward call, {ops / n:.0f} "
+        print(f"[{scoring}]   kernel-launching ops: {in_body / max(d['calls'], 1):.0f} per forward call "
+              f"({', '.join(map(str, per_call))} in the calls in turn), {ops / n:.0f} "
               f"per item ({in_body / n:.0f} in the body); host phases {1000 * host / n:.0f} ms/item; predicted GPU "
               f"host ms/item at {args.launch_us:.0f} us/launch: {predicted:.0f}")
         print(f"[{scoring}]   tokenisation without the run's TokenCache (the machine's reference): "

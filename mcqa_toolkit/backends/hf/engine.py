@@ -35,6 +35,7 @@ from torch.profiler import record_function
 from mcqa_toolkit.backends.hf import compute
 from mcqa_toolkit.backends.hf.block import score_parts
 from mcqa_toolkit.backends.hf.budget import ATTENTION, BUDGETS, ROW_TOKENS, Budget, device_budget
+from mcqa_toolkit.backends.hf.fused import tree_call
 from mcqa_toolkit.backends.hf.heads import lm_head, request_logprobs
 from mcqa_toolkit.backends.hf.kernels import LINEAR, onednn_available, onednn_linear, onednn_linears
 from mcqa_toolkit.backends.hf.loading import LM
@@ -44,7 +45,6 @@ from mcqa_toolkit.backends.hf.parts import Part, chunks, make_part
 from mcqa_toolkit.backends.hf.plain import naive_scores, plain_scores, sequential_scores, takes
 from mcqa_toolkit.backends.hf.request import EngineStats, Request
 from mcqa_toolkit.backends.hf.static import StaticRows
-from mcqa_toolkit.backends.hf.tree import TreeNotUsed, tree_implementation
 
 __all__ = ["Budget", "BUDGETS", "device_budget", "EngineStats", "PrefixScorer", "Request", "lm_head", "naive_scores",
            "request_logprobs"]
@@ -73,17 +73,19 @@ class PrefixScorer:
     captured as CUDA graphs on CUDA (static.py; elsewhere the same static calls run eagerly; dense masks only);
     `threads` the torch threads every scoring call computes with (None: the process's when the engine is made),
     which with IEEE fp32 products is pinned for each call (compute.py: what ran before in the process never
-    changes the numbers); `check` the self-check on the model before anything is scored (selfcheck.py: a path
-    that is not exact on this model is refused, with a warning, for the next one down to the plain forward; its
-    verdict is in `settings()`). On a GPU, `max_batch_tokens` and `items_per_call` also bound memory: while a layer
-    runs, each row of a call holds its own copy of its item's cached keys/values; a block keeps its items' caches.
+    changes the numbers); `fused=True` runs the tree calls through one compiled model body (fused.py: fewer, fused
+    kernels; the first call of a process compiles); `check` the self-check on the model before anything is scored
+    (selfcheck.py: a path that is not exact on this model is refused, with a warning, for the next one down to the
+    plain forward; its verdict is in `settings()`). On a GPU, `max_batch_tokens` and `items_per_call` also bound
+    memory: while a layer runs, each row of a call holds its own copy of its item's cached keys/values; a block
+    keeps its items' caches.
     """
 
     def __init__(self, lm: LM, max_batch_tokens: int | None = None, max_batch_rows: int | None = None,
                  max_prefixes: int = 8, row_tokens: int | None = None, head_rows: int | None = None, pack: bool = True,
                  items_per_call: int | None = None, graphs: bool = False, attention: str | None = None,
                  linear: str | None = None, head_vocab: int | None = None, threads: int | None = None,
-                 check: bool = True):
+                 check: bool = True, fused: bool = False):
         from transformers import DynamicCache  # local: keeps the import cost inside scoring
 
         budget = device_budget(lm.device, lm.model)
@@ -99,7 +101,7 @@ class PrefixScorer:
         self.linear = linear or budget.linear
         if self.linear not in LINEAR:
             raise ValueError(f"linear {self.linear!r}: expected one of {', '.join(LINEAR)}")
-        self.head_vocab = head_vocab
+        self.head_vocab, self.fused = head_vocab, fused
         self.threads = threads or torch.get_num_threads()
         self.head_rows = head_rows or budget.head_rows
         self.max_prefixes, self.row_tokens, self.pack = max_prefixes, row_tokens, pack
@@ -149,14 +151,14 @@ class PrefixScorer:
                 "max_prefixes": self.max_prefixes, "row_tokens": self.row_tokens, "head_rows": self.head_rows,
                 "pack": self.pack, "items_per_call": self.items_per_call, "graphs": self.static is not None,
                 "attention": self.attention, "linear": self.linear, "head_vocab": self.head_vocab,
-                "threads": self.threads}
+                "threads": self.threads, "fused": self.fused}
 
     def settings(self) -> dict[str, Any]:
         """The budget and kernels in use, and how the budget was chosen (a run's provenance records them)."""
         return {"items_per_call": self.items_per_call, "max_batch_tokens": self.max_batch_tokens,
                 "max_batch_rows": self.max_batch_rows, "head_rows": self.head_rows, "attention": self.attention,
                 "linear": self.linear, "row_tokens": self.row_tokens or ROW_TOKENS["tree" if self.tree else "masks"],
-                "graphs": self.static is not None, "budget": self.budget.source,
+                "graphs": self.static is not None, "fused": self.fused and self.tree, "budget": self.budget.source,
                 "attn_implementation": getattr(text_config(self.lm.model), "_attn_implementation", None),
                 "path": self.path, "check": self.verdict.to_dict() if self.verdict else {"source": "off"},
                 **compute.describe(self.threads, self.lm.device, self.dtype)}
@@ -206,20 +208,8 @@ class PrefixScorer:
         return group_names(self.lm.model, n_layers)
 
     def forward_tree(self, ids: torch.Tensor, positions: torch.Tensor, plan: Any) -> torch.Tensor:
-        """Final hidden states of one packed-rows call with tree attention (counted in `stats.calls`): no cache
-        object (each layer's new keys go to tree.tree_attention with the plan), a 4D placeholder mask that
-        transformers passes through unread."""
-        self.stats.calls += 1
-        placeholder = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=ids.device)
-        t0 = time.perf_counter()
-        with record_function("mcqa::body"), tree_implementation(self.lm.model):
-            out = self.lm.body(input_ids=ids, position_ids=positions, attention_mask=placeholder,
-                                           use_cache=False, mcqa_tree=plan).last_hidden_state
-        self.stats.body_seconds += time.perf_counter() - t0
-        if plan.calls != len(plan.groups):
-            raise TreeNotUsed(f"{plan.calls} of the model's {len(plan.groups)} layers computed the engine's tree "
-                              "attention; the others attend their own way (attention='masks' scores this model)")
-        return out
+        """Final hidden states of one packed-rows call with tree attention (fused.tree_call)."""
+        return tree_call(self, ids, positions, plan)
 
     def forward(self, ids: torch.Tensor, cache: Any, **kwargs: Any) -> torch.Tensor:
         """Final hidden states of one forward call of the model body on `cache` (counted in `stats.calls`)."""

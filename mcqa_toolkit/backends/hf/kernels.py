@@ -47,10 +47,28 @@ def _onednn_runs(dtype: torch.dtype) -> bool:
 
 
 def onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """`torch.nn.functional.linear(x, weight, bias)` computed by oneDNN (any leading dimensions)."""
+    """`torch.nn.functional.linear(x, weight, bias)` computed by oneDNN (any leading dimensions); while compiling
+    (the engine's fused body, fused.py) through `mcqa::onednn_linear`, which the compiler calls as it is."""
     shape = x.shape
-    y = torch.ops.mkldnn._linear_pointwise(x.reshape(-1, shape[-1]), weight, bias, "none", [], "")
+    product = onednn_op if torch.compiler.is_compiling() else _linear_pointwise
+    y = product(x.reshape(-1, shape[-1]), weight, bias)
     return y.view(*shape[:-1], y.shape[-1])
+
+
+def _linear_pointwise(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+
+
+@torch.library.custom_op("mcqa::onednn_linear", mutates_args=())
+def onednn_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """oneDNN's linear of a 2D input as an operator the compiler does not look into (inductor cannot lower
+    `mkldnn::_linear_pointwise` on weights it has not packed itself)."""
+    return _linear_pointwise(x, weight, bias)
+
+
+@onednn_op.register_fake
+def _(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    return x.new_empty(x.shape[0], weight.shape[0])
 
 
 def _forward(module: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,168 @@
+"""The engine's tree calls through one compiled model body (the engine's `fused=True`).
+
+Why: eager PyTorch runs every operator of a layer as its own kernel: Gemma-3-270M's tree call launches ~2,800 of
+them (benchmarks/profile_scoring.py), each reading and writing its whole tensor, and on a GPU each costs host time
+whatever its size. `torch.compile` (inductor) fuses the element-wise work between the matrix products (norms,
+rotary, activations, residuals, the casts and copies) into a few generated kernels.
+
+How: the model's own body is compiled as it is (transformers' code, dynamic shapes), with the two things inductor
+must not look into made opaque operators that it calls as they are:
+- the engine's tree attention (tree.py), `mcqa::tree_attention`: the call's plan (cached keys, row blocks, masks)
+  is a Python object built per call, so the operator takes the layer's query / key / value and its index, and reads
+  the plan of the running call (`_RUNNING`, set by `tree_call`); the compiled graph does not change with the plan;
+- oneDNN's linear on a CPU (kernels.py: `mcqa::onednn_linear` while compiling).
+Exactness: the fused kernels compute the same operations in another order of float rounding (the engine's 1e-4
+equality holds: tests/backends/hf/test_fused.py), and the self-check (selfcheck.py) judges the fused path like any
+other, its option in the verdict's key.
+
+Cost: the first tree call of a process traces and compiles the body (about a minute for an 18-layer model on two
+CPU cores; a call of one row and one of several rows are two graphs); inductor keeps the compiled code in its
+on-disk cache (TORCHINDUCTOR_CACHE_DIR, by default the system's temp folder, keyed by the graph, dtype, device and
+inductor's settings), so a later process traces again but compiles nothing. `EngineStats.compile_seconds` holds the
+time of calls that compiled. Tree calls only: the item prefixes' calls (on a cache object) stay eager.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+import types
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch.profiler import record_function
+
+from mcqa_toolkit.backends.hf.masks import text_config
+from mcqa_toolkit.backends.hf.tree import TreeNotUsed, tree_attention, tree_implementation
+
+FUSED_IMPLEMENTATION = "mcqa_tree_fused"
+
+_RUNNING: list[tuple[Any, dict[int, Any]]] = []  # (plan, latent-attention modules by layer) of the running calls
+_COMPILED: dict[type[torch.nn.Module], Any] = {}  # decoder layer class -> its compiled forward
+
+
+@torch.library.custom_op("mcqa::tree_attention", mutates_args=())
+def tree_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float) -> torch.Tensor:
+    """tree.tree_attention on the running call's plan, of its next layer (layers attend in their order, checked
+    by `_layers`; the layer index is not an argument, so every layer of a class runs one compiled graph):
+    (rows, width, heads, dim)."""
+    plan, latent = _RUNNING[-1]
+    layer = plan.calls
+    module = latent.get(layer) or types.SimpleNamespace(layer_idx=layer)
+    return tree_attention(module, query, key, value, None, scale, mcqa_tree=plan)[0]
+
+
+@tree_op.register_fake
+def _(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float) -> torch.Tensor:
+    rows, heads, width, dim = query.shape
+    return query.new_empty(rows, width, heads, dim)
+
+
+def fused_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Any,
+                    scaling: float | None = None, dropout: float = 0.0, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """The attention function of a fused tree call (AttentionInterface signature), traced by the compiler."""
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    return tree_op(query, key, value, float(scale)), None
+
+
+def _latent_modules(body: torch.nn.Module) -> dict[int, Any]:
+    """The attention modules that cache compressed latents (`expand_kv`), by layer: the tree attention's cached part
+    expands them; every other attention needs only its layer index."""
+    return {int(getattr(m, "layer_idx")): m for m in body.modules()  # noqa: B009 - typed as Tensor | Module
+            if hasattr(m, "expand_kv") and hasattr(m, "layer_idx")}
+
+
+def _layers(body: torch.nn.Module, n: int) -> list[torch.nn.Module]:
+    """The body's `n` decoder layers (the ModuleList of n modules), in the order they run."""
+    for m in body.modules():
+        if isinstance(m, torch.nn.ModuleList) and len(m) == n:
+            return list(m)
+    raise ValueError(f"fused: no list of the model's {n} decoder layers in {type(body).__name__}")
+
+
+def _compiled_forward(cls: type[torch.nn.Module]) -> Any:
+    """The compiled forward of decoder layer class `cls` (dynamic shapes), made once. Its code object is its own:
+    the compiler keeps compiled graphs, and counts recompilations against its limit, per code object, and many
+    classes share one forward (transformers' gradient-checkpointing wrapper)."""
+    fn = _COMPILED.get(cls)
+    if fn is None:
+        def forward(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+            return cls.forward(self, *args, **kwargs)
+
+        forward.__code__ = forward.__code__.replace(co_name=f"fused_{cls.__name__}")
+        fn = _COMPILED[cls] = torch.compile(forward, dynamic=True)
+    return fn
+
+
+@contextlib.contextmanager
+def fused_layers(body: torch.nn.Module, n: int) -> Iterator[dict[int, Any]]:
+    """Each decoder layer of `body` runs its class's compiled forward (made once per class, dynamic shapes) for the
+    block; yields the latent-attention modules by layer. The layers' own forward is back afterwards."""
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(FUSED_IMPLEMENTATION, fused_attention)
+    layers = _layers(body, n)
+    try:
+        for layer in layers:
+            layer.forward = functools.partial(_compiled_forward(type(layer)), layer)
+        yield _latent_modules(body)
+    finally:
+        for layer in layers:
+            layer.__dict__.pop("forward", None)
+
+
+def tree_call(engine: Any, ids: torch.Tensor, positions: torch.Tensor, plan: Any) -> torch.Tensor:
+    """Final hidden states of one packed-rows call with tree attention (counted in `engine.stats.calls`), through
+    the compiled body when `engine.fused`, else the eager one: no cache object (each layer's new keys go to the
+    tree attention with the plan), a 4D placeholder mask that transformers passes through unread. Raises
+    TreeNotUsed where not every layer computed the tree attention."""
+    stats = engine.stats
+    stats.calls += 1
+    placeholder = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=ids.device)
+    t0 = time.perf_counter()
+    out = _fused_call(engine, ids, positions, placeholder, plan) if engine.fused else None
+    if out is None:
+        with record_function("mcqa::body"), tree_implementation(engine.lm.model):
+            out = engine.lm.body(input_ids=ids, position_ids=positions, attention_mask=placeholder,
+                                 use_cache=False, mcqa_tree=plan).last_hidden_state
+    stats.body_seconds += time.perf_counter() - t0
+    if plan.calls != len(plan.groups):
+        raise TreeNotUsed(f"{plan.calls} of the model's {len(plan.groups)} layers computed the engine's tree "
+                          "attention; the others attend their own way (attention='masks' scores this model)")
+    return out
+
+
+def _fused_call(engine: Any, ids: torch.Tensor, positions: torch.Tensor, placeholder: torch.Tensor, plan: Any
+                ) -> torch.Tensor | None:
+    """`tree_call`'s body through the compiled layers; None (and `engine.fused` off, with a warning) where the
+    compiler reached its recompilation limit for a layer class (it would run the layers uncompiled without saying
+    so): the call is then made eagerly."""
+    from torch._dynamo.exc import FailOnRecompileLimitHit
+
+    config = text_config(engine.lm.model)
+    before, compiled = config._attn_implementation, _compile_seconds()
+    config._attn_implementation = FUSED_IMPLEMENTATION
+    try:
+        with record_function("mcqa::body"), fused_layers(engine.lm.body, len(plan.groups)) as latent, \
+                torch._dynamo.config.patch(fail_on_recompile_limit_hit=True):
+            _RUNNING.append((plan, latent))
+            return engine.lm.body(input_ids=ids, position_ids=positions, attention_mask=placeholder,
+                                  use_cache=False).last_hidden_state
+    except FailOnRecompileLimitHit as e:
+        warnings.warn(f"fused: {e}; this engine's tree calls run uncompiled from now", stacklevel=3)
+        engine.fused, plan.calls = False, 0
+        return None
+    finally:
+        if _RUNNING:
+            _RUNNING.pop()
+        config._attn_implementation = before
+        engine.stats.compile_seconds += _compile_seconds() - compiled
+
+
+def _compile_seconds() -> float:
+    """The compiler's own total of compile time in this process (torch._dynamo's metric: tracing and inductor)."""
+    from torch._dynamo.utils import compilation_time_metrics
+
+    return float(sum(compilation_time_metrics.get("_compile.compile_inner", [])))
