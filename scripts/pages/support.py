@@ -5,6 +5,7 @@ from __future__ import annotations
 from pages.blocks import REPO, read_json, rel, table
 
 RAW = REPO / "results" / "tests" / "support_sweep.json"
+FUSED = REPO / "results" / "tests" / "fused_sweep.json"
 PATHS = ("cpu", "cuda", "unpacked")
 SHARING = ("tree", "masks", "unpacked", "sequential")  # paths that share the run prefix (and more)
 
@@ -92,5 +93,26 @@ def families() -> str:
                   "greedy generation"], out)
 
 
+def fused() -> str:
+    """The fused body on the tree families (results/tests/fused_sweep.json, scripts/fused_table.py)."""
+    if not FUSED.exists():
+        return "No raw file yet: run `python scripts/fused_table.py`."
+    raw = read_json(FUSED)
+    built = [r for r in raw["rows"] if r["built"]]
+    done = [r for r in built if "error" not in r]
+    worst = max((max(r["letters"], r["options"]) for r in done), default=None)
+    off = sorted(r["family"] for r in built if not r.get("fused") or not r.get("graphs") or "error" in r)
+    return "\n".join([
+        f"Measured on {raw['date']} at commit {(raw['commit']['sha'] or 'unknown')[:7]}"
+        f"{' + uncommitted changes' if raw['commit']['dirty'] else ''} with transformers {raw['transformers']} and "
+        f"torch {raw['torch']} on {raw['cpu']['model']} ({raw['cpu']['capability']} kernels), {raw['threads']} "
+        f"thread{'s' if raw['threads'] != 1 else ''} (`{rel(FUSED)}`): {raw['exact']} of {len(built)} families the "
+        f"sweep keeps on tree attention are exact through compiled layers (`fused: true`, self-check off: max "
+        f"\\|delta\\| {worst:.1e} against the plain forward, bound {raw['exact_bound']:g})"
+        + (f"; not compiled or not exact: {', '.join(f'`{f}`' for f in off)}." if off else "."),
+        f"Compile per family (two layers, small): median "
+        f"{sorted(r['compile_seconds'] for r in done)[len(done) // 2]:.1f} s."])
+
+
 def blocks() -> dict[str, str]:
-    return {"support-summary": summary(), "support-table": families()}
+    return {"support-summary": summary(), "support-table": families(), "fused-summary": fused()}

@@ -44,27 +44,26 @@ _COMPILED: dict[type[torch.nn.Module], Any] = {}  # decoder layer class -> its c
 
 
 @torch.library.custom_op("mcqa::tree_attention", mutates_args=())
-def tree_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float) -> torch.Tensor:
-    """tree.tree_attention on the running call's plan, of its next layer (layers attend in their order, checked
-    by `_layers`; the layer index is not an argument, so every layer of a class runs one compiled graph):
-    (rows, width, heads, dim)."""
+def tree_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
+    """tree.tree_attention of layer `layer` on the running call's plan: (rows, width, heads, dim)."""
     plan, latent = _RUNNING[-1]
-    layer = plan.calls
     module = latent.get(layer) or types.SimpleNamespace(layer_idx=layer)
     return tree_attention(module, query, key, value, None, scale, mcqa_tree=plan)[0]
 
 
 @tree_op.register_fake
-def _(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, scale: float) -> torch.Tensor:
+def _(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
     rows, heads, width, dim = query.shape
     return query.new_empty(rows, width, heads, dim)
 
 
 def fused_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Any,
                     scaling: float | None = None, dropout: float = 0.0, **kwargs: Any) -> tuple[torch.Tensor, None]:
-    """The attention function of a fused tree call (AttentionInterface signature), traced by the compiler."""
+    """The attention function of a fused tree call (AttentionInterface signature), traced by the compiler: the
+    layer's index is an input of the graph (`allow_unspec_int_on_nn_module`), so every layer of a class runs one
+    compiled graph."""
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    return tree_op(query, key, value, float(scale)), None
+    return tree_op(query, key, value, module.layer_idx, float(scale)), None
 
 
 def _latent_modules(body: torch.nn.Module) -> dict[int, Any]:
@@ -74,18 +73,25 @@ def _latent_modules(body: torch.nn.Module) -> dict[int, Any]:
             if hasattr(m, "expand_kv") and hasattr(m, "layer_idx")}
 
 
-def _layers(body: torch.nn.Module, n: int) -> list[torch.nn.Module]:
-    """The body's `n` decoder layers (the ModuleList of n modules), in the order they run."""
+def _layers(body: torch.nn.Module) -> list[torch.nn.Module]:
+    """The body's decoder layers: its first list of modules that each hold a module with a `layer_idx` (an
+    attention layer's, or its own)."""
     for m in body.modules():
-        if isinstance(m, torch.nn.ModuleList) and len(m) == n:
+        if isinstance(m, torch.nn.ModuleList) and len(m) and \
+                all(any(hasattr(x, "layer_idx") for x in layer.modules()) for layer in m):
             return list(m)
-    raise ValueError(f"fused: no list of the model's {n} decoder layers in {type(body).__name__}")
+    raise Unfusable(f"no list of decoder layers in {type(body).__name__}")
+
+
+class Unfusable(RuntimeError):
+    """A model body whose decoder layers the fused path cannot find."""
 
 
 def _compiled_forward(cls: type[torch.nn.Module]) -> Any:
     """The compiled forward of decoder layer class `cls` (dynamic shapes), made once. Its code object is its own:
     the compiler keeps compiled graphs, and counts recompilations against its limit, per code object, and many
-    classes share one forward (transformers' gradient-checkpointing wrapper)."""
+    classes share one forward (transformers' gradient-checkpointing wrapper). With dynamic shapes its kernels run
+    on the calling thread count (OpenMP's, which torch sets; compute.pinned pins it per engine)."""
     fn = _COMPILED.get(cls)
     if fn is None:
         def forward(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
@@ -97,18 +103,20 @@ def _compiled_forward(cls: type[torch.nn.Module]) -> Any:
 
 
 @contextlib.contextmanager
-def fused_layers(body: torch.nn.Module, n: int) -> Iterator[dict[int, Any]]:
-    """Each decoder layer of `body` runs its class's compiled forward (made once per class, dynamic shapes) for the
-    block; yields the latent-attention modules by layer. The layers' own forward is back afterwards."""
+def fused_layers(body: torch.nn.Module, plan: Any) -> Iterator[None]:
+    """Each decoder layer of `body` runs its class's compiled forward (made once per class, dynamic shapes) on
+    `plan`, the running call's, for the block. The layers' own forward is back afterwards."""
     from transformers import AttentionInterface
 
     AttentionInterface.register(FUSED_IMPLEMENTATION, fused_attention)
-    layers = _layers(body, n)
+    layers = _layers(body)
+    _RUNNING.append((plan, _latent_modules(body)))
     try:
         for layer in layers:
             layer.forward = functools.partial(_compiled_forward(type(layer)), layer)
-        yield _latent_modules(body)
+        yield
     finally:
+        _RUNNING.pop()
         for layer in layers:
             layer.__dict__.pop("forward", None)
 
@@ -137,26 +145,25 @@ def tree_call(engine: Any, ids: torch.Tensor, positions: torch.Tensor, plan: Any
 def _fused_call(engine: Any, ids: torch.Tensor, positions: torch.Tensor, placeholder: torch.Tensor, plan: Any
                 ) -> torch.Tensor | None:
     """`tree_call`'s body through the compiled layers; None (and `engine.fused` off, with a warning) where the
-    compiler reached its recompilation limit for a layer class (it would run the layers uncompiled without saying
-    so): the call is then made eagerly."""
+    body's decoder layers cannot be found, or the compiler reached its recompilation limit for a layer class (it
+    would run the layers uncompiled without saying so): the call is then made eagerly."""
     from torch._dynamo.exc import FailOnRecompileLimitHit
 
     config = text_config(engine.lm.model)
     before, compiled = config._attn_implementation, _compile_seconds()
     config._attn_implementation = FUSED_IMPLEMENTATION
     try:
-        with record_function("mcqa::body"), fused_layers(engine.lm.body, len(plan.groups)) as latent, \
-                torch._dynamo.config.patch(fail_on_recompile_limit_hit=True):
-            _RUNNING.append((plan, latent))
-            return engine.lm.body(input_ids=ids, position_ids=positions, attention_mask=placeholder,
-                                  use_cache=False).last_hidden_state
-    except FailOnRecompileLimitHit as e:
+        with record_function("mcqa::body"), fused_layers(engine.lm.body, plan), \
+                torch._dynamo.config.patch(fail_on_recompile_limit_hit=True, allow_unspec_int_on_nn_module=True):
+            out = engine.lm.body(input_ids=ids, position_ids=positions, attention_mask=placeholder,
+                                 use_cache=False).last_hidden_state
+        engine.stats.fused_calls += 1
+        return out
+    except (FailOnRecompileLimitHit, Unfusable) as e:
         warnings.warn(f"fused: {e}; this engine's tree calls run uncompiled from now", stacklevel=3)
         engine.fused, plan.calls = False, 0
         return None
     finally:
-        if _RUNNING:
-            _RUNNING.pop()
         config._attn_implementation = before
         engine.stats.compile_seconds += _compile_seconds() - compiled
 

@@ -59,7 +59,8 @@ class EngineStats:
     items: int = 0              # items (groups of requests sharing an item prefix) scored
     seconds: float = 0.0
     body_seconds: float = 0.0   # inside forward calls of the model body (host time only on an asynchronous GPU)
-    compile_seconds: float = 0.0  # of body_seconds: the fused calls that traced or compiled the body (fused.py)
+    fused_calls: int = 0        # tree calls through the compiled layers (fused.py)
+    compile_seconds: float = 0.0  # the compiler's own time inside them (tracing and inductor)
 
     def as_dict(self) -> dict[str, float]:
         return dict(self.__dict__)
