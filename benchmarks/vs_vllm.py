@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from mcqa_toolkit.backends.hf import HFBackend
+from mcqa_toolkit.backends.hf import HFBackend, compute
 from mcqa_toolkit.backends.vllm_server import ENV, vllm_python
 from mcqa_toolkit.run import Strategy, run
 
@@ -198,7 +198,11 @@ def main() -> None:
     side = VLLMSide(args, out)
     print(f"vLLM ready: start {side.ready['start_s']:.1f}s compile={side.ready['compile']} "
           f"({side.ready['compile_error'] or 'no error'}), torch threads {side.ready['torch_threads']}", flush=True)
-    runs, results = [], {}
+    runs, results, warm = [], {}, {}
+    if backend.engine.fused:  # its first calls compile: outside the timed runs, as vLLM's compile is in its start
+        for name, (st, _) in strategies(args).items():
+            warm[name] = ours(backend, pool, evaluated, st, 1, out / f"ours_warm_{name}")["seconds"]
+            print(f"ours: fused warm-up ({name}, 1 item) {warm[name]:.1f}s", flush=True)
     modes = {"on": [True], "off": [False], "both": [False, True]}[args.vllm_reuse]
     try:
         for rnd in range(args.rounds):
@@ -242,7 +246,9 @@ def main() -> None:
         write_json(args.json, {"args": recorded, "device": device_facts(lm), "load_average": loads,
                                "ours": {"attention": e.attention, "linear": e.linear,
                                         "items_per_call": e.items_per_call, "max_batch_tokens": e.max_batch_tokens,
-                                        "max_batch_rows": e.max_batch_rows, "compile": False},
+                                        "max_batch_rows": e.max_batch_rows, "compile": bool(e.fused),
+                                        "fused": e.fused, "fused_warm_up_s": warm or None},
+                               "cpu": compute.cpu(),
                                "vllm": vllm, "runs": runs, "results": results}, lm.device, lm.tokenizer)
 
 

@@ -22,6 +22,8 @@ import pytest
 SET_BY_IMPORTS = {"RAY_CLIENT_MODE": "ray._private.client_mode_hook, when ray is imported",
                   "HF_XET_HIGH_PERFORMANCE": "lm_eval/__init__.py, when lm_eval is imported",
                   "TORCHINDUCTOR_CACHE_DIR": "torch._inductor's cache_dir(), whenever inductor looks its cache up",
+                  "_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR": "torch._inductor.codecache, when it first loads the "
+                                                             "C++ glue of compiled code (the fused body)",
                   "KMP_DUPLICATE_LIB_OK": "threadpoolctl and scikit-learn (os.environ.setdefault), when imported"}
 # state a session fixture holds while it is alive (key -> the fixture), released when it is torn down
 HELD: dict[str, str] = {}

@@ -175,6 +175,7 @@ SETTINGS: dict[tuple[str, str, int], tuple[str, Callable[[], bool] | None]] = {
                                    lambda: _code("mcqa_toolkit.measure.pride", "pride.share") == 0.05),
     ("docs/invariance.md", "1e-4", 4): TESTED_1E4,
     ("README.md", "1e-4", 1): TESTED_1E4,
+    ("docs/backends.md", "1e-4", 1): TESTED_1E4,
     ("README.md", "1e-3", 1): ("the self-check's fp32 bound (backends.hf.selfcheck.FP32_BOUND), a setting",
                                lambda: _code("mcqa_toolkit.backends.hf.selfcheck", "FP32_BOUND") == 1e-3),
     ("docs/support.md", "1e-3", 1): ("the self-check's fp32 bound (backends.hf.selfcheck.FP32_BOUND), a setting",

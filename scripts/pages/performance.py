@@ -171,13 +171,14 @@ def _vllm_rows(path: Path, raw: dict[str, Any], labels: dict[str, str]) -> list[
     mode = ("torch.compile on" if vllm.get("compile") and not vllm.get("compile_error") else
             f"eager ({vllm.get('compile_error') or 'enforce_eager'})")
     rows = []
+    side = f" ({raw['device']['dtype']}{'; ours fused' if raw['ours'].get('fused') else ''})"
     for key, r in raw["results"].items():
         rounds = r["rounds"]
         usage = next(x["usage"] for x in raw["runs"] if x["side"] == "vllm" and x["scoring"] == key)
         ours = next(x["usage"] for x in raw["runs"] if x["side"] == "ours" and x["scoring"] == key)
         computed = usage["prompt_tokens"] - usage["cached_tokens"]
         speedups = " / ".join(f"{x['speedup']:.2f}" for x in rounds)
-        rows.append([date_of(path), labels.get(key, key), f"{rounds[0]['records']}",
+        rows.append([date_of(path), labels.get(key, key) + side, f"{rounds[0]['records']}",
                      f"{r['median_seconds_ours']:.1f} s", f"{r['median_seconds_vllm']:.1f} s",
                      f"{r['median_speedup']:.2f}x (rounds {speedups})", f"{mode}, {len(rounds)} interleaved rounds",
                      f"{computed:,} ({usage['prompt_tokens']:,} - {usage['cached_tokens']:,}); ours {ours['unique']:,}"
@@ -276,7 +277,8 @@ def demo() -> str:
 def blocks() -> dict[str, str]:
     return {"perf-engine-cpu": performance_engine.vs_lm_eval("cpu"),
             "perf-engine-defaults": performance_engine.defaults(),
-            "perf-body-kernels": performance_engine.body_kernels(), "perf-engine-calls": engine_calls(),
+            "perf-body-kernels": performance_engine.body_kernels(), "perf-fused-body": performance_engine.fused_body(),
+            "perf-engine-calls": engine_calls(),
             "perf-profile": "\n\n".join(x for x in (profile_lines(), performance_host.host_before_after()) if x),
             "perf-vs-vllm": vs_vllm(), "perf-gpu-speed": engine_speed() + "\n\n" + gpu_tokens(),
             "perf-gpu-equality": gpu_equality(),

@@ -2,7 +2,8 @@
 results/benchmarks/ (every row names its file):
 - `*/throughput_*.json`: benchmarks/scoring_throughput.py --json with the references of benchmarks/_reference.py
   (body_seconds, body_short_rows, body_full_rows, useful_gflops, gemm);
-- `*/body_kernels*.json`: benchmarks/body_kernels.py --json (variants x shapes).
+- `*/body_kernels*.json`: benchmarks/body_kernels.py --json (variants x shapes);
+- `*/fused_body*.json`: benchmarks/fused_body.py --json (the eager and the fused engine, per dtype and scoring).
 - `*/speed_*.json` with those references, on any device: benchmarks/vs_lm_eval.py --json (lm-eval, the naive
   path and ours on the same items; on enem-long or a whole exam, the `workload` column).
 The engine's own rate is given two ways: all in (unique tokens over the scoring's seconds, LM head included) and its
@@ -172,8 +173,8 @@ def parse_profile(path: Path) -> dict[str, Any] | None:
     per-launch cost and the predicted GPU host ms/item, and (files that print it) the machine's reference: the
     same items tokenised without the run's TokenCache (`reference_tok`, ms/item); None for a file without them."""
     text = path.read_text(encoding="utf-8")
-    m = re.search(r"kernel-launching ops: (\d+) per forward call, (\d+) per item .*host phases (\d+) ms/item; "
-                  r"predicted GPU host ms/item at (\d+) us/launch: (\d+)", text)
+    m = re.search(r"kernel-launching ops: (\d+) per forward call(?: \([^)]*\))?, (\d+) per item .*host phases "
+                  r"(\d+) ms/item; predicted GPU host ms/item at (\d+) us/launch: (\d+)", text)
     calls = re.search(r"items_per_call=(\d+)", text)
     tok = re.search(r"tokenisation\s+([\d.]+) s/item", text)
     head = re.search(r"^\[(\w+)\] (\d+) item\(s\).*forward calls=(\d+) .*\| wall [\d.]+s \(([\d.]+) s/item", text, re.M)
@@ -188,3 +189,32 @@ def parse_profile(path: Path) -> dict[str, Any] | None:
             "ops_per_call": int(m.group(1)), "ops_per_item": int(m.group(2)), "host": float(m.group(3)),
             "launch_us": int(m.group(4)), "predicted": int(m.group(5)), "tok": 1000 * float(tok.group(1)),
             "phases": phases, "reference_tok": float(ref.group(1)) if ref else None}
+
+
+def fused_body() -> str:
+    """fused_body: per dtype and scoring, the eager and the fused engine's seconds per item, their ratio, the
+    compile seconds of the fused warm-up, their largest |difference| and same choices; the start-up line."""
+    parts = []
+    for path in sorted(RESULTS.glob("*/fused_body*.json")):
+        raw = read_json(path)
+        rows, lines = [], []
+        for dtype, entry in raw["dtypes"].items():
+            for scoring in ("letters", "options"):
+                if scoring not in entry:
+                    continue
+                r = entry[scoring]
+                rows.append([dtype, scoring, f"{r['eager']['s_per_item']:.2f}", f"{r['fused']['s_per_item']:.2f}",
+                             f"{r['fused_vs_eager']:.2f}x", f"{r['fused']['compile_s']:.1f}",
+                             f"{r['max_abs_delta']:.1e}", f"{100 * r['same_choice']:.1f}%"])
+            if "startup" in entry:
+                s = entry["startup"]
+                lines.append(f"{dtype}: a process's first fused item on an empty inductor cache "
+                             f"{s['first']['item_s']:.1f} s (compile {s['first']['compile_s']:.1f} s), on the cache "
+                             f"it left {s['cached']['item_s']:.1f} s (compile {s['cached']['compile_s']:.1f} s)")
+        w, cpu = raw["workload"], raw["cpu"]
+        parts.append(table(["dtype", "scoring", "eager s/item", "fused s/item", "fused vs eager",
+                            "compile s (warm-up)", "max \\|delta\\|", "same choice"], rows, "llrrrrrr")
+                     + f"\n\n{date_of(path)}, {cpu['model']} ({cpu['capability']} kernels), {w['workload']}: "
+                     f"{w['items']} items ({w['items'] - 1} timed, interleaved) x {w['shuffles']} shuffles, "
+                     f"{w['shots']} shots. " + "; ".join(lines) + (". " if lines else "") + f"Raw file: `{rel(path)}`.")
+    return "\n\n".join(parts) or "No raw file yet (`benchmarks/fused_body.py --json ...`)."

@@ -100,18 +100,24 @@ def fused() -> str:
     raw = read_json(FUSED)
     built = [r for r in raw["rows"] if r["built"]]
     done = [r for r in built if "error" not in r]
-    worst = max((max(r["letters"], r["options"]) for r in done), default=None)
-    off = sorted(r["family"] for r in built if not r.get("fused") or not r.get("graphs") or "error" in r)
+    compiled = [r for r in done if r["fused"] and r["tree_calls"]]
+    idle = sorted(r["family"] for r in done if not r["tree_calls"])
+    failed = sorted(r["family"] for r in built if "error" in r or not r["fused"])
+    worst = max((max(r["letters"], r["options"]) for r in done), default=float("nan"))
+    seconds = sorted(r["compile_seconds"] for r in compiled if r["graphs"])
     return "\n".join([
         f"Measured on {raw['date']} at commit {(raw['commit']['sha'] or 'unknown')[:7]}"
         f"{' + uncommitted changes' if raw['commit']['dirty'] else ''} with transformers {raw['transformers']} and "
         f"torch {raw['torch']} on {raw['cpu']['model']} ({raw['cpu']['capability']} kernels), {raw['threads']} "
-        f"thread{'s' if raw['threads'] != 1 else ''} (`{rel(FUSED)}`): {raw['exact']} of {len(built)} families the "
-        f"sweep keeps on tree attention are exact through compiled layers (`fused: true`, self-check off: max "
-        f"\\|delta\\| {worst:.1e} against the plain forward, bound {raw['exact_bound']:g})"
-        + (f"; not compiled or not exact: {', '.join(f'`{f}`' for f in off)}." if off else "."),
-        f"Compile per family (two layers, small): median "
-        f"{sorted(r['compile_seconds'] for r in done)[len(done) // 2]:.1f} s."])
+        f"thread{'s' if raw['threads'] != 1 else ''} (`{rel(FUSED)}`), the self-check off:",
+        f"- {raw['exact']} of {len(built)} families the sweep keeps on tree attention score within "
+        f"{raw['exact_bound']:g} of the plain forward with `fused: true` (max \\|delta\\| {worst:.1e}); "
+        f"{len(compiled)} through compiled layers, {len(idle)} make no tree call, so nothing is compiled for them"
+        + (f" ({', '.join(f'`{f}`' for f in idle)})" if idle else "")
+        + (f"; not fused (an error or a fallback): {', '.join(f'`{f}`' for f in failed)}" if failed else "") + ";",
+        f"- compile time of a family whose layer class was new to the process (the sweep's small models): median "
+        f"{seconds[len(seconds) // 2]:.1f} s, at most {seconds[-1]:.1f} s ({len(seconds)} families)."
+        if seconds else "- no family compiled a new layer class."])
 
 
 def blocks() -> dict[str, str]:

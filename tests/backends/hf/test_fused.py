@@ -4,6 +4,8 @@ recompilation limit is said and the calls go on uncompiled, equal; the self-chec
 uncompiled path's. Every tree family of the sweep: results/tests/fused_sweep.json (scripts/fused_table.py)."""
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import fused_sweep
 import numpy as np
 import pytest
@@ -35,7 +37,7 @@ def sweep_threads():
 def test_fused_body_equals_the_plain_forward(family, tiny_tokenizer, sweep_threads):
     row = fused_sweep.fused_row(family, tiny_tokenizer)
     assert fused_sweep.exact(row), row
-    assert row["path"] == "tree"
+    assert row["path"] == "tree" and row["tree_calls"] > 0, row  # scored through the compiled layers
 
 
 def _delta(lm, scorer) -> float:
@@ -45,17 +47,31 @@ def _delta(lm, scorer) -> float:
                for a, b in zip(naive_scores(lm, r), g, strict=True))
 
 
-def test_a_recompilation_limit_is_said_and_the_calls_go_on_uncompiled(tiny_lm, monkeypatch):
-    """No graph allowed (the compiler's limit reached before the first): the engine warns, turns `fused` off and
-    scores that call and the rest uncompiled, equal to the naive computation."""
+def _no_layers(body):
+    raise fused.Unfusable(f"no list of decoder layers in {type(body).__name__}")
+
+
+@pytest.mark.parametrize("cause", ["recompilation limit", "no decoder layers"])
+def test_a_body_that_cannot_be_compiled_is_said_and_scored_uncompiled(tiny_lm, monkeypatch, cause):
+    """The compiler's recompilation limit reached before the first graph, or a body whose decoder layers are not
+    found: the engine warns, turns `fused` off and scores that call and the rest uncompiled, equal to the naive
+    computation."""
     monkeypatch.setattr(fused, "_COMPILED", {})  # a fresh compiled forward (its own code object, no graphs yet)
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", 0)
+    if cause == "no decoder layers":
+        monkeypatch.setattr(fused, "_layers", _no_layers)
+    limit = torch._dynamo.config.patch(recompile_limit=0) if cause == "recompilation limit" else nullcontext()
     scorer = PrefixScorer(tiny_lm, fused=True, check=False, row_tokens=12)
     assert scorer.settings()["fused"] is True
-    with pytest.warns(UserWarning, match="fused: .*uncompiled from now"):
+    with limit, pytest.warns(UserWarning, match="fused: .*uncompiled from now"):
         delta = _delta(tiny_lm, scorer)
     assert delta <= 1e-4
-    assert scorer.fused is False and scorer.settings()["fused"] is False
+    assert scorer.fused is False and scorer.settings()["fused"] is False and scorer.stats.fused_calls == 0
+
+
+def test_the_fused_calls_are_counted_and_equal_the_naive_computation(tiny_lm):
+    scorer = PrefixScorer(tiny_lm, fused=True, check=False, row_tokens=12)
+    assert _delta(tiny_lm, scorer) <= 1e-4
+    assert scorer.fused and scorer.stats.fused_calls > 0
 
 
 def test_the_verdict_of_the_fused_path_is_its_own(tiny_lm):
