@@ -166,7 +166,8 @@ def main() -> None:
         print(f"[{scoring}] {n} item(s) ({', '.join(it.item_id for it in items)}), items_per_call="
               f"{scorer.items_per_call} max_batch_tokens={scorer.max_batch_tokens} "
               f"max_batch_rows={scorer.max_batch_rows}: "
-              f"{sum(len(r) for r, _ in work)} requests, forward calls={d['calls']} ({d['calls'] / n:.2f}/item) tokens "
+              f"{sum(len(r) for r, _ in work)} requests, forward calls={d['calls']} ({d['calls'] / n:.2f}/item, "
+              f"fused {d['fused_calls']}) tokens "
               f"forwarded={d['forwarded']} unique={d['unique']} padded={d['padded']} scored positions="
               f"{d['scored_positions']} | wall {total:.2f}s ({total / n:.2f} s/item; score {t_score:.2f}s profiled)")
         for name, sec in rows:

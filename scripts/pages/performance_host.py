@@ -6,7 +6,8 @@ under results/benchmarks/ (every row names its file):
 - `*/first_item*.json`: benchmarks/first_item.py --json (one item first in a process, again, and by a new run);
 - `*/prepare_ahead*.json`: benchmarks/prepare_ahead.py --json;
 - `*/vllm_body*.json` and a `profile_cpu_defaults_*.txt` beside it: vLLM's body (benchmarks/vllm_body.py) and ours
-  (profile_scoring's `per unique token inside mcqa::body` line) per computed token, by operator group.
+  (profile_scoring's `per unique token inside mcqa::body` line) per computed token, by operator group;
+  `vllm_body_NAME.json` pairs with `profile_cpu_defaults_*NAME*.txt` (e.g. one dtype's pair).
 """
 from __future__ import annotations
 
@@ -100,13 +101,20 @@ def _ours_per_token(path: Path) -> dict[str, float]:
     return {k.strip(): v for k, v in out.items()} | {"in all": float(m.group(2))}
 
 
+def _ours_file(path: Path) -> Path | None:
+    """The profile of our body paired with vLLM's file `path` (see the module's docstring)."""
+    name = path.stem.removeprefix("vllm_body").lstrip("_")
+    pattern = f"profile_cpu_defaults_*{name}*.txt" if name else "profile_cpu_defaults_*.txt"
+    return next(iter(sorted(path.parent.glob(pattern))), None)
+
+
 def body_vs_vllm() -> str:
     """Microseconds of self CPU time per computed token by operator group: vLLM's body (vllm_body.py) against ours
     (profile_scoring at the CPU defaults) on the same items."""
     parts = []
     for path in sorted(RESULTS.glob("*/vllm_body*.json")):
         raw = read_json(path)
-        ours_file = next(iter(sorted(path.parent.glob("profile_cpu_defaults_*.txt"))), None)
+        ours_file = _ours_file(path)
         ours = _ours_per_token(ours_file) if ours_file else {}
         theirs = {**raw["self_cpu_us_per_token"], "in all": sum(raw["self_cpu_us_per_token"].values())}
         groups = list(dict.fromkeys([*theirs, *ours]))
@@ -114,7 +122,11 @@ def body_vs_vllm() -> str:
         rows = [[g, f"{theirs[g]:.0f}" if g in theirs else "-", f"{ours[g]:.0f}" if g in ours else "-"]
                 for g in [*groups, "in all"]]
         mode = "compiled" if raw["vllm"]["compile"] else "eager"
-        parts.append(table(["operator group", f"vLLM ({mode}) us per computed token", "ours us per unique token"],
+        dtype = raw["args"].get("dtype", "float32")
+        fused = re.search(r", fused (\d+)\)", ours_file.read_text()) if ours_file else None
+        ours_mode = "fused" if fused and int(fused.group(1)) else "eager"
+        parts.append(table(["operator group", f"vLLM ({mode}, {dtype}) us per computed token",
+                            f"ours ({ours_mode}, {dtype}) us per unique token"],
                            rows, "lrr") + f"\n\n{date_of(path)}: vLLM computed {raw['computed_tokens']:,} tokens in "
                      f"{raw['seconds']:.2f} s ({raw['computed_tokens'] / raw['seconds']:,.0f} tok/s) after a start-up "
                      f"of {raw['vllm']['start_s']:.0f} s ({mode} model loaded and, compiled, its graphs built); raw "

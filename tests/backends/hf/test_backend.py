@@ -50,6 +50,7 @@ def test_provenance_records_the_engine_budget(tiny_gemma):
     compute = {k: engine.pop(k) for k in ("threads", "fp32_matmul", "cpu", "check")}
     assert engine == {"items_per_call": 1, "max_batch_tokens": 8192, "max_batch_rows": 64, "head_rows": 256,
                       "attention": "tree", "linear": "onednn", "row_tokens": 4096, "graphs": False,
-                      "fused": False, "budget": "fixed", "prepare_ahead": False, "attn_implementation": "sdpa", "path": "tree"}
+                      "fused": False, "budget": "fixed", "prepare_ahead": False, "attn_implementation": "sdpa",
+                      "path": "tree"}
     assert compute["check"]["path"] == compute["check"]["asked"] == "tree" and compute["fp32_matmul"] == "ieee"
     assert HFBackend(tiny_gemma, prepare_ahead=True, items_per_call=2).provenance()["engine"]["prepare_ahead"]
