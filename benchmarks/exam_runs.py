@@ -10,7 +10,7 @@ the same run of the first file: records.compare_runs.score_delta (the largest |d
 share of the same choice). Timings are of a machine doing nothing else: run it alone.
 
     python benchmarks/exam_runs.py results/benchmarks/engine6_2026-12-04/exam_{float32,bfloat16}_{eager,fused}.yaml
-        [--json out.json]
+        [--reverse] [--json out.json]
 """
 from __future__ import annotations
 
@@ -26,8 +26,10 @@ from typing import Any
 import yaml
 
 try:  # run as a script (python benchmarks/exam_runs.py) or as a module
+    import _machine
     from _results import write_json
 except ModuleNotFoundError:
+    from benchmarks import _machine
     from benchmarks._results import write_json
 
 
@@ -76,22 +78,28 @@ def agreement(first: Path, other: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("params", nargs="+", type=Path, help="params files; the first is the others' reference")
+    ap.add_argument("--reverse", action="store_true", help="run the files last to first (order effects: a second "
+                    "sitting in the other order)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
-    result: dict[str, Any] = {"params": [p.as_posix() for p in args.params], "files": {}}
+    order = list(reversed(args.params)) if args.reverse else list(args.params)
+    result: dict[str, Any] = {"params": [p.as_posix() for p in args.params], "order": [p.stem for p in order],
+                              "files": {}, "machine": {"commit": _machine.commit()}}  # the commit the runs ran at
     with tempfile.TemporaryDirectory(prefix="exam_runs_") as tmp:
-        outs = []
-        for params in args.params:
-            out = Path(tmp) / params.stem / "out"
+        outs = {p.stem: Path(tmp) / p.stem / "out" for p in args.params}
+        for params in order:
+            out = outs[params.stem]
             out.parent.mkdir(parents=True)
             wall = run_params(params, out)
-            outs.append(out)
-            result["files"][params.stem] = {"wall_seconds": wall, "runs": runs_of(out),
-                                            "vs_first": agreement(outs[0], out) if len(outs) > 1 else None}
-            runs = result["files"][params.stem]["runs"]
+            runs = runs_of(out)
+            result["files"][params.stem] = {"wall_seconds": wall, "runs": runs}
             print(f"{params.stem}: {wall:.1f} s; " + ", ".join(
                 f"{k} {v['scoring_seconds']:.1f} s scoring ({v['path']}, fused {v['fused']})" for k, v in runs.items()),
                 flush=True)
+        first = outs[args.params[0].stem]
+        for params in args.params:
+            result["files"][params.stem]["vs_first"] = (agreement(first, outs[params.stem])
+                                                        if params != args.params[0] else None)
     write_json(args.json, result)
     return 0
 

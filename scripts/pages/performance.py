@@ -278,6 +278,7 @@ def blocks() -> dict[str, str]:
     return {"perf-engine-cpu": performance_engine.vs_lm_eval("cpu"),
             "perf-engine-defaults": performance_engine.defaults(),
             "perf-body-kernels": performance_engine.body_kernels(), "perf-fused-body": performance_engine.fused_body(),
+            "perf-exam-runs": performance_engine.exam_runs(),
             "perf-engine-calls": engine_calls(),
             "perf-profile": "\n\n".join(x for x in (profile_lines(), performance_host.host_before_after()) if x),
             "perf-vs-vllm": vs_vllm(), "perf-gpu-speed": engine_speed() + "\n\n" + gpu_tokens(),

@@ -143,6 +143,12 @@ def _variant_row(name: str, v: dict[str, Any], shapes: list[str]) -> list[str]:
     return [name, *rates, f"{v['max_diff_vs_eager']:.2g}", f"{v['warm_s']:.0f}", ""]
 
 
+def _forced(raw: dict[str, Any]) -> str:
+    """`, instruction set forced: K=V` where the benchmark's process had its ISA forced down, else nothing."""
+    forced = ((raw.get("machine") or {}).get("cpu") or {}).get("forced") or {}
+    return ", instruction set forced: " + ", ".join(f"{k}={v}" for k, v in forced.items()) if forced else ""
+
+
 def body_kernels() -> str:
     """body_kernels: tokens/s (median / best) per variant and shape, the hidden states' largest difference from
     eager, warm-up seconds (compilation included), the reason where a variant could not run."""
@@ -158,7 +164,7 @@ def body_kernels() -> str:
         parts.append(table(["variant", *[f"tok/s median / best, rows {s}" for s in shapes],
                             "max \\|hidden - eager\\|", "warm-up s", "could not run"], rows,
                            "l" + "r" * (len(shapes) + 2) + "l")
-                     + f"\n\n{date_of(path)}, {raw['device']['device']}, {raw['device']['dtype']}, "
+                     + f"\n\n{date_of(path)}, {raw['device']['device']}{_forced(raw)}, {raw['device']['dtype']}, "
                      f"{raw['device']['torch_threads']} torch "
                      f"threads, {raw['rounds']} interleaved rounds, 1-minute load {load['before']:.2f} -> "
                      f"{load['after']:.2f}; GEMM rate on this device: torch.mm {gemm['torch_mm_gflops']['best']:.0f} "
@@ -219,3 +225,28 @@ def fused_body() -> str:
                      f"{w['items']} items ({w['items'] - 1} timed, interleaved) x {w['shuffles']} shuffles, "
                      f"{w['shots']} shots. " + "; ".join(lines) + (". " if lines else "") + f"Raw file: `{rel(path)}`.")
     return "\n\n".join(parts) or "No raw file yet (`benchmarks/fused_body.py --json ...`)."
+
+
+def exam_runs() -> str:
+    """exam_runs: per params file of each sitting, `mcqa run`'s wall seconds, each run's scoring seconds, path and
+    fused, and its agreement with the same run of the first file (same choice, largest |delta|)."""
+    parts = []
+    for path in sorted(RESULTS.glob("*/exam_runs*.json")):
+        raw = read_json(path)
+        first = Path(raw["params"][0]).stem
+        rows = []
+        for stem in raw.get("order") or list(raw["files"]):
+            f = raw["files"][stem]
+            for name, r in f["runs"].items():
+                vs = (f.get("vs_first") or {}).get(name)
+                rows.append([f"`{stem}`", f"{f['wall_seconds']:.1f}", name.rsplit("__", 1)[-1],
+                             f"{r['scoring_seconds']:.1f}", f"{r['path']}, {'fused' if r['fused'] else 'eager'}",
+                             "-" if vs is None else f"{100 * vs['same_choice']:.1f}% of {vs['records']:,}",
+                             "-" if vs is None or vs["max_abs_delta"] is None else f"{vs['max_abs_delta']:.3g}"])
+        cpu = raw["machine"]["cpu"]
+        parts.append(table(["params file (in the order run)", "mcqa run s", "strategy", "scoring s", "engine",
+                            f"same choice as `{first}`", "max \\|delta\\|"], rows, "lrlrlrr")
+                     + f"\n\n{date_of(path)}, {cpu['model']} ({cpu['capability']} kernels, "
+                     f"{', '.join(cpu['flags'])}), at {raw['machine']['commit']['sha'][:7]}"
+                     f"{'+changes' if raw['machine']['commit']['dirty'] else ''}. Raw file: `{rel(path)}`.")
+    return "\n\n".join(parts) or "No raw file yet (`benchmarks/exam_runs.py --json ...`)."

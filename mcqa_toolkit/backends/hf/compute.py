@@ -25,6 +25,8 @@ import torch
 FP32 = "ieee"  # fp32 products in fp32 (no TF32, no bf16 rounding): what the engine's equality bound assumes
 ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_fp16", "asimd", "sve")
 ISA_ENV = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
+BF16_UNITS = ("amx_bf16", "avx512_bf16")  # the CPU units oneDNN computes bf16 products with, fastest first
+BELOW_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI")  # oneDNN ISAs
 
 
 def _precision_backends(device: torch.device) -> list[Any]:
@@ -82,6 +84,20 @@ def cpu() -> dict[str, Any]:
     name, flags = _cpuinfo()
     return {"model": name, "flags": list(flags), "capability": torch.backends.cpu.get_cpu_capability(),
             "forced": {k: os.environ[k] for k in ISA_ENV if k in os.environ}, "machine": platform.machine()}
+
+
+def bf16_unit() -> str | None:
+    """The bf16 matrix unit this process's oneDNN computes bf16 products with (`BF16_UNITS`), or None: the CPU has
+    none, oneDNN has no bf16 inner product here, or its instruction set is forced below bf16 (ONEDNN_MAX_CPU_ISA /
+    DNNL_MAX_CPU_ISA). Why: without one bf16 products are emulated, so bf16 gives up fp32's exactness for no speed."""
+    from mcqa_toolkit.backends.hf.kernels import onednn_available
+
+    _, flags = _cpuinfo()
+    units = [u for u in BF16_UNITS if u in flags]
+    forced = {os.environ.get(k, "").upper() for k in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA")}
+    if not units or forced & set(BELOW_BF16) or not onednn_available("cpu", torch.bfloat16):
+        return None
+    return units[-1] if "AVX512_CORE_BF16" in forced else units[0]
 
 
 def describe(threads: int | None, device: Any, dtype: torch.dtype) -> dict[str, Any]:

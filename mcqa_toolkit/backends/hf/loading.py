@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import shutil
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from mcqa_toolkit.backends.cache import default_cache_dir
+from mcqa_toolkit.backends.hf import compute
 
 try:
     import fcntl
@@ -239,6 +241,11 @@ def dequantised_dir(gguf_path: Path, cache_dir: Path | None = None) -> tuple[Pat
     return target, digest
 
 
+NO_BF16_UNIT = ("bfloat16 on a CPU without a bf16 matrix unit oneDNN can use (AMX, AVX512_BF16; or its instruction set "
+                "is forced below them): its products are emulated, slower than float32 here, and bf16 rounding moves "
+                "scores (float32, the default, is exact)")
+
+
 def load_model(name_or_path: str = DEFAULT_MODEL, device: str | torch.device | None = None,
                dtype: str | torch.dtype | None = None, cache_dir: str | Path | None = None,
                **from_pretrained_kwargs: Any) -> LM:
@@ -249,6 +256,8 @@ def load_model(name_or_path: str = DEFAULT_MODEL, device: str | torch.device | N
     `from_pretrained` unchanged (extra keyword arguments are passed through).
     """
     torch_dtype, torch_device = _resolve_dtype(dtype), _resolve_device(device)
+    if torch_device.type == "cpu" and torch_dtype == torch.bfloat16 and compute.bf16_unit() is None:
+        warnings.warn(NO_BF16_UNIT, stacklevel=2)
     sha = ""
     source = str(name_or_path)
     path: str | Path

@@ -86,3 +86,38 @@ def test_records_do_not_depend_on_what_ran_before_in_the_process(gemma, tiny_mod
         torch.set_num_threads(threads)
     for a, b in zip(first, second, strict=True):
         assert_same_records(a, b, ignore=("run_id",))
+
+
+@pytest.mark.parametrize(("flags", "runs", "forced", "unit"), [
+    (("avx2", "avx512f"), True, {}, None),                                         # no bf16 unit
+    (("avx2", "avx512f", "avx512_bf16"), True, {}, "avx512_bf16"),
+    (("avx512_bf16", "amx_tile", "amx_bf16"), True, {}, "amx_bf16"),
+    (("avx512_bf16", "amx_bf16"), True, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"}, "avx512_bf16"),
+    (("avx512_bf16", "amx_bf16"), True, {"ONEDNN_MAX_CPU_ISA": "avx2"}, None),     # forced below bf16
+    (("avx512_bf16",), True, {"DNNL_MAX_CPU_ISA": "AVX512_CORE"}, None),
+    (("avx512_bf16",), False, {}, None),                                           # oneDNN has no bf16 product
+])
+def test_the_bf16_unit_is_the_cpus_where_onednn_can_use_it(monkeypatch, flags, runs, forced, unit):
+    from mcqa_toolkit.backends.hf import kernels
+
+    monkeypatch.setattr(compute, "_cpuinfo", lambda: ("a CPU", flags))
+    monkeypatch.setattr(kernels, "onednn_available", lambda device, dtype: runs)
+    for k in ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in forced.items():
+        monkeypatch.setenv(k, v)
+    assert compute.bf16_unit() == unit
+
+
+def test_a_process_forced_to_avx2_has_no_bf16_unit():
+    """The real oneDNN of a fresh process whose instruction set is forced down to AVX2 (any x86 CPU)."""
+    import os
+    import subprocess
+    import sys
+
+    if compute.cpu()["machine"] not in ("x86_64", "AMD64"):
+        pytest.skip("ONEDNN_MAX_CPU_ISA=AVX2 names an x86 instruction set")
+    code = "from mcqa_toolkit.backends.hf import compute; print(compute.bf16_unit())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+                         env={**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"})
+    assert out.stdout.strip() == "None"

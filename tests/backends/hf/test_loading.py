@@ -111,3 +111,19 @@ def test_the_conversion_reads_a_gguf_once(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError), loading._one_gguf_reader():
         raise RuntimeError("conversion failed")
     assert gguf.GGUFReader is Reader
+
+
+@pytest.mark.parametrize("unit", [None, "avx512_bf16"])
+def test_bfloat16_on_a_cpu_without_a_bf16_unit_warns(tiny_model_dir, monkeypatch, unit):
+    """Loading in bfloat16 says so where the CPU has no bf16 unit oneDNN uses; float32, or a CPU with one, is quiet."""
+    import warnings
+
+    from mcqa_toolkit.backends.hf import compute
+
+    monkeypatch.setattr(compute, "bf16_unit", lambda: unit)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lm = loading.load_model(str(tiny_model_dir), device="cpu", dtype="bfloat16")
+        loading.load_model(str(tiny_model_dir), device="cpu", dtype="float32")
+    said = [w for w in caught if str(w.message) == loading.NO_BF16_UNIT]
+    assert len(said) == (1 if unit is None else 0) and str(lm.model.dtype) == "torch.bfloat16"
