@@ -1,9 +1,9 @@
 """The engine's tree calls through one compiled model body (the engine's `fused=True`).
 
-Why: eager PyTorch runs every operator of a layer as its own kernel: Gemma-3-270M's tree call launches ~2,800 of
-them (benchmarks/profile_scoring.py), each reading and writing its whole tensor, and on a GPU each costs host time
-whatever its size. `torch.compile` (inductor) fuses the element-wise work between the matrix products (norms,
-rotary, activations, residuals, the casts and copies) into a few generated kernels.
+Why: eager PyTorch runs every operator of a layer as its own kernel: Gemma-3-270M's fp32 tree call on an ENEM item
+launches ~4,500 of them (benchmarks/profile_scoring.py), each reading and writing its whole tensor, and on a GPU
+each costs host time whatever its size. `torch.compile` (inductor) fuses the element-wise work between the matrix
+products (norms, rotary, activations, residuals, the casts and copies) into a few generated kernels.
 
 How: the model's own body is compiled as it is (transformers' code, dynamic shapes), with the two things inductor
 must not look into made opaque operators that it calls as they are:
@@ -15,11 +15,12 @@ Exactness: the fused kernels compute the same operations in another order of flo
 equality holds: tests/backends/hf/test_fused.py), and the self-check (selfcheck.py) judges the fused path like any
 other, its option in the verdict's key.
 
-Cost: the first tree call of a process traces and compiles the body (about a minute for an 18-layer model on two
-CPU cores; a call of one row and one of several rows are two graphs); inductor keeps the compiled code in its
-on-disk cache (TORCHINDUCTOR_CACHE_DIR, by default the system's temp folder, keyed by the graph, dtype, device and
-inductor's settings), so a later process traces again but compiles nothing. `EngineStats.compile_seconds` holds the
-time of calls that compiled. Tree calls only: the item prefixes' calls (on a cache object) stay eager.
+Cost: the first tree call of a process traces and compiles the body (Gemma-3-270M on two CPU cores: 16 s, 5-6 s from
+the cache below; benchmarks/fused_body.py --startup; a call of one row and one of several rows are two graphs);
+inductor keeps the compiled code in its on-disk cache (TORCHINDUCTOR_CACHE_DIR, by default the system's temp folder,
+keyed by the graph, dtype, device and inductor's settings), so a later process traces again but compiles nothing.
+`EngineStats.compile_seconds` holds the time of calls that compiled. Tree calls only: the item prefixes' calls (on a
+cache object) stay eager.
 """
 from __future__ import annotations
 
