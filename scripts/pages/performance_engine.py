@@ -235,7 +235,7 @@ def exam_runs() -> str:
         raw = read_json(path)
         first = Path(raw["params"][0]).stem
         rows = []
-        for stem in raw.get("order") or list(raw["files"]):
+        for stem in raw["order"]:
             f = raw["files"][stem]
             for name, r in f["runs"].items():
                 vs = (f.get("vs_first") or {}).get(name)

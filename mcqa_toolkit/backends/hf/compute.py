@@ -26,6 +26,7 @@ FP32 = "ieee"  # fp32 products in fp32 (no TF32, no bf16 rounding): what the eng
 ISA_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_fp16", "asimd", "sve")
 ISA_ENV = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
 BF16_UNITS = ("amx_bf16", "avx512_bf16")  # the CPU units oneDNN computes bf16 products with, fastest first
+X86 = ("x86_64", "AMD64")  # platform.machine() of the CPUs whose bf16 units BF16_UNITS names
 BELOW_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI")  # oneDNN ISAs
 
 
@@ -98,6 +99,12 @@ def bf16_unit() -> str | None:
     if not units or forced & set(BELOW_BF16) or not onednn_available("cpu", torch.bfloat16):
         return None
     return units[-1] if "AVX512_CORE_BF16" in forced else units[0]
+
+
+def bf16_emulated() -> bool:
+    """Whether bf16 products would be emulated here: an x86 CPU without a `bf16_unit` (another CPU's bf16 units are
+    not named in BF16_UNITS, so there it is not known: False)."""
+    return platform.machine() in X86 and bf16_unit() is None
 
 
 def describe(threads: int | None, device: Any, dtype: torch.dtype) -> dict[str, Any]:

@@ -256,7 +256,7 @@ def load_model(name_or_path: str = DEFAULT_MODEL, device: str | torch.device | N
     `from_pretrained` unchanged (extra keyword arguments are passed through).
     """
     torch_dtype, torch_device = _resolve_dtype(dtype), _resolve_device(device)
-    if torch_device.type == "cpu" and torch_dtype == torch.bfloat16 and compute.bf16_unit() is None:
+    if torch_device.type == "cpu" and torch_dtype == torch.bfloat16 and compute.bf16_emulated():
         warnings.warn(NO_BF16_UNIT, stacklevel=2)
     sha = ""
     source = str(name_or_path)

@@ -115,9 +115,18 @@ def test_a_process_forced_to_avx2_has_no_bf16_unit():
     import subprocess
     import sys
 
-    if compute.cpu()["machine"] not in ("x86_64", "AMD64"):
+    if compute.cpu()["machine"] not in compute.X86:
         pytest.skip("ONEDNN_MAX_CPU_ISA=AVX2 names an x86 instruction set")
     code = "from mcqa_toolkit.backends.hf import compute; print(compute.bf16_unit())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
                          env={**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2"})
     assert out.stdout.strip() == "None"
+
+
+@pytest.mark.parametrize(("machine", "unit", "emulated"), [("x86_64", None, True), ("x86_64", "amx_bf16", False),
+                                                           ("aarch64", None, False)])
+def test_bf16_is_called_emulated_only_on_an_x86_cpu_without_a_unit(monkeypatch, machine, unit, emulated):
+    """Another CPU's bf16 units (e.g. Arm's) are not among BF16_UNITS: there nothing is claimed."""
+    monkeypatch.setattr(compute.platform, "machine", lambda: machine)
+    monkeypatch.setattr(compute, "bf16_unit", lambda: unit)
+    assert compute.bf16_emulated() is emulated

@@ -115,12 +115,13 @@ def test_the_conversion_reads_a_gguf_once(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("unit", [None, "avx512_bf16"])
 def test_bfloat16_on_a_cpu_without_a_bf16_unit_warns(tiny_model_dir, monkeypatch, unit):
-    """Loading in bfloat16 says so where the CPU has no bf16 unit oneDNN uses; float32, or a CPU with one, is quiet."""
+    """Loading in bfloat16 says so where bf16 products would be emulated (an x86 CPU without a bf16 unit oneDNN
+    uses); float32, or a CPU with one, is quiet."""
     import warnings
 
     from mcqa_toolkit.backends.hf import compute
 
-    monkeypatch.setattr(compute, "bf16_unit", lambda: unit)
+    monkeypatch.setattr(compute, "bf16_emulated", lambda: unit is None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         lm = loading.load_model(str(tiny_model_dir), device="cpu", dtype="bfloat16")
