@@ -11,10 +11,9 @@ other shuffles' paths. Here every layer computes two parts and merges them exact
 1. cached keys: all rows continuing one cache entry (an item) form one long query sequence against one copy of the
    slots any of them can see (on a sliding layer, from the earliest query's window start on), masked inside that
    range only where needed (sliding windows, empty slots);
-2. the rows' own keys, per block of `QUERY_BLOCK` queries: in a depth-first layout the keys a block's queries can
-   see are the ancestors of its first node and the block itself (an ancestor of a later node that precedes the block
-   is an ancestor of its first node too), so each block is computed against those (gathered, padded to the call's
-   longest) instead of the row's width.
+2. the rows' own keys, per block of `QUERY_BLOCK` queries (tree_rows.py): in a depth-first layout the keys a
+   block's queries can see are the ancestors of its first node and the block itself, so each block is computed
+   against those (gathered) instead of the row's width, blocks batched into a few calls per layer.
 out = (e^(lse1 - m) out1 + e^(lse2 - m) out2) / (e^(lse1 - m) + e^(lse2 - m)), m = max(lse1, lse2), in fp32; a
 part a query sees nothing of (a sliding query deeper than the window has no cached key left) has lse = -inf and
 weight 0. Pad slots see themselves only, as in masks.py.
@@ -41,6 +40,8 @@ import numpy as np
 import torch
 
 from mcqa_toolkit.backends.hf.masks import upload
+from mcqa_toolkit.backends.hf.tree_rows import RowGroup, additive, plan_rows
+from mcqa_toolkit.backends.hf.tree_rows import attend_rows as _attend_rows
 
 IMPLEMENTATION = "mcqa_tree"
 QUERY_BLOCK = 64  # queries per block of a row's own part
@@ -61,34 +62,17 @@ class _CachedPart:
 
 
 @dataclass
-class _RowBlock:
-    """Queries [a, b) of every row against the row's keys at `index` (rows, keys) under `mask` (rows, 1, b - a,
-    keys), per layer group."""
-
-    a: int
-    b: int
-    index: torch.Tensor
-    mask: dict[str | None, torch.Tensor]
-
-
-@dataclass
 class TreePlan:
     """Everything the layers of one packed-rows call need, built once per call (`plan_call`)."""
 
     cache: Any                                       # the block's cache: layer l's keys (entries, kv heads, slots, dim)
     groups: list[str | None]                          # layer index -> layer group
     cached: dict[str | None, list[_CachedPart]]       # per group, per item
-    blocks: list[_RowBlock]
+    blocks: list[RowGroup]                           # the rows' own part (tree_rows.py)
     rows: int
     width: int
     linear: Callable = torch.nn.functional.linear     # the engine's matrix product (kernels.py) for the cached part
     calls: int = 0                                    # attention layers that used the plan in this call
-
-
-def _additive(visible: np.ndarray, dtype: torch.dtype, device: Any) -> torch.Tensor:
-    """0 where visible, the dtype's lowest value elsewhere (as transformers' eager masks), on `device`."""
-    mask = np.where(visible, 0.0, float(torch.finfo(dtype).min)).astype(np.float32)
-    return torch.from_numpy(mask).to(device=device, dtype=dtype)
 
 
 def plan_call(cache: Any, groups: list[str | None], windows: dict[str | None, int | None],
@@ -115,50 +99,20 @@ def plan_call(cache: Any, groups: list[str | None], windows: dict[str | None, in
             visible = np.broadcast_to(s >= 0, (q.size, hi - lo))
             if window is not None:
                 visible = visible & (q[:, None] - s[None, :] < window)
-            mask = None if visible.all() else _additive(visible, dtype, device)[None, None]
+            mask = None if visible.all() else additive(visible, dtype, device)[None, None]
             row_index = None if len(items) == 1 else upload([rows], device)[0]
             parts.append(_CachedPart(row_index, int(item_entries[item]), lo, hi, mask))
         cached[g] = parts
-    blocks = []
-    for a in range(0, width, QUERY_BLOCK):
-        b = min(width, a + QUERY_BLOCK)
-        # ancestors of each row's node a before the block: j < a with end[j] > a (its subtree covers a)
-        anc = [np.flatnonzero(end[r, :a] > a) for r in range(n_rows)]
-        n_anc = max(len(x) for x in anc)
-        index = np.zeros((n_rows, n_anc + b - a), dtype=np.int64)
-        real = np.zeros((n_rows, n_anc + b - a), dtype=bool)
-        for r, x in enumerate(anc):
-            index[r, : len(x)] = x
-            real[r, : len(x)] = True
-        index[:, n_anc:] = np.arange(a, b)
-        real[:, n_anc:] = True
-        qi = np.arange(a, b)
-        keys_end = np.take_along_axis(end, index, axis=1)                     # (rows, keys)
-        tree = real[:, None, :] & (index[:, None, :] <= qi[None, :, None]) & (qi[None, :, None] < keys_end[:, None, :])
-        key_pos = np.take_along_axis(positions, index, axis=1)
-        masks = {}
-        for g, window in windows.items():
-            vis = tree if window is None else tree & (positions[:, a:b, None] - key_pos[:, None, :] < window)
-            masks[g] = _additive(vis, dtype, device)[:, None]
-        blocks.append(_RowBlock(a, b, upload([index], device)[0], masks))
+    blocks = plan_rows(positions, end, windows, QUERY_BLOCK, dtype, device)
     return TreePlan(cache, groups, cached, blocks, n_rows, width, linear)
 
 
-def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:
-    """Key/value heads repeated for the query heads (grouped-query attention); a stride-0 view for one KV head."""
-    kv = x.shape[1]
-    if kv == heads:
-        return x
-    if kv == 1:
-        return x.expand(x.shape[0], heads, *x.shape[2:])
-    return x[:, :, None].expand(x.shape[0], kv, heads // kv, *x.shape[2:]).reshape(x.shape[0], heads, *x.shape[2:])
-
-
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float,
-           flash: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+           flash: bool | None = None, sighted: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(softmax(q k^T scale + mask) v, log-sum-exp of the scores) per query, the log-sum-exp in fp32; -inf (and a
-    zero output) for a query that sees no key. `flash`: PyTorch's CPU flash kernel (default on a CPU) or plain
-    matrix products."""
+    zero output) for a query that sees no key, unless the caller knows every query sees one (`sighted`: two
+    passes over the output saved). `flash`: PyTorch's CPU flash kernel (default on a CPU) or plain matrix
+    products."""
     if flash if flash is not None else q.device.type == "cpu":
         out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, False, attn_mask=mask,
                                                                               scale=scale)
@@ -168,6 +122,8 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor
             scores = scores + mask.float()
         lse = scores.logsumexp(-1)
         out = torch.matmul((scores - lse[..., None]).exp().to(v.dtype), v)
+    if sighted:
+        return out, lse.float()
     blind = lse <= torch.finfo(torch.float32).min / 2  # every key masked: additive masks make the sum tiny, not 0
     lse = lse.float().masked_fill(blind, float("-inf"))
     return out.masked_fill(blind[..., None], 0), lse
@@ -241,15 +197,7 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
         else:
             out_a.index_copy_(0, part.rows, o)
             lse_a.index_copy_(0, part.rows, lse)
-    outs, lses = [], []
-    k_all, v_all = _heads(key, heads), _heads(value, heads)
-    for block in plan.blocks:
-        idx = block.index[:, None, :, None].expand(rows, heads, block.index.shape[1], dim)
-        o, lse = attend(query[:, :, block.a: block.b], k_all.gather(2, idx), v_all.gather(2, idx),
-                        block.mask[group], scale)
-        outs.append(o)
-        lses.append(lse)
-    out_b, lse_b = torch.cat(outs, 2).transpose(1, 2), torch.cat(lses, 2).transpose(1, 2)
+    out_b, lse_b = _attend_rows(query, key, value, plan.blocks, group, scale, attend)
     m = torch.maximum(lse_a, lse_b)
     wa, wb = (lse_a - m).exp(), (lse_b - m).exp()
     out = (out_a.float() * wa[..., None] + out_b.float() * wb[..., None]) / (wa + wb)[..., None]

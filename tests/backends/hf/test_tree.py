@@ -53,7 +53,7 @@ def test_tree_attention_equals_naive(tiny_lm, options, block, monkeypatch, naive
 @pytest.mark.parametrize("flash", [True, False])
 def test_several_items_per_block_and_both_kernels(tiny_lm, flash, monkeypatch, naive):
     real = tree.attend
-    monkeypatch.setattr(tree, "attend", lambda *a: real(*a, flash=flash))
+    monkeypatch.setattr(tree, "attend", lambda *a, **kw: real(*a, flash=flash, **kw))
     monkeypatch.setattr(tree, "QUERY_BLOCK", 8)
     items = block_items(tiny_lm)
     shared = encode(tiny_lm, PREFIX)
@@ -77,8 +77,9 @@ def test_blocks_compute_the_visible_pairs_not_the_width():
         end[i, : r.width] = r.end
     plan = tree.plan_call(None, [None], {None: None}, {None: np.zeros((1, 0), dtype=np.int64)}, positions, end,
                           np.zeros(len(rows), dtype=np.int64), np.zeros(1, dtype=np.int64), torch.float32, "cpu")
-    computed = sum(len(rows) * (b.b - b.a) * b.index.shape[1] for b in plan.blocks)
-    visible = sum(int((b.mask[None] == 0).sum()) for b in plan.blocks)
+    computed = sum(len(rows) * g.blocks * g.size * g.keys for g in plan.blocks)
+    visible = sum(int((g.mask[None].view(len(rows), g.blocks * g.size, g.keys)[:, : g.valid] == 0).sum())
+                  for g in plan.blocks)
     idx = np.arange(width)
     dense_visible = int(sum(((idx[None, :] <= idx[:, None]) & (idx[:, None] < end[r][None, :])).sum()
                             for r in range(len(rows))))
