@@ -7,9 +7,10 @@ products (norms, rotary, activations, residuals, the casts and copies) into a fe
 
 How: the model's own body is compiled as it is (transformers' code, dynamic shapes), with the two things inductor
 must not look into made opaque operators that it calls as they are:
-- the engine's tree attention (tree.py), `mcqa::tree_attention`: the call's plan (cached keys, row blocks, masks)
-  is a Python object built per call, so the operator takes the layer's query / key / value and its index, and reads
-  the plan of the running call (`_RUNNING`, set by `tree_call`); the compiled graph does not change with the plan;
+- the engine's tree attention's two parts (tree.py), `mcqa::tree_attention`: the call's plan (cached keys, row
+  groups, masks) is a Python object built per call, so the operator takes the layer's query / key / value and its
+  index, and reads the plan of the running call (`_RUNNING`, set by `tree_call`); the compiled graph does not change
+  with the plan. The parts' merge by their log-sum-exps (tree.merge) is element-wise work, traced and fused;
 - oneDNN's linear on a CPU (kernels.py: `mcqa::onednn_linear` while compiling).
 Exactness: the fused kernels compute the same operations in another order of float rounding (the engine's 1e-4
 equality holds: tests/backends/hf/test_fused.py), and the self-check (selfcheck.py) judges the fused path like any
@@ -36,7 +37,7 @@ import torch
 from torch.profiler import record_function
 
 from mcqa_toolkit.backends.hf.masks import text_config
-from mcqa_toolkit.backends.hf.tree import TreeNotUsed, tree_attention, tree_implementation
+from mcqa_toolkit.backends.hf.tree import TreeNotUsed, merge, tree_implementation, tree_parts
 
 FUSED_IMPLEMENTATION = "mcqa_tree_fused"
 
@@ -45,26 +46,31 @@ _COMPILED: dict[type[torch.nn.Module], Any] = {}  # decoder layer class -> its c
 
 
 @torch.library.custom_op("mcqa::tree_attention", mutates_args=())
-def tree_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
-    """tree.tree_attention of layer `layer` on the running call's plan: (rows, width, heads, dim)."""
+def tree_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """tree.tree_parts of layer `layer` on the running call's plan: the two parts' (out (rows, width, heads, dim),
+    lse (rows, width, heads)), each a tensor of its own in that layout (what the compiler is told to expect)."""
     plan, latent = _RUNNING[-1]
     module = latent.get(layer) or types.SimpleNamespace(layer_idx=layer)
-    return tree_attention(module, query, key, value, None, scale, mcqa_tree=plan)[0]
+    out_a, lse_a, out_b, lse_b = tree_parts(module, query, key, value, plan, scale)
+    return out_a.contiguous(), lse_a.contiguous(), out_b.contiguous(), lse_b.contiguous()
 
 
 @tree_op.register_fake
-def _(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
+def _(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float
+      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     rows, heads, width, dim = query.shape
-    return query.new_empty(rows, width, heads, dim)
+    out = (query.new_empty(rows, width, heads, dim), query.new_empty(rows, width, heads, dtype=torch.float32))
+    return out + (query.new_empty(rows, width, heads, dim), query.new_empty(rows, width, heads, dtype=torch.float32))
 
 
 def fused_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Any,
                     scaling: float | None = None, dropout: float = 0.0, **kwargs: Any) -> tuple[torch.Tensor, None]:
     """The attention function of a fused tree call (AttentionInterface signature), traced by the compiler: the
     layer's index is an input of the graph (`allow_unspec_int_on_nn_module`), so every layer of a class runs one
-    compiled graph."""
+    compiled graph; the two parts' merge (tree.merge) is traced too, so it fuses with the layer's other work."""
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    return tree_op(query, key, value, module.layer_idx, float(scale)), None
+    return merge(*tree_op(query, key, value, module.layer_idx, float(scale))), None
 
 
 def _latent_modules(body: torch.nn.Module) -> dict[int, Any]:

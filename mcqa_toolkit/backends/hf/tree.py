@@ -173,6 +173,21 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
     if plan is None:
         raise TreeNotUsed(f"{type(module).__name__} does not pass the engine's tree plan to its attention function "
                           "(attention='masks' scores this model)")
+    return merge(*tree_parts(module, query, key, value, plan, scaling)), None
+
+
+def merge(out_a: torch.Tensor, lse_a: torch.Tensor, out_b: torch.Tensor, lse_b: torch.Tensor) -> torch.Tensor:
+    """The two parts' outputs (rows, width, heads, dim) weighted by their log-sum-exps (rows, width, heads), in
+    fp32, in the parts' dtype: exactly the softmax over both parts' keys."""
+    m = torch.maximum(lse_a, lse_b)
+    wa, wb = (lse_a - m).exp(), (lse_b - m).exp()
+    out = (out_a.float() * wa[..., None] + out_b.float() * wb[..., None]) / (wa + wb)[..., None]
+    return out.to(out_a.dtype)
+
+
+def tree_parts(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, plan: TreePlan,
+               scaling: float | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The cached part's and the rows' own part's (out, lse) of one layer (counted in `plan.calls`)."""
     plan.calls += 1
     layer = module.layer_idx
     group = plan.groups[layer]
@@ -198,10 +213,7 @@ def tree_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
             out_a.index_copy_(0, part.rows, o)
             lse_a.index_copy_(0, part.rows, lse)
     out_b, lse_b = _attend_rows(query, key, value, plan.blocks, group, scale, attend)
-    m = torch.maximum(lse_a, lse_b)
-    wa, wb = (lse_a - m).exp(), (lse_b - m).exp()
-    out = (out_a.float() * wa[..., None] + out_b.float() * wb[..., None]) / (wa + wb)[..., None]
-    return out.to(query.dtype), None
+    return out_a, lse_a, out_b, lse_b
 
 
 def register() -> None:
