@@ -58,6 +58,8 @@ def test_a_figure_edited_in_a_page_is_caught():
     ("docs/performance.md", "results/benchmarks/engine4_2026-11-29/vllm_body.json"),
     ("docs/performance.md", "results/benchmarks/engine4_2026-11-29/throughput_exam2021_cpu.json"),
     ("docs/performance.md", "results/benchmarks/engine4_2026-11-29/speed_exam2021_cpu.json"),
+    ("docs/performance.md", "results/benchmarks/engine6_rows_2026-12-04/row_groups_float32_256.json"),
+    ("docs/performance.md", "results/benchmarks/engine6_rows_2026-12-04/rows_ab_after_1.json"),
 ])
 def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
     """Every number of these raw files that a table shows moves the page when it moves (the check compares them)."""
@@ -76,7 +78,8 @@ def test_a_changed_raw_figure_changes_its_page(name, path, monkeypatch):
         monkeypatch.setattr(blocks, "read_json", lambda p, c=changed, real=real: c if str(p).endswith(path)
                             else real(p))
         for module in ("pages.performance", "pages.performance_engine", "pages.performance_gpu", "pages.enem",
-                       "pages.dif", "pages.cluster", "pages.readme", "pages.invariance", "pages.performance_host"):
+                       "pages.dif", "pages.cluster", "pages.readme", "pages.invariance", "pages.performance_host",
+                       "pages.performance_rows"):
             monkeypatch.setattr(importlib.import_module(module), "read_json", blocks.read_json, raising=False)
         try:
             moved += render_docs.render_page(name, text) != page

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pages import performance_engine, performance_gpu, performance_host
+from pages import performance_engine, performance_gpu, performance_host, performance_rows
 from pages.blocks import REPO, date_of, minutes, module_at, notes_under, number, read_json, rel, table
 
 RESULTS = REPO / "results" / "benchmarks"
@@ -278,7 +278,8 @@ def blocks() -> dict[str, str]:
     return {"perf-engine-cpu": performance_engine.vs_lm_eval("cpu"),
             "perf-engine-defaults": performance_engine.defaults(),
             "perf-body-kernels": performance_engine.body_kernels(), "perf-fused-body": performance_engine.fused_body(),
-            "perf-exam-runs": performance_engine.exam_runs(),
+            "perf-exam-runs": performance_engine.exam_runs(), "perf-row-groups": performance_rows.row_groups(),
+            "perf-rows-before-after": performance_rows.rows_before_after(),
             "perf-engine-calls": engine_calls(),
             "perf-profile": "\n\n".join(x for x in (profile_lines(), performance_host.host_before_after()) if x),
             "perf-vs-vllm": vs_vllm(), "perf-gpu-speed": engine_speed() + "\n\n" + gpu_tokens(),

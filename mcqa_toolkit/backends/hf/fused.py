@@ -1,7 +1,7 @@
 """The engine's tree calls through one compiled model body (the engine's `fused=True`).
 
 Why: eager PyTorch runs every operator of a layer as its own kernel: Gemma-3-270M's fp32 tree call on an ENEM item
-launches ~4,500 of them (benchmarks/profile_scoring.py), each reading and writing its whole tensor, and on a GPU
+launches ~2,600 of them (benchmarks/profile_scoring.py), each reading and writing its whole tensor, and on a GPU
 each costs host time whatever its size. `torch.compile` (inductor) fuses the element-wise work between the matrix
 products (norms, rotary, activations, residuals, the casts and copies) into a few generated kernels.
 
