@@ -103,7 +103,7 @@ def plan_rows(positions: np.ndarray, end: np.ndarray, windows: dict[str | None, 
         qi = np.zeros((len(group), size), dtype=np.int64)
         for c, j in enumerate(group):
             a = starts[j]
-            for r, x in enumerate(anc[j][r] for r in range(n_rows)):
+            for r, x in enumerate(anc[j]):
                 index[r, c, : len(x)] = x
                 real[r, c, : len(x)] = True
             qi[c] = np.arange(a, a + size)
@@ -116,11 +116,10 @@ def plan_rows(positions: np.ndarray, end: np.ndarray, windows: dict[str | None, 
         q_pos = positions[:, qi]                                               # (rows, blocks, size)
         tree = real[:, :, None, :] & (index[:, :, None, :] <= qi[None, :, :, None]) \
             & (qi[None, :, :, None] < keys_end[:, :, None, :])
-        tree[:, pad, n_anc] = True                                             # a pad query sees the block's first key
         masks = {}
         for g, window in windows.items():
             vis = tree if window is None else tree & (q_pos[..., None] - key_pos[:, :, None, :] < window)
-            vis[:, pad, n_anc] = True
+            vis[:, pad, n_anc] = True                                          # a pad query sees the block's first key
             masks[g] = additive(vis, dtype, device).reshape(n_rows * len(group), 1, size, keys)
         flat = np.arange(n_rows)[:, None] * width
         q_index = (flat + qi.reshape(1, -1)).reshape(-1)
